@@ -1,0 +1,8 @@
+/**
+ * Cross-module integration, property and fault tests. The module has no main code: it exists so
+ * that its tests run on the module path, against the same module graph (and the same
+ * native-access grant, to {@code lmcache4j.cuda} only) that users get.
+ */
+module lmcache4j.tests {
+    requires lmcache4j.engine;
+}

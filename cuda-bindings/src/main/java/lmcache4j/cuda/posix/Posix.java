@@ -231,6 +231,24 @@ public final class Posix {
         }
     }
 
+    /**
+     * {@code malloc(3)}: {@code bytes} of C heap as a segment of that size, unmanaged: the caller
+     * must {@link #free} it exactly once. Used as the baseline allocator in benchmarks.
+     */
+    public static MemorySegment malloc(long bytes) {
+        requirePositive("malloc size", bytes);
+        MemorySegment p = libc_h.malloc(bytes);
+        if (p.equals(MemorySegment.NULL)) {
+            throw new PosixException("malloc(" + bytes + ")", ENOMEM, null);
+        }
+        return p.reinterpret(bytes);
+    }
+
+    /** {@code free(3)} of memory from {@link #malloc}. */
+    public static void free(MemorySegment memory) {
+        libc_h.free(memory);
+    }
+
     /** The process's {@code RLIMIT_MEMLOCK}: how many bytes it may lock in RAM. */
     public static ResourceLimit memlockLimit() {
         try (Arena arena = Arena.ofConfined()) {

@@ -111,6 +111,16 @@ class PosixTest {
     }
 
     @Test
+    void mallocAndFreeRoundTrip() {
+        MemorySegment m = Posix.malloc(1000);
+        assertEquals(1000, m.byteSize());
+        m.fill((byte) 3);
+        assertEquals(3, m.get(ValueLayout.JAVA_BYTE, 999));
+        Posix.free(m);
+        assertThrows(IllegalArgumentException.class, () -> Posix.malloc(0));
+    }
+
+    @Test
     void errnoNamesAreSymbolic() {
         assertEquals("ENOMEM", Errno.name(12));
         assertEquals("EPERM", Errno.name(1));

@@ -5,6 +5,11 @@
  */
 module lmcache4j.allocator {
     requires transitive lmcache4j.cuda;
+    requires org.agrona;
 
+    exports lmcache4j.allocator;
     exports lmcache4j.allocator.host;
+    exports lmcache4j.allocator.tensor;
+    exports lmcache4j.allocator.paged;
+    exports lmcache4j.allocator.pool;
 }

@@ -1,0 +1,319 @@
+package lmcache4j.allocator;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+
+import lmcache4j.allocator.internal.MemoryOwner;
+
+/**
+ * A chunk of KV data: a slice of a host region plus its metadata (shape, dtype, format, physical
+ * size, token count), a reference count and a pin count.
+ *
+ * <p>Lifecycle (DESIGN.md, Memory model): an object is born with one reference, its creator's.
+ * Whoever keeps it takes a reference ({@link #retain()}) and drops it ({@link #release()}); pins
+ * ({@link #pin()}/{@link #unpin()}) are separate and block eviction. The memory goes back to the
+ * allocator exactly once, when both counts reach zero; from then on every method that touches the
+ * object throws {@link MemoryObjMisuseException}. Objects are never reused: each allocation gives
+ * a fresh object with a fresh {@link #id()}, so a stale reference is always detected.
+ *
+ * <p>Thread-safe. The counts live in one {@code long} updated by compare-and-set: retain, release,
+ * pin and unpin take no lock.
+ */
+public final class MemoryObj {
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(MemoryObj.class, "state", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    // state = RELEASED bit (63) | pin count (bits 32..62) | reference count (bits 0..30)
+    private static final long RELEASED = Long.MIN_VALUE;
+    private static final long COUNT_MASK = 0x7FFF_FFFFL;
+    private static final int PIN_SHIFT = 32;
+    private static final long ONE_PIN = 1L << PIN_SHIFT;
+
+    @SuppressWarnings("unused") // accessed through STATE
+    private volatile long state = 1; // one reference: the creator's
+
+    private final long id;
+    private final MemoryOwner owner;
+    private final long address;
+    private final long physicalSize;
+    private final TensorShape shape;
+    private final DType dtype;
+    private final MemoryFormat format;
+    private final MemorySegment segment;
+    private final Arena privateArena;
+    private final Throwable allocationSite;
+
+    /**
+     * Made by allocators only.
+     *
+     * @param owner          the allocator the memory goes back to
+     * @param address        the slice's offset in the owner's address space
+     * @param physicalSize   bytes reserved for the object (alignment or page included)
+     * @param segment        the object's bytes: exactly {@code shape × dtype} long
+     * @param privateArena   in strict mode, the arena that backs this object alone; else null
+     * @param allocationSite where it was allocated, when leak debugging records it; else null
+     */
+    public MemoryObj(MemoryOwner owner, long address, long physicalSize, TensorShape shape, DType dtype,
+                     MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite) {
+        this.owner = Objects.requireNonNull(owner, "owner");
+        this.shape = Objects.requireNonNull(shape, "shape");
+        this.dtype = Objects.requireNonNull(dtype, "dtype");
+        this.format = Objects.requireNonNull(format, "format");
+        this.segment = Objects.requireNonNull(segment, "segment");
+        this.address = address;
+        this.physicalSize = physicalSize;
+        this.privateArena = privateArena;
+        this.allocationSite = allocationSite;
+        this.id = IDS.incrementAndGet();
+    }
+
+    // ---- lifecycle --------------------------------------------------------------------------
+
+    /** Takes one more reference. Returns {@code this}. */
+    public MemoryObj retain() {
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            checkLive(s, "retain");
+            if (refs(s) == COUNT_MASK) {
+                throw misuse("retain", "the reference count would overflow", s);
+            }
+        } while (!STATE.compareAndSet(this, s, s + 1));
+        return this;
+    }
+
+    /**
+     * Drops one reference. When it was the last and no pin is left, the memory goes back to the
+     * allocator.
+     *
+     * @return whether this call returned the memory
+     * @throws MemoryObjMisuseException when no reference is left to drop, or after the memory went back
+     */
+    public boolean release() {
+        if (releaseDeferringReclaim(owner)) {
+            owner.reclaim(this);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * For an allocator releasing many objects at once: drops one reference like {@link #release()},
+     * but when it was the last (and no pin is left) returns true and leaves returning the memory to
+     * the caller, which must be this object's owner.
+     */
+    public boolean releaseDeferringReclaim(MemoryOwner caller) {
+        if (caller != owner) {
+            throw misuse("release", "it belongs to allocator '" + owner.name() + "', not '" + caller.name() + "'",
+                    (long) STATE.getVolatile(this));
+        }
+        long s;
+        long next;
+        do {
+            s = (long) STATE.getVolatile(this);
+            checkLive(s, "release");
+            if (refs(s) == 0) {
+                throw misuse("release", "the reference count is already 0 (release below zero)", s);
+            }
+            next = s - 1;
+            if (refs(next) == 0 && pins(next) == 0) {
+                next |= RELEASED;
+            }
+        } while (!STATE.compareAndSet(this, s, next));
+        return next < 0;
+    }
+
+    /** Pins the object: it cannot be evicted until every pin is undone. */
+    public void pin() {
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            checkLive(s, "pin");
+            if (pins(s) == COUNT_MASK) {
+                throw misuse("pin", "the pin count would overflow", s);
+            }
+        } while (!STATE.compareAndSet(this, s, s + ONE_PIN));
+        if (pins(s) == 0) {
+            owner.pinnedCountChanged(+1);
+        }
+    }
+
+    /**
+     * Undoes one pin. When it was the last pin and no reference is left, the memory goes back.
+     *
+     * @return whether this call returned the memory
+     * @throws MemoryObjMisuseException when the object is not pinned, or after the memory went back
+     */
+    public boolean unpin() {
+        long s;
+        long next;
+        do {
+            s = (long) STATE.getVolatile(this);
+            checkLive(s, "unpin");
+            if (pins(s) == 0) {
+                throw misuse("unpin", "the pin count is already 0 (unpin below zero)", s);
+            }
+            next = s - ONE_PIN;
+            if (refs(next) == 0 && pins(next) == 0) {
+                next |= RELEASED;
+            }
+        } while (!STATE.compareAndSet(this, s, next));
+        if (pins(next) == 0) {
+            owner.pinnedCountChanged(-1);
+        }
+        if (next < 0) {
+            owner.reclaim(this);
+            return true;
+        }
+        return false;
+    }
+
+    /** Current references; 0 once released. */
+    public int refCount() {
+        return (int) refs((long) STATE.getVolatile(this));
+    }
+
+    /** Current pins. */
+    public int pinCount() {
+        return (int) pins((long) STATE.getVolatile(this));
+    }
+
+    /** Whether at least one pin is held. */
+    public boolean isPinned() {
+        return pinCount() > 0;
+    }
+
+    /** Evictable: live, not pinned, and only the cache's own reference left. */
+    public boolean canEvict() {
+        long s = (long) STATE.getVolatile(this);
+        return s >= 0 && pins(s) == 0 && refs(s) == 1;
+    }
+
+    /** Whether the memory is still this object's (not yet returned to the allocator). */
+    public boolean isValid() {
+        return (long) STATE.getVolatile(this) >= 0;
+    }
+
+    // ---- data and metadata ------------------------------------------------------------------
+
+    /**
+     * The object's bytes ({@link #byteSize()} long). Valid until the memory goes back; in strict
+     * mode any access after that throws from the FFM runtime, otherwise the bytes may belong to a
+     * new object by then, so never keep the segment beyond your reference.
+     */
+    public MemorySegment segment() {
+        checkLive((long) STATE.getVolatile(this), "segment");
+        return segment;
+    }
+
+    /** The allocation's sequence number: unique for the life of the process, never reused. */
+    public long id() {
+        return id;
+    }
+
+    /** Logical bytes: shape × dtype. */
+    public long byteSize() {
+        return segment.byteSize();
+    }
+
+    /** Bytes reserved, alignment or page rounding included. */
+    public long physicalSize() {
+        return physicalSize;
+    }
+
+    /** Offset in the owning allocator's address space (LMCache's {@code metadata.address}). */
+    public long address() {
+        return address;
+    }
+
+    public TensorShape shape() {
+        return shape;
+    }
+
+    public DType dtype() {
+        return dtype;
+    }
+
+    public MemoryFormat format() {
+        return format;
+    }
+
+    /** Tokens held, read along the format's token dimension. */
+    public int tokenCount() {
+        return format.tokenCount(shape);
+    }
+
+    /** The name of the allocator that owns the memory. */
+    public String ownerName() {
+        return owner.name();
+    }
+
+    /** Whether {@code candidate} is the allocator that owns this object's memory. */
+    public boolean isOwnedBy(MemoryOwner candidate) {
+        return owner == candidate;
+    }
+
+    /** The arena backing this object alone (strict mode), or null. For the owner. */
+    public Arena privateArena() {
+        return privateArena;
+    }
+
+    /** Where the object was allocated, when leak debugging is on; else null. */
+    public Throwable allocationSite() {
+        return allocationSite;
+    }
+
+    /**
+     * Marks the memory as gone without a release, for an owner reclaiming an object that became
+     * unreachable while still referenced or one the owner frees on close. Returns false when it
+     * was already released.
+     */
+    public boolean forceRelease() {
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            if (s < 0) {
+                return false;
+            }
+        } while (!STATE.compareAndSet(this, s, RELEASED));
+        return true;
+    }
+
+    private static long refs(long s) {
+        return s & COUNT_MASK;
+    }
+
+    private static long pins(long s) {
+        return (s >>> PIN_SHIFT) & COUNT_MASK;
+    }
+
+    private void checkLive(long s, String operation) {
+        if (s < 0) {
+            throw misuse(operation, "its memory was already returned to the allocator (use after release)", s);
+        }
+    }
+
+    private MemoryObjMisuseException misuse(String operation, String what, long s) {
+        return new MemoryObjMisuseException(operation + "() on " + this + " refused: " + what
+                + (s < 0 ? "" : "; refs " + refs(s) + ", pins " + pins(s)));
+    }
+
+    /** The identity and metadata, for messages: {@code MemoryObj#17[KV_2LTD [2, 32, 256, 1024] bfloat16, ...]}. */
+    @Override
+    public String toString() {
+        return "MemoryObj#" + id + "[" + format + " " + shape + " " + dtype.torchName() + ", " + segment.byteSize()
+                + " bytes at offset " + address + " of '" + owner.name() + "']";
+    }
+}

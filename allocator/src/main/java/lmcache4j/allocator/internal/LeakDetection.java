@@ -1,0 +1,65 @@
+package lmcache4j.allocator.internal;
+
+import java.lang.ref.Cleaner;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Finds objects that become unreachable while still holding a reference or pin, in the spirit of
+ * Netty's leak detector. Controlled by {@code -Dlmcache4j.leakDetection}:
+ * <ul>
+ *   <li>{@code disabled}: nothing is tracked;</li>
+ *   <li>{@code sampled} (default): one allocation in {@value #SAMPLING_INTERVAL} is tracked;</li>
+ *   <li>{@code paranoid}: every allocation is tracked and its allocation site recorded, so that
+ *       leak reports and allocator close failures say where the object came from.</li>
+ * </ul>
+ * A detected leak is logged and its memory reclaimed by the owner, so a leak costs a warning, not
+ * capacity.
+ */
+public final class LeakDetection {
+    /** The {@code sampled} mode tracks one allocation in this many. */
+    public static final int SAMPLING_INTERVAL = 128;
+    public static final String PROPERTY = "lmcache4j.leakDetection";
+
+    /** The detection level. */
+    public enum Level { DISABLED, SAMPLED, PARANOID }
+
+    private static final Cleaner CLEANER = Cleaner.create(r -> {
+        Thread t = new Thread(r, "lmcache4j-leak-detector");
+        t.setDaemon(true);
+        return t;
+    });
+    private static final Level LEVEL = parse(System.getProperty(PROPERTY, "sampled"));
+    private static final AtomicLong COUNTER = new AtomicLong();
+
+    private LeakDetection() {
+    }
+
+    static Level parse(String value) {
+        try {
+            return Level.valueOf(value.strip().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("-D" + PROPERTY + "=" + value + " is not one of disabled, sampled, paranoid", e);
+        }
+    }
+
+    /** The level in force. */
+    public static Level level() {
+        return LEVEL;
+    }
+
+    /** The allocation site to record, in paranoid mode; else null. */
+    public static Throwable siteIfRecording() {
+        return LEVEL == Level.PARANOID ? new Throwable("allocated here") : null;
+    }
+
+    /**
+     * Whether to track this allocation, and if so registers {@code onUnreachable} to run when
+     * {@code obj} becomes unreachable. The action must not reference {@code obj}.
+     */
+    public static void track(Object obj, Runnable onUnreachable) {
+        if (LEVEL == Level.PARANOID || LEVEL == Level.SAMPLED && COUNTER.incrementAndGet() % SAMPLING_INTERVAL == 0) {
+            CLEANER.register(obj, onUnreachable);
+        }
+    }
+}

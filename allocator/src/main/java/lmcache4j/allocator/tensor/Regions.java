@@ -1,0 +1,80 @@
+package lmcache4j.allocator.tensor;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+import lmcache4j.allocator.host.HostArena;
+
+/**
+ * The host regions behind an allocator's address space, laid end to end: region i covers
+ * {@code [base[i], base[i] + size[i])}. A pool that grows appends regions; the free-block index
+ * keeps a boundary at each region start so no slice spans two.
+ */
+final class Regions {
+    private HostArena[] arenas = new HostArena[4];
+    private long[] bases = new long[4];
+    private int count;
+    private long end;
+
+    /** Appends {@code arena} at the current end; returns its base offset. */
+    long append(HostArena arena) {
+        if (count == arenas.length) {
+            arenas = Arrays.copyOf(arenas, count * 2);
+            bases = Arrays.copyOf(bases, count * 2);
+        }
+        long base = end;
+        arenas[count] = arena;
+        bases[count] = base;
+        count++;
+        end += arena.byteSize();
+        return base;
+    }
+
+    /** The bytes {@code [offset, offset + length)}, which must lie inside one region. */
+    MemorySegment slice(long offset, long length) {
+        int i = Arrays.binarySearch(bases, 0, count, offset);
+        if (i < 0) {
+            i = -i - 2; // the region starting before offset
+        }
+        return arenas[i].segment().asSlice(offset - bases[i], length);
+    }
+
+    /** Total bytes. */
+    long end() {
+        return end;
+    }
+
+    /** The largest region: no allocation can be bigger. */
+    long largestRegion() {
+        long max = 0;
+        for (int i = 0; i < count; i++) {
+            max = Math.max(max, arenas[i].byteSize());
+        }
+        return max;
+    }
+
+    int count() {
+        return count;
+    }
+
+    HostArena arena(int i) {
+        return arenas[i];
+    }
+
+    /** Closes every region, keeping the first failure and going on with the rest. */
+    void closeAll() {
+        RuntimeException first = null;
+        for (int i = 0; i < count; i++) {
+            try {
+                arenas[i].close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}

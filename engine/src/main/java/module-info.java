@@ -1,7 +1,10 @@
 /**
  * The KV-cache engine: configuration, chunk keys and hashing, the storage tiers, the paged-KV
- * connectors and the {@code LMCacheEngine} itself. Its packages are exported as they land.
+ * connectors and the {@code LMCacheEngine} itself.
  */
 module lmcache4j.engine {
     requires transitive lmcache4j.allocator;
+    requires org.agrona;
+
+    exports lmcache4j.engine.key;
 }

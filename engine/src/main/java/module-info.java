@@ -7,4 +7,7 @@ module lmcache4j.engine {
     requires org.agrona;
 
     exports lmcache4j.engine.key;
+    exports lmcache4j.engine.storage;
+    exports lmcache4j.engine.storage.cpu;
+    exports lmcache4j.engine.storage.policy;
 }

@@ -1,0 +1,307 @@
+package lmcache4j.engine.storage;
+
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+
+/**
+ * The ordered tiers of one engine (LMCache spec §3.2). Search order is the order given (CPU first,
+ * then disk, then remote); puts fan out to every tier, each tier taking its own reference; a get
+ * returns the first hit and writes it back into the CPU tier; a tiered prefix lookup walks the
+ * tiers, each answering for the part of the prefix the earlier ones lacked.
+ *
+ * <p>Thread-safe: the tiers are, and the manager's own state is the immutable tier list plus a
+ * concurrent bypass set.
+ */
+public final class StorageManager implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(StorageManager.class.getName());
+
+    private final LocalCpuBackend cpu;
+    private final Map<String, StorageBackend> tiers;
+    private final Set<String> bypassed = ConcurrentHashMap.newKeySet();
+
+    /**
+     * @param cpu    the CPU tier, first in search order and the allocator of every tier's objects
+     * @param others the other tiers in search order; all of them are owned and closed by the manager
+     */
+    public StorageManager(LocalCpuBackend cpu, List<StorageBackend> others) {
+        this.cpu = Objects.requireNonNull(cpu, "cpu");
+        Map<String, StorageBackend> ordered = new LinkedHashMap<>();
+        ordered.put(cpu.name(), cpu);
+        for (StorageBackend tier : others) {
+            if (ordered.putIfAbsent(tier.name(), tier) != null) {
+                throw new IllegalArgumentException("two tiers are named " + tier.name());
+            }
+        }
+        this.tiers = Collections.unmodifiableMap(ordered);
+    }
+
+    /** The CPU tier. */
+    public LocalCpuBackend cpu() {
+        return cpu;
+    }
+
+    /** Tier names in search order. */
+    public List<String> tierNames() {
+        return List.copyOf(tiers.keySet());
+    }
+
+    /** The tier called {@code name}. */
+    public Optional<StorageBackend> tier(String name) {
+        return Optional.ofNullable(tiers.get(name));
+    }
+
+    /**
+     * Skips (or stops skipping) a tier for lookups, puts and gets — used when a remote tier is
+     * unhealthy. The CPU tier cannot be bypassed.
+     */
+    public void setBypass(String tierName, boolean bypass) {
+        if (!tiers.containsKey(tierName) || tierName.equals(cpu.name())) {
+            throw new IllegalArgumentException("no bypassable tier named " + tierName + "; tiers: " + tierNames());
+        }
+        if (bypass) {
+            bypassed.add(tierName);
+        } else {
+            bypassed.remove(tierName);
+        }
+    }
+
+    // ---- allocation -------------------------------------------------------------------------
+
+    /** An object for a store: evicts from the CPU tier if needed, never waits. */
+    public Optional<MemoryObj> allocateForStore(TensorShape shape, DType dtype, MemoryFormat format) {
+        return cpu.allocate(shape, dtype, format, AllocationMode.EVICT);
+    }
+
+    /** An object for a retrieve: evicts, then waits up to the blocking timeout for memory. */
+    public Optional<MemoryObj> allocateForRetrieve(TensorShape shape, DType dtype, MemoryFormat format) {
+        return cpu.allocate(shape, dtype, format, AllocationMode.EVICT_AND_WAIT);
+    }
+
+    // ---- put --------------------------------------------------------------------------------
+
+    /**
+     * Stores {@code objs[i]} under {@code keys[i]} in every active tier, then drops the caller's
+     * reference to each object exactly once (a tier that keeps an object took its own).
+     *
+     * @param onlyTier when present, store only in that tier ({@code store_location})
+     */
+    public void batchedPut(List<? extends CacheKey> keys, List<MemoryObj> objs, Optional<String> onlyTier) {
+        if (keys.size() != objs.size()) {
+            throw new IllegalArgumentException(keys.size() + " keys but " + objs.size() + " objects");
+        }
+        try {
+            for (StorageBackend tier : active()) {
+                if (onlyTier.isPresent() && !onlyTier.get().equals(tier.name())) {
+                    continue;
+                }
+                try {
+                    Optional<AllocatorBackend> own = tier.ownAllocator();
+                    if (own.isPresent() && own.get() != cpu) {
+                        putCopies(tier, own.get(), keys, objs);
+                    } else {
+                        tier.batchedSubmitPut(keys, objs);
+                    }
+                } catch (RuntimeException e) {
+                    // One tier's failure must not lose the others' copies.
+                    LOG.log(Level.WARNING, "put of " + keys.size() + " chunk(s) to " + tier.name() + " failed: " + e);
+                }
+            }
+        } finally {
+            objs.forEach(MemoryObj::release);
+        }
+    }
+
+    /**
+     * LMCache's allocate-and-copy for a tier with its own allocator: copies the objects the tier
+     * lacks, stopping at the first allocation failure. Unlike LMCache, which returns the first n
+     * keys for the first n copies even when it skipped keys in between, each copy stays paired
+     * with its own key.
+     */
+    private static void putCopies(StorageBackend tier, AllocatorBackend allocator, List<? extends CacheKey> keys,
+                                  List<MemoryObj> objs) {
+        List<CacheKey> copiedKeys = new ArrayList<>(keys.size());
+        List<MemoryObj> copies = new ArrayList<>(keys.size());
+        try {
+            for (int i = 0; i < keys.size(); i++) {
+                if (tier.contains(keys.get(i), false)) {
+                    continue;
+                }
+                MemoryObj src = objs.get(i);
+                Optional<MemoryObj> copy = allocator.allocate(src.shape(), src.dtype(), src.format(), AllocationMode.EVICT);
+                if (copy.isEmpty()) {
+                    break;
+                }
+                java.lang.foreign.MemorySegment.copy(src.segment(), 0, copy.get().segment(), 0, src.byteSize());
+                copiedKeys.add(keys.get(i));
+                copies.add(copy.get());
+            }
+            if (!copies.isEmpty()) {
+                tier.batchedSubmitPut(copiedKeys, copies);
+            }
+        } finally {
+            copies.forEach(MemoryObj::release);
+        }
+    }
+
+    // ---- get --------------------------------------------------------------------------------
+
+    /**
+     * The object under {@code key} from the first tier that has it, with a reference for the
+     * caller. A hit below the CPU tier is written back into the CPU tier.
+     */
+    public Optional<MemoryObj> get(CacheKey key) {
+        for (StorageBackend tier : active()) {
+            Optional<MemoryObj> obj = tier.getBlocking(key);
+            if (obj.isPresent()) {
+                if (tier != cpu) {
+                    cpu.batchedSubmitPut(List.of(key), List.of(obj.get()));
+                }
+                return obj;
+            }
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * The objects of the longest stored prefix of {@code keys}, tier by tier, each with a
+     * reference for the caller; objects from lower tiers are written back into the CPU tier.
+     * Stops at the first key no tier can deliver.
+     */
+    public List<MemoryObj> batchedGet(List<? extends CacheKey> keys) {
+        List<MemoryObj> found = new ArrayList<>(keys.size());
+        for (CacheKey key : keys) {
+            Optional<MemoryObj> obj = get(key);
+            if (obj.isEmpty()) {
+                break;
+            }
+            found.add(obj.get());
+        }
+        return found;
+    }
+
+    // ---- lookups ----------------------------------------------------------------------------
+
+    /** The first tier that holds {@code key}, pinning it there if asked. */
+    public Optional<String> contains(CacheKey key, boolean pin) {
+        for (StorageBackend tier : active()) {
+            if (tier.contains(key, pin)) {
+                return Optional.of(tier.name());
+            }
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * Tiered prefix match: the first tier answers for the longest prefix it holds, the next tier for
+     * the longest prefix of the remainder, and so on; a tier with no hit passes the same remainder
+     * on. With {@code pin}, every hit is pinned in the tier that answered for it.
+     */
+    public TieredPrefix batchedContains(List<? extends CacheKey> keys, boolean pin) {
+        Map<String, List<CacheKey>> mapping = new LinkedHashMap<>();
+        int hits = 0;
+        for (StorageBackend tier : active()) {
+            if (hits == keys.size()) {
+                break;
+            }
+            List<? extends CacheKey> rest = keys.subList(hits, keys.size());
+            int h = tier.batchedContains(rest, pin);
+            if (h > 0) {
+                mapping.put(tier.name(), List.copyOf(rest.subList(0, h)));
+                hits += h;
+            }
+        }
+        return new TieredPrefix(hits, mapping);
+    }
+
+    /** Undoes the pins of a {@link #batchedContains} with {@code pin}. */
+    public void unpin(TieredPrefix pinned) {
+        pinned.blockMapping().forEach((tierName, keys) -> {
+            StorageBackend tier = tiers.get(tierName);
+            for (CacheKey key : keys) {
+                tier.unpin(key);
+            }
+        });
+    }
+
+    // ---- maintenance ------------------------------------------------------------------------
+
+    /** Removes {@code key} from every tier; returns how many held it. */
+    public int remove(CacheKey key) {
+        int removed = 0;
+        for (StorageBackend tier : tiers.values()) {
+            if (tier.remove(key)) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    /** Removes every evictable entry of every tier; returns the tokens removed. */
+    public long clear() {
+        long tokens = 0;
+        for (StorageBackend tier : tiers.values()) {
+            tokens += tier.clear();
+        }
+        return tokens;
+    }
+
+    /** Applies recency updates in every tier. */
+    public void touchCache() {
+        for (StorageBackend tier : tiers.values()) {
+            tier.touchCache();
+        }
+    }
+
+    /**
+     * Closes the tiers, the lowest first and the CPU tier (with its allocator) last, so that
+     * objects the lower tiers still held are released before the allocator checks for leaks.
+     * Every tier is closed even if one fails; the first failure is rethrown.
+     */
+    @Override
+    public void close() {
+        List<StorageBackend> order = new ArrayList<>(tiers.values());
+        Collections.reverse(order);
+        RuntimeException first = null;
+        for (StorageBackend tier : order) {
+            try {
+                tier.close();
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "closing " + tier.name() + " failed: " + e);
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private List<StorageBackend> active() {
+        if (bypassed.isEmpty()) {
+            return List.copyOf(tiers.values());
+        }
+        List<StorageBackend> list = new ArrayList<>(tiers.size());
+        for (StorageBackend tier : tiers.values()) {
+            if (!bypassed.contains(tier.name())) {
+                list.add(tier);
+            }
+        }
+        return list;
+    }
+}

@@ -1,0 +1,410 @@
+package lmcache4j.engine.storage.cpu;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.MemoryAllocator;
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.AllocatorBackend;
+import lmcache4j.engine.storage.MemoryWaitTimeoutException;
+import lmcache4j.engine.storage.policy.CachePolicies;
+import lmcache4j.engine.storage.policy.CachePolicy;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+
+/**
+ * The CPU tier (LMCache spec §3.4): the hot cache of {@link MemoryObj}s under one lock with its
+ * {@link CachePolicy}, and the allocator every other tier reads into.
+ *
+ * <p>With {@code local_cpu = false} it still allocates but keeps nothing (puts are no-ops), as in
+ * LMCache. Allocation evicts through the policy; stores never wait for memory (many concurrent
+ * stores would wait on each other), retrieves wait up to the blocking timeout and then fail with a
+ * clear error rather than spin forever.
+ */
+public final class LocalCpuBackend implements AllocatorBackend {
+    /** LMCache's backend name. */
+    public static final String NAME = "LocalCPUBackend";
+
+    private final MemoryAllocator allocator;
+    private final boolean retain;
+    private final long blockingTimeoutNanos;
+    private final Supplier<IdleStrategy> idleStrategies;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Map<CacheKey, MemoryObj> hot = new HashMap<>();
+    private final CachePolicy<CacheKey> policy;
+    private final List<CacheKey> keysInRequest = new ArrayList<>();
+    private final LongAdder evictions = new LongAdder();
+    private final LongAdder evictionFailures = new LongAdder();
+    private boolean closed;
+
+    /**
+     * @param allocator           the pool; owned from now on and closed with the tier
+     * @param cachePolicy         LMCache name of the policy ({@code cache_policy})
+     * @param retain              {@code local_cpu}: whether the tier keeps objects at all
+     * @param blockingTimeoutSecs how long a retrieve waits for memory ({@code blocking_timeout_secs})
+     */
+    public LocalCpuBackend(MemoryAllocator allocator, String cachePolicy, boolean retain, double blockingTimeoutSecs) {
+        this.allocator = Objects.requireNonNull(allocator, "allocator");
+        this.policy = CachePolicies.create(cachePolicy);
+        this.retain = retain;
+        if (!(blockingTimeoutSecs > 0)) {
+            throw new IllegalArgumentException("blocking_timeout_secs must be positive, was " + blockingTimeoutSecs);
+        }
+        this.blockingTimeoutNanos = (long) (blockingTimeoutSecs * 1e9);
+        this.idleStrategies = () -> new BackoffIdleStrategy(10, 20, TimeUnit.MICROSECONDS.toNanos(1),
+                TimeUnit.MILLISECONDS.toNanos(1));
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public MemoryAllocator allocator() {
+        return allocator;
+    }
+
+    /** The policy's name. */
+    public String policyName() {
+        return policy.name();
+    }
+
+    // ---- lookups ----------------------------------------------------------------------------
+
+    @Override
+    public boolean contains(CacheKey key, boolean pin) {
+        lock.lock();
+        try {
+            MemoryObj obj = hot.get(key);
+            if (obj != null && pin) {
+                obj.pin();
+                keysInRequest.add(key);
+            }
+            return obj != null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int batchedContains(List<? extends CacheKey> keys, boolean pin) {
+        lock.lock();
+        try {
+            int hits = 0;
+            for (CacheKey key : keys) {
+                MemoryObj obj = hot.get(key);
+                if (obj == null) {
+                    break;
+                }
+                if (pin) {
+                    obj.pin();
+                    keysInRequest.add(key);
+                }
+                hits++;
+            }
+            return hits;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean existsInPutTasks(CacheKey key) {
+        return false; // puts are synchronous
+    }
+
+    @Override
+    public Optional<MemoryObj> getBlocking(CacheKey key) {
+        lock.lock();
+        try {
+            MemoryObj obj = hot.get(key);
+            return obj == null ? Optional.empty() : Optional.of(obj.retain()); // the caller's reference
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public List<MemoryObj> batchedGetBlocking(List<? extends CacheKey> keys) {
+        lock.lock();
+        try {
+            List<MemoryObj> found = new ArrayList<>(keys.size());
+            for (CacheKey key : keys) {
+                MemoryObj obj = hot.get(key);
+                if (obj == null) {
+                    break;
+                }
+                found.add(obj.retain());
+            }
+            return found;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- puts and removal -------------------------------------------------------------------
+
+    @Override
+    public void batchedSubmitPut(List<? extends CacheKey> keys, List<MemoryObj> objs) {
+        if (keys.size() != objs.size()) {
+            throw new IllegalArgumentException(keys.size() + " keys but " + objs.size() + " objects");
+        }
+        if (!retain) {
+            return;
+        }
+        lock.lock();
+        try {
+            ensureOpen();
+            for (int i = 0; i < keys.size(); i++) {
+                CacheKey key = keys.get(i);
+                if (!hot.containsKey(key)) {
+                    hot.put(key, objs.get(i).retain()); // the tier's own reference
+                    policy.onPut(key);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean pin(CacheKey key) {
+        lock.lock();
+        try {
+            MemoryObj obj = hot.get(key);
+            if (obj == null) {
+                return false;
+            }
+            obj.pin();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean unpin(CacheKey key) {
+        lock.lock();
+        try {
+            MemoryObj obj = hot.get(key);
+            if (obj == null || obj.pinCount() == 0) {
+                return false;
+            }
+            obj.unpin();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean remove(CacheKey key) {
+        lock.lock();
+        try {
+            return removeLocked(key);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean removeLocked(CacheKey key) {
+        MemoryObj obj = hot.remove(key);
+        if (obj == null) {
+            return false;
+        }
+        policy.onRemove(key);
+        obj.release();
+        return true;
+    }
+
+    /** Recency for the keys the latest lookup pinned, last chunk first so the prefix ends up most recent. */
+    @Override
+    public void touchCache() {
+        lock.lock();
+        try {
+            for (int i = keysInRequest.size() - 1; i >= 0; i--) {
+                CacheKey key = keysInRequest.get(i);
+                if (hot.containsKey(key)) {
+                    policy.onHit(key);
+                }
+            }
+            keysInRequest.clear();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long clear() {
+        lock.lock();
+        try {
+            long tokens = 0;
+            for (CacheKey key : List.copyOf(hot.keySet())) {
+                MemoryObj obj = hot.get(key);
+                if (obj.canEvict()) {
+                    tokens += obj.tokenCount();
+                    removeLocked(key);
+                }
+            }
+            return tokens;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- allocation -------------------------------------------------------------------------
+
+    @Override
+    public Optional<MemoryObj> allocate(TensorShape shape, DType dtype, MemoryFormat format, AllocationMode mode) {
+        return allocateWith(() -> allocator.allocate(shape, dtype, format), mode,
+                () -> shape + " of " + dtype.torchName());
+    }
+
+    @Override
+    public Optional<List<MemoryObj>> allocateBatch(TensorShape shape, DType dtype, MemoryFormat format, int count,
+                                                   AllocationMode mode) {
+        return allocateWith(() -> allocator.allocateBatch(shape, dtype, format, count), mode,
+                () -> count + " × " + shape + " of " + dtype.torchName());
+    }
+
+    private <T> Optional<T> allocateWith(Supplier<Optional<T>> attempt, AllocationMode mode, Supplier<String> what) {
+        Objects.requireNonNull(mode, "mode");
+        IdleStrategy idle = null;
+        long deadline = 0;
+        while (true) {
+            Optional<T> result = attempt.get();
+            if (result.isPresent() || mode == AllocationMode.NO_EVICTION) {
+                return result;
+            }
+            if (evictOne()) {
+                if (idle != null) {
+                    idle.reset();
+                }
+                continue;
+            }
+            if (mode == AllocationMode.EVICT) {
+                return Optional.empty();
+            }
+            if (idle == null) {
+                idle = idleStrategies.get();
+                deadline = System.nanoTime() + blockingTimeoutNanos;
+            } else if (System.nanoTime() - deadline > 0) {
+                throw new MemoryWaitTimeoutException("no memory for " + what.get() + " after waiting "
+                        + blockingTimeoutNanos / 1e9 + " s (blocking_timeout_secs): every cached object is pinned "
+                        + "or in use; " + allocator.stats());
+            }
+            idle.idle();
+        }
+    }
+
+    /** Evicts the policy's best evictable candidate; false when nothing can be evicted. */
+    private boolean evictOne() {
+        lock.lock();
+        try {
+            if (!retain || closed) {
+                return false;
+            }
+            List<CacheKey> victims = policy.evictionCandidates(1, k -> hot.get(k).canEvict());
+            if (victims.isEmpty()) {
+                evictionFailures.increment();
+                return false;
+            }
+            for (CacheKey victim : victims) {
+                removeLocked(victim);
+                evictions.increment();
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- accounting -------------------------------------------------------------------------
+
+    /** Cached entries. */
+    public int size() {
+        lock.lock();
+        try {
+            return hot.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Entries evicted to make room, since creation. */
+    public long evictions() {
+        return evictions.sum();
+    }
+
+    /** Times an allocation needed room and nothing was evictable. */
+    public long evictionFailures() {
+        return evictionFailures.sum();
+    }
+
+    /**
+     * How many full chunks fit in {@code capacityBytes} (LMCache's {@code calculate_chunk_budget}):
+     * capacity ÷ the chunk's bytes rounded up to {@code alignment}.
+     */
+    public static long chunkBudget(long capacityBytes, long fullChunkBytes, long alignment) {
+        if (fullChunkBytes <= 0 || alignment <= 0) {
+            throw new IllegalArgumentException("chunk bytes and alignment must be positive");
+        }
+        long aligned = (fullChunkBytes + alignment - 1) / alignment * alignment;
+        return capacityBytes / aligned;
+    }
+
+    /** Checks that the policy tracks exactly the cached keys and the allocator's invariants hold. */
+    public void memcheck() {
+        lock.lock();
+        try {
+            if (policy.size() != hot.size()) {
+                throw new IllegalStateException("cache policy tracks " + policy.size() + " keys, cache holds " + hot.size());
+            }
+            allocator.memcheck();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Drops the tier's reference to every entry and closes the allocator, which fails, listing
+     * them, if any object is still held elsewhere.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            for (CacheKey key : List.copyOf(hot.keySet())) {
+                removeLocked(key);
+            }
+            keysInRequest.clear();
+        } finally {
+            lock.unlock();
+        }
+        allocator.close();
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException(NAME + " is closed");
+        }
+    }
+}

@@ -6,6 +6,7 @@ module lmcache4j.engine {
     requires transitive lmcache4j.allocator;
     requires org.agrona;
 
+    exports lmcache4j.engine.connector;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;

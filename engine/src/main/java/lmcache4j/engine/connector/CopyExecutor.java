@@ -1,0 +1,24 @@
+package lmcache4j.engine.connector;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Carries out {@link CopyPlan}s. Copies submitted between two {@link #finish()} calls may run
+ * asynchronously; {@code finish} returns when all of them are done (one synchronisation per batch).
+ */
+public interface CopyExecutor extends AutoCloseable {
+    /** Copies each run from the paged buffers into {@code object}. */
+    void gather(CopyPlan plan, PagedKvCache kv, MemorySegment object);
+
+    /** Copies each run from {@code object} into the paged buffers. */
+    void scatter(CopyPlan plan, MemorySegment object, PagedKvCache kv);
+
+    /** Waits until every submitted copy is done. */
+    void finish();
+
+    /** A name for logs and reports: {@code host} or {@code cuda}. */
+    String name();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,144 @@
+package lmcache4j.engine.connector;
+
+import java.util.Objects;
+
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.cuda.CudaRuntime;
+
+/**
+ * Moves KV between a serving engine's {@link PagedKvCache} and {@link MemoryObj}s: {@code fromPaged}
+ * gathers a chunk on the store side, {@code toPaged} scatters it on the retrieve side, for whole
+ * chunks ({@code KV_2LTD}, or {@code KV_MLA_FMT} for MLA) and per layer ({@code KV_T2D} /
+ * {@code KV_2TD}). Plans are made by {@link CopyPlanner} and carried out by a {@link CopyExecutor}.
+ *
+ * <p>Thread-safe: each thread plans into its own reusable {@link CopyPlan}.
+ */
+public final class KvConnector implements AutoCloseable {
+    private final CopyExecutor executor;
+    private final ThreadLocal<CopyPlan> plans = ThreadLocal.withInitial(CopyPlan::new);
+
+    public KvConnector(CopyExecutor executor) {
+        this.executor = Objects.requireNonNull(executor, "executor");
+    }
+
+    /** A connector for KV in host memory. */
+    public static KvConnector host() {
+        return new KvConnector(new HostCopyExecutor());
+    }
+
+    /** The CUDA executor when {@code cuda} is available, else the host one. */
+    public static KvConnector forRuntime(CudaRuntime cuda) {
+        return new KvConnector(cuda.isAvailable() ? new CudaCopyExecutor(cuda) : new HostCopyExecutor());
+    }
+
+    /** The executor's name: {@code host} or {@code cuda}. */
+    public String executorName() {
+        return executor.name();
+    }
+
+    /** The shape of a whole-chunk object of {@code tokens} tokens for {@code kv}. */
+    public static TensorShape chunkShape(PagedKvCache kv, int tokens) {
+        return TensorShape.of(kv.layout().kvPlanes(), kv.layerCount(), tokens, kv.hidden());
+    }
+
+    /** The format of a whole-chunk object for {@code kv}. */
+    public static MemoryFormat chunkFormat(PagedKvCache kv) {
+        return kv.layout() == PagedLayout.MLA ? MemoryFormat.KV_MLA_FMT : MemoryFormat.KV_2LTD;
+    }
+
+    /** The shape of a one-layer object of {@code tokens} tokens in {@code format} (KV_T2D or KV_2TD). */
+    public static TensorShape layerShape(PagedKvCache kv, int tokens, MemoryFormat format) {
+        int planes = kv.layout().kvPlanes();
+        return format == MemoryFormat.KV_2TD ? TensorShape.of(planes, tokens, kv.hidden())
+                : TensorShape.of(tokens, planes, kv.hidden());
+    }
+
+    /**
+     * Gathers tokens {@code [start, end)} of every layer into {@code obj}. Every token must have a
+     * slot. Returns the bytes copied. Copies may still be in flight until {@link #finish()}.
+     */
+    public long fromPaged(PagedKvCache kv, long[] slots, int start, int end, MemoryObj obj) {
+        checkChunk(kv, slots, start, end, obj);
+        CopyPlan plan = plans.get();
+        CopyPlanner.planChunk(kv, slots, start, end, CopyPlanner.Unmapped.REJECT, plan);
+        executor.gather(plan, kv, obj.segment());
+        return plan.totalBytes();
+    }
+
+    /**
+     * Scatters {@code obj} into tokens {@code [start, end)} of every layer, leaving tokens whose slot
+     * is -1 alone. Returns the bytes copied.
+     */
+    public long toPaged(MemoryObj obj, PagedKvCache kv, long[] slots, int start, int end) {
+        checkChunk(kv, slots, start, end, obj);
+        CopyPlan plan = plans.get();
+        CopyPlanner.planChunk(kv, slots, start, end, CopyPlanner.Unmapped.SKIP, plan);
+        executor.scatter(plan, obj.segment(), kv);
+        return plan.totalBytes();
+    }
+
+    /** Gathers layer {@code layer} of tokens {@code [start, end)} into a {@code KV_T2D}/{@code KV_2TD} object. */
+    public long fromPagedLayer(PagedKvCache kv, long[] slots, int layer, int start, int end, MemoryObj obj) {
+        checkLayer(kv, slots, layer, start, end, obj);
+        CopyPlan plan = plans.get();
+        CopyPlanner.planLayer(kv, slots, layer, start, end, obj.format(), CopyPlanner.Unmapped.REJECT, plan);
+        executor.gather(plan, kv, obj.segment());
+        return plan.totalBytes();
+    }
+
+    /** Scatters a {@code KV_T2D}/{@code KV_2TD} object into layer {@code layer}, skipping slots of -1. */
+    public long toPagedLayer(MemoryObj obj, PagedKvCache kv, long[] slots, int layer, int start, int end) {
+        checkLayer(kv, slots, layer, start, end, obj);
+        CopyPlan plan = plans.get();
+        CopyPlanner.planLayer(kv, slots, layer, start, end, obj.format(), CopyPlanner.Unmapped.SKIP, plan);
+        executor.scatter(plan, obj.segment(), kv);
+        return plan.totalBytes();
+    }
+
+    /** Waits for every copy submitted so far (one synchronisation per batch on CUDA). */
+    public void finish() {
+        executor.finish();
+    }
+
+    @Override
+    public void close() {
+        executor.close();
+    }
+
+    private static void checkRange(PagedKvCache kv, long[] slots, int start, int end, MemoryObj obj) {
+        if (start < 0 || end <= start || end > slots.length) {
+            throw new IllegalArgumentException("token range [" + start + ", " + end + ") is not inside the "
+                    + slots.length + "-token slot mapping");
+        }
+        if (obj.dtype() != kv.dtype()) {
+            throw new IllegalArgumentException(obj + " is " + obj.dtype().torchName() + " but the KV cache is "
+                    + kv.dtype().torchName());
+        }
+    }
+
+    private static void checkChunk(PagedKvCache kv, long[] slots, int start, int end, MemoryObj obj) {
+        checkRange(kv, slots, start, end, obj);
+        TensorShape expected = chunkShape(kv, end - start);
+        if (obj.format() != chunkFormat(kv) || !obj.shape().equals(expected)) {
+            throw new IllegalArgumentException(obj + " does not fit tokens [" + start + ", " + end + ") of this cache: "
+                    + "expected " + chunkFormat(kv) + " " + expected);
+        }
+    }
+
+    private static void checkLayer(PagedKvCache kv, long[] slots, int layer, int start, int end, MemoryObj obj) {
+        checkRange(kv, slots, start, end, obj);
+        if (layer < 0 || layer >= kv.layerCount()) {
+            throw new IllegalArgumentException("layer " + layer + " outside [0, " + kv.layerCount() + ")");
+        }
+        if (obj.format() != MemoryFormat.KV_T2D && obj.format() != MemoryFormat.KV_2TD) {
+            throw new IllegalArgumentException(obj + " is not a one-layer object (KV_T2D or KV_2TD)");
+        }
+        TensorShape expected = layerShape(kv, end - start, obj.format());
+        if (!obj.shape().equals(expected)) {
+            throw new IllegalArgumentException(obj + " does not fit layer " + layer + " tokens [" + start + ", " + end
+                    + "): expected " + obj.format() + " " + expected);
+        }
+    }
+}

@@ -5,9 +5,11 @@
 module lmcache4j.engine {
     requires transitive lmcache4j.allocator;
     requires org.agrona;
+    requires HdrHistogram;
 
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.key;
+    exports lmcache4j.engine.metrics;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.policy;

@@ -6,7 +6,9 @@ module lmcache4j.engine {
     requires transitive lmcache4j.allocator;
     requires org.agrona;
     requires HdrHistogram;
+    requires org.snakeyaml.engine.v2;
 
+    exports lmcache4j.engine.config;
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.metrics;

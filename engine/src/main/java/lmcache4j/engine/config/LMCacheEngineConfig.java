@@ -1,0 +1,457 @@
+package lmcache4j.engine.config;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The engine's effective configuration: immutable, typed, with LMCache's field names (getters are
+ * the Java-style names: {@code chunk_size} → {@link #chunkSize()}) and where each value came from
+ * ({@link #source(String)}). Built by {@link ConfigLoader}; the fields are listed in
+ * {@link ConfigSchema#lmcache4j()}.
+ *
+ * <p>Sizes are in GB as in LMCache ({@code ...Gb()}), with byte conversions ({@code ...Bytes()},
+ * GB = 1024^3 bytes, truncated as LMCache's {@code int(gb * 1024**3)}). Unset nullable fields are
+ * {@link Optional#empty()}. Two configs are equal when their values are, whatever the sources.
+ */
+public final class LMCacheEngineConfig {
+    private static final double BYTES_PER_GB = 1024.0 * 1024.0 * 1024.0;
+
+    private final ConfigSchema schema;
+    private final Map<String, Object> values;
+    private final Map<String, ConfigSource> sources;
+    private final List<String> warnings;
+
+    LMCacheEngineConfig(ConfigSchema schema, Map<String, Object> values, Map<String, ConfigSource> sources,
+            List<String> warnings) {
+        this.schema = schema;
+        this.values = values;
+        this.sources = sources;
+        this.warnings = List.copyOf(warnings);
+    }
+
+    /** LMCache's defaults with nothing read from file or environment. */
+    public static LMCacheEngineConfig defaults() {
+        return ConfigLoader.builder().environment(Map.of()).build();
+    }
+
+    // --- core ---------------------------------------------------------------------------------
+
+    /** {@code chunk_size}: tokens per chunk (default 256). */
+    public int chunkSize() {
+        return (Integer) values.get("chunk_size");
+    }
+
+    /** {@code local_cpu}: whether the CPU tier retains chunks (default true). */
+    public boolean localCpu() {
+        return bool("local_cpu");
+    }
+
+    /** {@code max_local_cpu_size} in GB (default 5.0). */
+    public double maxLocalCpuSizeGb() {
+        return dbl("max_local_cpu_size");
+    }
+
+    /** {@code max_local_cpu_size} in bytes. */
+    public long maxLocalCpuSizeBytes() {
+        return bytes("max_local_cpu_size");
+    }
+
+    /** {@code local_cpu_use_hugepages} (default false). */
+    public boolean localCpuUseHugepages() {
+        return bool("local_cpu_use_hugepages");
+    }
+
+    /** {@code reserve_local_cpu_size} in GB (default 0.0). */
+    public double reserveLocalCpuSizeGb() {
+        return dbl("reserve_local_cpu_size");
+    }
+
+    /** {@code reserve_local_cpu_size} in bytes. */
+    public long reserveLocalCpuSizeBytes() {
+        return bytes("reserve_local_cpu_size");
+    }
+
+    /** {@code local_disk} with {@code file://} stripped (comma-separated when several); empty: no disk tier. */
+    public Optional<String> localDisk() {
+        return str("local_disk");
+    }
+
+    /** The {@code local_disk} directories, in order; empty when there is no disk tier. */
+    public List<Path> localDiskPaths() {
+        return localDisk().map(s -> Arrays.stream(s.split(",")).map(Path::of).toList()).orElse(List.of());
+    }
+
+    /** {@code local_disk_path_sharding} (default "by_gpu"). */
+    public String localDiskPathSharding() {
+        return (String) values.get("local_disk_path_sharding");
+    }
+
+    /** {@code max_local_disk_size} in GB (default 0.0). */
+    public double maxLocalDiskSizeGb() {
+        return dbl("max_local_disk_size");
+    }
+
+    /** {@code max_local_disk_size} in bytes. */
+    public long maxLocalDiskSizeBytes() {
+        return bytes("max_local_disk_size");
+    }
+
+    /** {@code remote_url}; empty: no remote tier. */
+    public Optional<String> remoteUrl() {
+        return str("remote_url");
+    }
+
+    /** {@code remote_serde}: naive (default), lz4 or zstd. */
+    public String remoteSerde() {
+        return (String) values.get("remote_serde");
+    }
+
+    /** {@code use_layerwise} (default false). */
+    public boolean useLayerwise() {
+        return bool("use_layerwise");
+    }
+
+    /** {@code save_decode_cache} (default false). */
+    public boolean saveDecodeCache() {
+        return bool("save_decode_cache");
+    }
+
+    /** {@code pre_caching_hash_algorithm}: always "sha256_cbor" today (the only portable choice). */
+    public String preCachingHashAlgorithm() {
+        return (String) values.get("pre_caching_hash_algorithm");
+    }
+
+    /** {@code save_unfull_chunk} (default false; forced true by {@code enable_blending}). */
+    public boolean saveUnfullChunk() {
+        return bool("save_unfull_chunk");
+    }
+
+    /** {@code blocking_timeout_secs} (default 10). */
+    public int blockingTimeoutSecs() {
+        return (Integer) values.get("blocking_timeout_secs");
+    }
+
+    /** {@code cache_policy}, upper case: LRU (default), LFU, FIFO or MRU. */
+    public String cachePolicy() {
+        return (String) values.get("cache_policy");
+    }
+
+    /** {@code numa_mode}: "auto" or "manual"; empty: no NUMA binding. */
+    public Optional<String> numaMode() {
+        return str("numa_mode");
+    }
+
+    /** {@code enable_async_loading} (default false). */
+    public boolean enableAsyncLoading() {
+        return bool("enable_async_loading");
+    }
+
+    /**
+     * {@code extra_config}: unmodifiable, JSON-typed (String, Long, Double, Boolean, List, Map; no
+     * nulls); empty when unset.
+     */
+    @SuppressWarnings("unchecked")
+    public Map<String, Object> extraConfig() {
+        return (Map<String, Object>) values.get("extra_config");
+    }
+
+    /** {@code hash_seed} (lmcache4j only), else {@code PYTHONHASHSEED}; empty: random NONE_HASH. */
+    public Optional<String> hashSeed() {
+        return str("hash_seed");
+    }
+
+    // --- blending -----------------------------------------------------------------------------
+
+    /** {@code enable_blending} (default false). */
+    public boolean enableBlending() {
+        return bool("enable_blending");
+    }
+
+    /** {@code blend_recompute_ratios}. */
+    public Optional<List<Double>> blendRecomputeRatios() {
+        return list("blend_recompute_ratios");
+    }
+
+    /** {@code blend_thresholds}. */
+    public Optional<List<Double>> blendThresholds() {
+        return list("blend_thresholds");
+    }
+
+    /** {@code blend_check_layers}. */
+    public Optional<List<Integer>> blendCheckLayers() {
+        return list("blend_check_layers");
+    }
+
+    /** {@code blend_min_tokens} (default 256). */
+    public int blendMinTokens() {
+        return (Integer) values.get("blend_min_tokens");
+    }
+
+    /** {@code blend_special_str} (default " # # "). */
+    public String blendSpecialStr() {
+        return (String) values.get("blend_special_str");
+    }
+
+    // --- placement ----------------------------------------------------------------------------
+
+    /** {@code retrieve_locations}; empty: every backend. */
+    public Optional<List<String>> retrieveLocations() {
+        return list("retrieve_locations");
+    }
+
+    /** {@code store_location}; empty: every backend. */
+    public Optional<String> storeLocation() {
+        return str("store_location");
+    }
+
+    // --- lookup -------------------------------------------------------------------------------
+
+    /** {@code lookup_timeout_ms} (default 3000). */
+    public int lookupTimeoutMs() {
+        return (Integer) values.get("lookup_timeout_ms");
+    }
+
+    /** {@code min_retrieve_tokens} (default 0). */
+    public int minRetrieveTokens() {
+        return (Integer) values.get("min_retrieve_tokens");
+    }
+
+    // --- lazy pool ----------------------------------------------------------------------------
+
+    /** {@code enable_lazy_memory_allocator} (default false). */
+    public boolean enableLazyMemoryAllocator() {
+        return bool("enable_lazy_memory_allocator");
+    }
+
+    /** {@code lazy_memory_initial_ratio} (default 0.2). */
+    public double lazyMemoryInitialRatio() {
+        return dbl("lazy_memory_initial_ratio");
+    }
+
+    /** {@code lazy_memory_expand_trigger_ratio} (default 0.5). */
+    public double lazyMemoryExpandTriggerRatio() {
+        return dbl("lazy_memory_expand_trigger_ratio");
+    }
+
+    /** {@code lazy_memory_step_ratio} (default 0.1). */
+    public double lazyMemoryStepRatio() {
+        return dbl("lazy_memory_step_ratio");
+    }
+
+    /** {@code lazy_memory_safe_size} in GB (default 0.0). */
+    public double lazyMemorySafeSizeGb() {
+        return dbl("lazy_memory_safe_size");
+    }
+
+    // --- operations ---------------------------------------------------------------------------
+
+    /** {@code pin_timeout_sec} (default 300). */
+    public int pinTimeoutSec() {
+        return (Integer) values.get("pin_timeout_sec");
+    }
+
+    /** {@code pin_check_interval_sec} (default 30). */
+    public int pinCheckIntervalSec() {
+        return (Integer) values.get("pin_check_interval_sec");
+    }
+
+    /** {@code internal_api_server_enabled} (default false). */
+    public boolean internalApiServerEnabled() {
+        return bool("internal_api_server_enabled");
+    }
+
+    /** {@code internal_api_server_host} (default "0.0.0.0"). */
+    public String internalApiServerHost() {
+        return (String) values.get("internal_api_server_host");
+    }
+
+    /** {@code internal_api_server_port_start} (default 6999). */
+    public int internalApiServerPortStart() {
+        return (Integer) values.get("internal_api_server_port_start");
+    }
+
+    // --- extra_config accessors ---------------------------------------------------------------
+
+    /** {@code extra_config[key]}, if present. */
+    public Optional<Object> extra(String key) {
+        return Optional.ofNullable(extraConfig().get(key));
+    }
+
+    /**
+     * {@code extra_config[key]} as a boolean, or {@code fallback} when absent.
+     *
+     * @throws ConfigException if present but not a boolean
+     */
+    public boolean extraBoolean(String key, boolean fallback) {
+        Object v = extraConfig().get(key);
+        if (v == null) {
+            return fallback;
+        }
+        if (v instanceof Boolean b) {
+            return b;
+        }
+        throw extraTypeError(key, v, "a boolean");
+    }
+
+    /**
+     * {@code extra_config[key]} as a number, or {@code fallback} when absent.
+     *
+     * @throws ConfigException if present but not a number
+     */
+    public double extraDouble(String key, double fallback) {
+        Object v = extraConfig().get(key);
+        if (v == null) {
+            return fallback;
+        }
+        if (v instanceof Number n) {
+            return n.doubleValue();
+        }
+        throw extraTypeError(key, v, "a number");
+    }
+
+    /**
+     * {@code extra_config[key]} as a string, if present.
+     *
+     * @throws ConfigException if present but not a string
+     */
+    public Optional<String> extraString(String key) {
+        Object v = extraConfig().get(key);
+        if (v == null || v instanceof String) {
+            return Optional.ofNullable((String) v);
+        }
+        throw extraTypeError(key, v, "a string");
+    }
+
+    private ConfigException extraTypeError(String key, Object v, String expected) {
+        return new ConfigException("extra_config." + key + " = " + Json.write(v) + " (" + source("extra_config").describe()
+                + ") is not valid: expected " + expected);
+    }
+
+    // --- generic access -----------------------------------------------------------------------
+
+    /** The table this config was built over. */
+    public ConfigSchema schema() {
+        return schema;
+    }
+
+    /**
+     * The value of {@code field} by its LMCache name; empty when a nullable field is unset.
+     *
+     * @throws IllegalArgumentException for a name that is not a field
+     */
+    public Optional<Object> value(String field) {
+        requireField(field);
+        return Optional.ofNullable(values.get(field));
+    }
+
+    /**
+     * Where {@code field}'s value came from.
+     *
+     * @throws IllegalArgumentException for a name that is not a field
+     */
+    public ConfigSource source(String field) {
+        requireField(field);
+        return sources.get(field);
+    }
+
+    /** Warnings the load produced (deprecated names, ignored variables, derived overrides). */
+    public List<String> warnings() {
+        return warnings;
+    }
+
+    /** Every set field's value by name, in table order; unset nullable fields are left out. */
+    public Map<String, Object> toMap() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        values.forEach((k, v) -> {
+            if (v != null) {
+                m.put(k, v);
+            }
+        });
+        return Collections.unmodifiableMap(m);
+    }
+
+    /**
+     * The effective config as aligned {@code key = value  (source)} lines, one per field in table
+     * order, then one per {@code extra_config} entry ({@code extra_config.KEY}). Values are written
+     * as JSON, so strings are quoted and unset fields read {@code null}. This is what the engine
+     * prints once at start and what {@code ./lmcache4j config} shows.
+     */
+    public List<String> describe() {
+        List<String[]> rows = new ArrayList<>();
+        for (ConfigField f : schema.fields()) {
+            Object v = values.get(f.name());
+            String shown = f.kind() == FieldKind.JSON_OBJECT && v instanceof Map<?, ?> m && !m.isEmpty()
+                    ? "{...} (" + m.size() + (m.size() == 1 ? " entry" : " entries") + " below)"
+                    : Json.write(v);
+            rows.add(new String[] {f.name(), shown, sources.get(f.name()).describe()});
+            if (f.kind() == FieldKind.JSON_OBJECT && v instanceof Map<?, ?> m) {
+                for (Map.Entry<?, ?> e : m.entrySet()) {
+                    rows.add(new String[] {f.name() + "." + e.getKey(), Json.write(e.getValue()),
+                            sources.get(f.name()).describe()});
+                }
+            }
+        }
+        int keyWidth = rows.stream().mapToInt(r -> r[0].length()).max().orElse(0);
+        // Values longer than this do not push every source column to the right.
+        int valueWidth = Math.min(24, rows.stream().mapToInt(r -> r[1].length()).max().orElse(0));
+        List<String> lines = new ArrayList<>(rows.size());
+        for (String[] r : rows) {
+            lines.add(pad(r[0], keyWidth) + " = " + pad(r[1], valueWidth) + "  (" + r[2] + ")");
+        }
+        return List.copyOf(lines);
+    }
+
+    private static String pad(String s, int width) {
+        return s.length() >= width ? s : s + " ".repeat(width - s.length());
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof LMCacheEngineConfig c && values.equals(c.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return "LMCacheEngineConfig" + toMap();
+    }
+
+    private void requireField(String field) {
+        if (schema.field(field).isEmpty()) {
+            List<String> close = schema.suggest(field);
+            throw new IllegalArgumentException("'" + field + "' is not a config field"
+                    + (close.isEmpty() ? "" : " (did you mean '" + close.getFirst() + "'?)"));
+        }
+    }
+
+    private boolean bool(String name) {
+        return (Boolean) values.get(name);
+    }
+
+    private double dbl(String name) {
+        return (Double) values.get(name);
+    }
+
+    private long bytes(String name) {
+        return (long) (dbl(name) * BYTES_PER_GB);
+    }
+
+    private Optional<String> str(String name) {
+        return Optional.ofNullable((String) values.get(name));
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> Optional<List<T>> list(String name) {
+        return Optional.ofNullable((List<T>) values.get(name));
+    }
+}

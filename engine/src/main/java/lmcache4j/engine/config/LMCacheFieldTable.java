@@ -1,0 +1,228 @@
+package lmcache4j.engine.config;
+
+import static lmcache4j.engine.config.ConfigField.define;
+import static lmcache4j.engine.config.FieldKind.BOOL;
+import static lmcache4j.engine.config.FieldKind.CHOICE;
+import static lmcache4j.engine.config.FieldKind.DOUBLE;
+import static lmcache4j.engine.config.FieldKind.DOUBLE_LIST;
+import static lmcache4j.engine.config.FieldKind.INT;
+import static lmcache4j.engine.config.FieldKind.INT_LIST;
+import static lmcache4j.engine.config.FieldKind.JSON_OBJECT;
+import static lmcache4j.engine.config.FieldKind.STRING;
+import static lmcache4j.engine.config.FieldKind.STRING_LIST;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The rows of {@link ConfigSchema#lmcache4j()}: LMCache's 2026 definition table (reference spec
+ * §6.9) for the fields lmcache4j implements or will, with LMCache's names and defaults. Where
+ * lmcache4j differs from LMCache the description says so. To add a knob, add a row here and a
+ * typed getter to {@link LMCacheEngineConfig}; nothing else needs to change.
+ */
+final class LMCacheFieldTable {
+    private static final Pattern URL_WITH_SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*://.*");
+
+    static final ConfigSchema SCHEMA = new ConfigSchema(fields(), aliases(), unsupported(),
+            Map.of("ec_", "LMCache's second, EC engine config (ec_* keys, LMCACHE_EC_* variables)"),
+            Set.of("LMCACHE_CONFIG_FILE", // selects the YAML file
+                    "LMCACHE_CUDART", // lmcache4j.cuda: path of libcudart
+                    "LMCACHE_LOG_LEVEL", // LMCache's logging level; logging is System.Logger's business here
+                    "LMCACHE_TRACK_USAGE", // LMCache's usage telemetry switch
+                    "LMCACHE_USE_EXPERIMENTAL")); // pre-v1 LMCache switch
+
+    private LMCacheFieldTable() {
+    }
+
+    private static List<ConfigField> fields() {
+        List<ConfigField> f = new ArrayList<>();
+        // --- core -----------------------------------------------------------------------------
+        f.add(define("chunk_size", INT).defaultValue(256).greaterThan(0)
+                .description("Tokens per KV chunk: the unit of hashing, storage and lookup.").build());
+        f.add(define("local_cpu", BOOL).defaultValue(true)
+                .description("Keep chunks in the host-memory (CPU) tier. When false the CPU pool still exists as the "
+                        + "staging buffer for disk and remote tiers but retains nothing.").build());
+        f.add(define("max_local_cpu_size", DOUBLE).defaultValue(5.0).atLeast(0)
+                .description("Size of the host-memory pool in GB (GiB: 1024^3 bytes).").build());
+        f.add(define("local_cpu_use_hugepages", BOOL).defaultValue(false)
+                .description("Back the host-memory pool with huge pages.").build());
+        f.add(define("reserve_local_cpu_size", DOUBLE).defaultValue(0.0).atLeast(0)
+                .description("GB of system memory to leave free when the CPU pool is capped by available memory.").build());
+        f.add(define("local_disk", STRING).nullable().normalizeText(LMCacheFieldTable::stripFileScheme)
+                .description("Directory of the local-disk tier, or comma-separated directories (sharded per GPU); "
+                        + "a file:// prefix is stripped. Unset: no disk tier.").build());
+        f.add(define("local_disk_path_sharding", CHOICE).defaultValue("by_gpu").allowed("by_gpu").caseInsensitive(false)
+                .description("How several local_disk directories are shared out: by_gpu picks one per CUDA device.").build());
+        f.add(define("max_local_disk_size", DOUBLE).defaultValue(0.0).atLeast(0)
+                .description("Capacity of the local-disk tier in GB.").build());
+        f.add(define("remote_url", STRING).nullable()
+                .check(v -> URL_WITH_SCHEME.matcher((String) v).matches(), "a URL of the form scheme://...")
+                .description("URL of the shared remote tier (for example redis://host:6379, lm://host:65432). "
+                        + "Unset: no remote tier.").build());
+        f.add(define("remote_serde", CHOICE).defaultValue("naive").allowed("naive", "lz4", "zstd").caseInsensitive(false)
+                .rejects("cachegen", "cachegen is not supported by lmcache4j: its blobs are Python pickles of "
+                        + "GPU-quantised tensors that a JVM cannot read or write; use naive, lz4 or zstd")
+                .rejects("kivi", "kivi is an identity placeholder in LMCache and not supported by lmcache4j; use naive")
+                .description("Serialisation of chunks sent to the remote tier. naive = raw bytes (LMCache's default); "
+                        + "lz4 and zstd are lmcache4j additions (compressed).").build());
+        f.add(define("use_layerwise", BOOL).defaultValue(false)
+                .description("Store and retrieve layer by layer, pipelined with the model's forward pass.").build());
+        f.add(define("save_decode_cache", BOOL).defaultValue(false)
+                .description("Also store KV produced during decode, not only prefill.").build());
+        f.add(define("pre_caching_hash_algorithm", CHOICE).defaultValue("sha256_cbor").allowed("sha256_cbor")
+                .caseInsensitive(false).valueAlias("sha256_cbor_64bit", "sha256_cbor")
+                .rejects("builtin", "builtin (LMCache's default) is Python's hash() of a tuple, salted per process "
+                        + "by PYTHONHASHSEED; Java cannot reproduce it, so keys would never match. Use sha256_cbor "
+                        + "(lmcache4j's default), vLLM's portable SHA-256 over CBOR")
+                .description("Prefix-chain hash of token chunks. lmcache4j's default is sha256_cbor (vLLM's SHA-256 "
+                        + "over CBOR; sha256_cbor_64bit is read as its alias); LMCache's default builtin is refused.").build());
+        f.add(define("save_unfull_chunk", BOOL).defaultValue(false)
+                .description("Store the trailing chunk of a sequence even when it has fewer than chunk_size tokens. "
+                        + "Forced true by enable_blending.").build());
+        f.add(define("blocking_timeout_secs", INT).defaultValue(10).greaterThan(0)
+                .description("Seconds a blocking remote get waits before it counts as a miss.").build());
+        f.add(define("cache_policy", CHOICE).defaultValue("LRU").allowed("LRU", "LFU", "FIFO", "MRU").caseInsensitive(true)
+                .rejects("s3fifo", "S3FIFO (LMCache 2026) is not supported by lmcache4j yet; use LRU, LFU, FIFO or MRU")
+                .rejects("cost_aware", "COST_AWARE (LMCache 2026) is not supported by lmcache4j yet; use LRU, LFU, FIFO or MRU")
+                .description("Eviction policy of the local tiers.").build());
+        f.add(define("numa_mode", CHOICE).nullable().allowed("auto", "manual").caseInsensitive(false)
+                .description("NUMA placement of the host pool: auto reads the GPU's node from sysfs; manual takes "
+                        + "extra_config.gpu_to_numa_mapping (GPU index -> node). Unset: no binding.").build());
+        f.add(define("enable_async_loading", BOOL).defaultValue(false)
+                .description("Prefetch looked-up chunks in the background so retrieve only collects them.").build());
+        f.add(define("extra_config", JSON_OBJECT)
+                .description("Free-form settings (a YAML mapping, or JSON in LMCACHE_EXTRA_CONFIG), for example "
+                        + "ping_interval, ping_timeout, use_odirect, save_chunk_meta, force_store_wait, "
+                        + "gpu_to_numa_mapping. Unset: empty.").build());
+        f.add(define("hash_seed", STRING).nullable().lmcache4jOnly()
+                .description("lmcache4j only: the seed NONE_HASH (the start of every prefix-hash chain) is derived "
+                        + "from, as vLLM derives it from PYTHONHASHSEED. Unset: PYTHONHASHSEED is used when set, "
+                        + "else a random seed (keys then match no other process).").build());
+        // --- blending (CacheBlend) ------------------------------------------------------------
+        f.add(define("enable_blending", BOOL).defaultValue(false)
+                .description("CacheBlend: reuse non-prefix segments split at blend_special_str. Forces save_unfull_chunk.").build());
+        f.add(define("blend_recompute_ratios", DOUBLE_LIST).nullable()
+                .description("Blending: fraction of tokens recomputed per check layer.").build());
+        f.add(define("blend_thresholds", DOUBLE_LIST).nullable()
+                .description("Blending: deviation thresholds per check layer.").build());
+        f.add(define("blend_check_layers", INT_LIST).nullable()
+                .description("Blending: layers where deviations are checked.").build());
+        f.add(define("blend_min_tokens", INT).defaultValue(256).atLeast(0)
+                .description("Blending: shortest segment worth blending, in tokens.").build());
+        f.add(define("blend_special_str", STRING).defaultValue(" # # ")
+                .description("Blending: separator text between reusable segments.").build());
+        // --- placement ------------------------------------------------------------------------
+        f.add(define("retrieve_locations", STRING_LIST).nullable()
+                .description("Backends lookups and retrieves search (for example LocalCPUBackend,LocalDiskBackend). "
+                        + "Unset: all.").build());
+        f.add(define("store_location", STRING).nullable()
+                .description("The one backend stores go to. Unset: all.").build());
+        // --- lookup ---------------------------------------------------------------------------
+        f.add(define("lookup_timeout_ms", INT).defaultValue(3000).greaterThan(0)
+                .description("Milliseconds a lookup request waits for the lookup server.").build());
+        f.add(define("min_retrieve_tokens", INT).defaultValue(0).atLeast(0)
+                .description("Skip retrieving below this many hit tokens (the hits still count as cached). 0: off.").build());
+        // --- lazy host pool -------------------------------------------------------------------
+        f.add(define("enable_lazy_memory_allocator", BOOL).defaultValue(false)
+                .description("Grow the host pool on demand instead of allocating it whole at start.").build());
+        f.add(define("lazy_memory_initial_ratio", DOUBLE).defaultValue(0.2).range(0.0, false, 1.0, true)
+                .description("Lazy pool: fraction of max_local_cpu_size allocated at start.").build());
+        f.add(define("lazy_memory_expand_trigger_ratio", DOUBLE).defaultValue(0.5).range(0.0, false, 1.0, true)
+                .description("Lazy pool: usage fraction of the current capacity that starts growth.").build());
+        f.add(define("lazy_memory_step_ratio", DOUBLE).defaultValue(0.1).range(0.0, false, 1.0, true)
+                .description("Lazy pool: fraction of max_local_cpu_size added per growth step.").build());
+        f.add(define("lazy_memory_safe_size", DOUBLE).defaultValue(0.0).atLeast(0)
+                .description("Lazy pool: only used when max_local_cpu_size (GB) is larger than this.").build());
+        // --- operations -----------------------------------------------------------------------
+        f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
+                .description("Seconds after which a chunk still pinned by a lookup is force-unpinned.").build());
+        f.add(define("pin_check_interval_sec", INT).defaultValue(30).greaterThan(0)
+                .description("Seconds between scans for pins past pin_timeout_sec.").build());
+        f.add(define("internal_api_server_enabled", BOOL).defaultValue(false)
+                .description("Serve the internal HTTP API (metrics, config, cache inspection).").build());
+        f.add(define("internal_api_server_host", STRING).defaultValue("0.0.0.0")
+                .description("Address the internal API server binds.").build());
+        f.add(define("internal_api_server_port_start", INT).defaultValue(6999).range(1.0, true, 65535.0, true)
+                .description("Internal API server port of worker 0; worker i uses port_start + i.").build());
+        return f;
+    }
+
+    /** LMCache's deprecated key names (spec §6.8); accepted with a warning, mapped to the new name. */
+    private static Map<String, String> aliases() {
+        Map<String, String> a = new LinkedHashMap<>();
+        a.put("enable_xpyd", "enable_pd");
+        a.put("nixl_peer_host", "pd_peer_host");
+        a.put("nixl_peer_init_port", "pd_peer_init_port");
+        a.put("nixl_peer_alloc_port", "pd_peer_alloc_port");
+        a.put("nixl_proxy_host", "pd_proxy_host");
+        a.put("nixl_proxy_port", "pd_proxy_port");
+        a.put("nixl_buffer_size", "pd_buffer_size");
+        a.put("nixl_role", "pd_role");
+        a.put("controller_url", "controller_pull_url");
+        a.put("lmcache_worker_port", "lmcache_worker_ports");
+        a.put("plugin_locations", "runtime_plugin_locations");
+        a.put("external_backends", "storage_plugins");
+        return a;
+    }
+
+    /** LMCache keys lmcache4j knows and refuses, with the feature they belong to. */
+    private static Map<String, String> unsupported() {
+        Map<String, String> u = new LinkedHashMap<>();
+        group(u, "peer-to-peer KV sharing between instances (P2P backend and transfer channels)",
+                "enable_p2p", "p2p_host", "p2p_init_ports", "p2p_lookup_ports", "transfer_channel");
+        group(u, "LMCache's multi-process server mode (SGLang)", "mp_host", "mp_port");
+        group(u, "the cache controller and its workers", "enable_controller", "lmcache_instance_id",
+                "controller_pull_url", "controller_reply_url", "lmcache_worker_ports", "lmcache_worker_ids",
+                "lmcache_worker_heartbeat_delay_time", "lmcache_worker_heartbeat_time");
+        group(u, "disaggregated prefill (PD) over NIXL", "enable_pd", "pd_role", "pd_buffer_size",
+                "pd_buffer_device", "pd_peer_host", "pd_peer_init_port", "pd_peer_alloc_port", "pd_peer_query_port",
+                "pd_proxy_host", "pd_proxy_port", "pd_allocation_timeout_sec", "pd_shutdown_timeout_sec",
+                "pd_condition_poll_interval_sec", "pd_max_prefill_len", "pd_backend_mode",
+                "pd_skip_proxy_notification", "pd_bidirectional");
+        group(u, "NIXL transfer and storage", "enable_nixl", "nixl_backends", "nixl_buffer_device",
+                "nixl_peer_port", "nixl_receiver_port");
+        group(u, "GPU-direct storage (cuFile/GDS, Weka) and the Maru CXL backend", "gds_path", "gds_path_sharding",
+                "gds_buffer_size", "use_gds", "gds_backend", "cufile_buffer_size", "weka_path", "maru_path",
+                "maru_pool_size");
+        group(u, "the audit connector (deprecated in LMCache too)", "audit_actual_remote_url");
+        group(u, "Python plugin loading", "runtime_plugin_locations", "storage_plugins", "remote_storage_plugins",
+                "script_allowed_imports");
+        group(u, "LMCache's external and scheduler-side lookup clients", "external_lookup_client", "hit_miss_ratio",
+                "lookup_server_worker_ids", "enable_scheduler_bypass_lookup");
+        group(u, "the COST_AWARE cache policy", "cost_aware_half_life_seconds", "cost_aware_ewma_alpha");
+        group(u, "LMCache's observability extras (KV events, chunk statistics, API index lists, priorities)",
+                "internal_api_server_include_index_list", "internal_api_server_socket_path_prefix", "priority_limit",
+                "enable_kv_events", "enable_chunk_statistics", "chunk_statistics_auto_start",
+                "chunk_statistics_auto_exit_timeout_hours", "chunk_statistics_auto_exit_target_unique_chunks",
+                "chunk_statistics_strategy");
+        group(u, "LMCache's v3 GPU connector", "use_gpu_connector_v3");
+        group(u, "the remote config service", "remote_config_url", "app_id");
+        group(u, "the vLLM-Omni hidden-state cache", "enable_hidden_state_cache", "max_hidden_state_cpu_size",
+                "hidden_state_layers", "hidden_states_retrieve_mode");
+        group(u, "Python's garbage-collector switch, which has no meaning on the JVM", "py_enable_gc");
+        return u;
+    }
+
+    private static void group(Map<String, String> into, String feature, String... names) {
+        for (String n : names) {
+            into.put(n, feature);
+        }
+    }
+
+    /** LMCache's {@code _parse_local_disk}: strips {@code file://} from each comma-separated path. */
+    static String stripFileScheme(String value) {
+        List<String> parts = new ArrayList<>();
+        for (String p : value.split(",", -1)) {
+            String s = p.strip();
+            if (s.isEmpty()) {
+                continue;
+            }
+            parts.add(s.startsWith("file://") ? s.substring("file://".length()) : s);
+        }
+        return String.join(",", parts);
+    }
+}

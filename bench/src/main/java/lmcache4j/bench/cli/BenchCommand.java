@@ -1,0 +1,397 @@
+package lmcache4j.bench.cli;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.allocator.AllocationTrace;
+import lmcache4j.bench.allocator.AllocatorBench;
+import lmcache4j.bench.allocator.AllocatorBench.Report;
+import lmcache4j.bench.allocator.AllocatorBench.Result;
+import lmcache4j.bench.allocator.BenchedAllocator;
+import lmcache4j.bench.allocator.BenchedAllocator.Kind;
+
+/**
+ * {@code ./lmcache4j bench allocator [--json] [--runs N] [--ops N] [--seed N] ...}: the allocator
+ * benchmark ({@link AllocatorBench}) as a table, or as one JSON object with {@code --json}.
+ * Progress goes to stderr, the result to stdout. Exit status 2 for a usage error, 1 when the
+ * benchmark itself fails (for example an allocator reports a leak on close).
+ *
+ * <p>{@code ./lmcache4j bench jmh ...} is handled by the launcher, which runs JMH's own main.
+ */
+public final class BenchCommand {
+    static final String USAGE = """
+            usage: ./lmcache4j bench allocator [--json] [--runs N] [--warmup N] [--ops N] [--seed N]
+                                               [--pool-mib N] [--only tensor,paged,netty,malloc]
+                   ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
+
+            allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
+                        model shapes and partial last chunks, shuffled frees, ~80%% pool occupancy)
+                        against TensorMemoryAllocator, PagedTensorMemoryAllocator, Netty's pooled direct
+                        allocator and malloc/free through FFM; prints the median ns per allocate+free
+                        pair, the targets (tensor <= 200 ns, paged <= 50 ns) and the tensor allocator's
+                        fragmentation.
+              --json         print one JSON object instead of the table
+              --runs N       measured replays per allocator (default %d)
+              --warmup N     unmeasured replays per allocator first (default %d)
+              --ops N        allocate+free pairs in the steady phase of the trace (default %d)
+              --seed N       the trace's random seed (default %d)
+              --pool-mib N   the simulated pool in MiB (default %d): the tensor allocator's, of untouched
+                             virtual memory; the paged pool holds the peak live count / occupancy in
+                             pages; Netty and malloc touch about occupancy x pool of real memory
+              --only LIST    comma-separated subset of tensor, paged, netty, malloc (default: all)
+            """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
+            AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
+            AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
+
+    private BenchCommand() {
+    }
+
+    /** A command line that cannot be run; the message says what was wrong. */
+    static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    /** Parsed {@code bench allocator} options. */
+    record Options(boolean json, AllocatorBench.Settings settings) {
+    }
+
+    public static void main(String[] args) {
+        if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help") || args[0].equals("help")) {
+            System.out.print(USAGE);
+            if (args.length == 0) {
+                System.exit(2);
+            }
+            return;
+        }
+        String sub = args[0];
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        switch (sub) {
+            case "allocator" -> allocator(rest);
+            case "jmh" -> {
+                System.err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
+                System.exit(2);
+            }
+            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, jmh");
+        }
+    }
+
+    private static void allocator(String[] args) {
+        if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
+            System.out.print(USAGE);
+            return;
+        }
+        Options options;
+        try {
+            options = parse(args);
+        } catch (UsageException e) {
+            usageError(e.getMessage());
+            return;
+        }
+        Report report;
+        try {
+            report = AllocatorBench.run(options.settings(), System.err);
+        } catch (RuntimeException e) {
+            System.err.println("lmcache4j bench: the allocator benchmark failed: " + e);
+            e.printStackTrace(System.err);
+            System.exit(1);
+            return;
+        }
+        if (options.json()) {
+            System.out.println(json(report));
+        } else {
+            printTable(report, System.out);
+        }
+    }
+
+    private static void usageError(String message) {
+        System.err.println("lmcache4j bench: " + message);
+        System.err.print(USAGE);
+        System.exit(2);
+    }
+
+    static Options parse(String[] args) throws UsageException {
+        boolean json = false;
+        int runs = AllocatorBench.Settings.DEFAULT_RUNS;
+        int warmup = AllocatorBench.Settings.DEFAULT_WARMUP;
+        int ops = AllocationTrace.Config.DEFAULT_STEADY_PAIRS;
+        long seed = AllocationTrace.Config.DEFAULT_SEED;
+        long poolMib = AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20;
+        List<Kind> only = List.of(Kind.values());
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            String name = arg;
+            String value = null;
+            int eq = arg.indexOf('=');
+            if (arg.startsWith("--") && eq > 0) {
+                name = arg.substring(0, eq);
+                value = arg.substring(eq + 1);
+            }
+            switch (name) {
+                case "--json" -> {
+                    if (value != null) {
+                        throw new UsageException("--json takes no value, got '" + arg + "'");
+                    }
+                    json = true;
+                }
+                case "--runs", "--warmup", "--ops", "--seed", "--pool-mib", "--only" -> {
+                    if (value == null) {
+                        if (i + 1 >= args.length) {
+                            throw new UsageException(name + " needs a value");
+                        }
+                        value = args[++i];
+                    }
+                    switch (name) {
+                        case "--runs" -> runs = (int) number(name, value, 1, 1_000);
+                        case "--warmup" -> warmup = (int) number(name, value, 0, 1_000);
+                        case "--ops" -> ops = (int) number(name, value, 1, 100_000_000);
+                        case "--seed" -> seed = number(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
+                        case "--pool-mib" -> poolMib = number(name, value, 256, 1L << 30);
+                        default -> only = kinds(value);
+                    }
+                }
+                default -> throw new UsageException(arg.startsWith("-") ? "unknown option '" + arg + "'"
+                        : "unexpected argument '" + arg + "'");
+            }
+        }
+        AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
+        return new Options(json, new AllocatorBench.Settings(trace, runs, warmup, only));
+    }
+
+    private static long number(String option, String value, long min, long max) throws UsageException {
+        long n;
+        try {
+            n = Long.parseLong(value.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw new UsageException(option + " needs a whole number, got '" + value + "'");
+        }
+        if (n < min || n > max) {
+            throw new UsageException(option + " must be between " + min + " and " + max + ", got " + n);
+        }
+        return n;
+    }
+
+    private static List<Kind> kinds(String value) throws UsageException {
+        List<Kind> kinds = new ArrayList<>();
+        for (String key : value.split(",")) {
+            try {
+                Kind k = Kind.fromKey(key.strip());
+                if (!kinds.contains(k)) {
+                    kinds.add(k);
+                }
+            } catch (IllegalArgumentException e) {
+                throw new UsageException("--only: " + e.getMessage());
+            }
+        }
+        return kinds;
+    }
+
+    // ---- output -------------------------------------------------------------------------------
+
+    static void printTable(Report report, PrintStream out) {
+        AllocationTrace trace = report.trace();
+        AllocationTrace.Config c = trace.config();
+        AllocatorBench.Settings s = report.settings();
+        out.println("== lmcache4j allocator benchmark ==");
+        out.printf(Locale.ROOT, "trace     seed %d: %,d allocate+free pairs per replay, %,d of them in the steady phase "
+                        + "at %.0f%% occupancy of a %s pool%n", c.seed(), trace.pairs(), trace.steadyPairs(),
+                100 * c.occupancy(), HostArenas.formatBytes(c.poolBytes()));
+        out.printf(Locale.ROOT, "          %s %s chunks of %s; %.0f%% partial last chunks (1..255 tokens); "
+                        + "mean request %.2f MiB; %,d live at steady start, at most %,d%n",
+                AllocationTrace.FORMAT, AllocationTrace.DTYPE.torchName(), models(), 100.0 * trace.partialRequests() / trace.pairs(),
+                trace.meanRequestBytes() / (1 << 20), trace.liveAtSteadyStart(), trace.maxLive());
+        out.printf(Locale.ROOT, "method    steady phase timed in %d pieces (statistics read between them, untimed); "
+                + "median of %d runs after %d warmup%n", AllocatorBench.STEADY_PIECES, s.runs(), s.warmup());
+        out.printf(Locale.ROOT, "machine   %d cores, JDK %s, lmcache4j leak detection %s%n",
+                Runtime.getRuntime().availableProcessors(), Runtime.version(), leakDetection());
+        out.println();
+        Optional<Result> malloc = report.result(Kind.MALLOC);
+        String header = String.format(Locale.ROOT, "%-28s %10s %8s %8s %9s %9s %7s %6s %9s %9s %13s",
+                "allocator", "median ns", "min", "max", "whole ns", "vs malloc", "target", "result", "frag max",
+                "frag end", "largest free");
+        out.println(header);
+        out.println("-".repeat(header.length()));
+        for (Result r : report.results()) {
+            out.printf(Locale.ROOT, "%-28s %10.1f %8.1f %8.1f %9.1f %9s %7s %6s %9s %9s %13s%n",
+                    r.kind().displayName(), r.median(), r.min(), r.max(), r.wholeMedian(),
+                    malloc.map(m -> String.format(Locale.ROOT, "%.2fx", r.median() / m.median())).orElse("-"),
+                    r.kind().targetNs().isPresent() ? "<= " + r.kind().targetNs().getAsInt() : "-",
+                    r.kind().targetNs().isPresent() ? (r.meetsTarget() ? "pass" : "FAIL") : "-",
+                    r.fragmentsMax() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsMax()) : "-",
+                    r.fragmentsEnd() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsEnd()) : "-",
+                    r.largestFreeEnd() >= 0 ? HostArenas.formatBytes(r.largestFreeEnd()) : "-");
+        }
+        out.println();
+        out.println("median/min/max: ns per allocate+free pair in the steady phase over the runs; whole ns: median over");
+        out.println("  the whole replay (fill, steady phase, drain). vs malloc: median / malloc's median.");
+        out.printf(Locale.ROOT, "frag max: most free blocks (free pages for paged) read by stats() at %d points of the steady%n",
+                AllocatorBench.STEADY_PIECES);
+        out.printf(Locale.ROOT, "  phase, all runs (the trace's own first-fit simulation peaks at %,d, read after every free);%n",
+                trace.maxFreeBlocks());
+        out.println("  frag end, largest free: at the end of the steady phase (before the drain), last run.");
+        for (Result r : report.results()) {
+            out.printf(Locale.ROOT, "%-7s %s%s%s%n", r.kind().key() + ":", r.description(),
+                    r.footprintBytes() >= 0 ? "; holds " + HostArenas.formatBytes(r.footprintBytes()) + " at steady end" : "",
+                    r.notes().isEmpty() ? "" : "; " + r.notes());
+        }
+    }
+
+    private static String models() {
+        return AllocationTrace.MODELS.stream()
+                .map(m -> m.name() + " " + m.fullChunk() + " " + HostArenas.formatBytes(m.fullChunk().byteSize(AllocationTrace.DTYPE)))
+                .collect(Collectors.joining(", "));
+    }
+
+    private static String leakDetection() {
+        return System.getProperty("lmcache4j.leakDetection", "sampled");
+    }
+
+    static String json(Report report) {
+        AllocationTrace trace = report.trace();
+        AllocationTrace.Config c = trace.config();
+        Json j = new Json();
+        for (Kind k : Kind.values()) {
+            j.number(k.key() + "_ns_per_pair", report.result(k).map(Result::median));
+        }
+        Optional<Result> tensor = report.result(Kind.TENSOR);
+        j.integer("fragments_max", tensor.map(Result::fragmentsMax));
+        j.integer("fragments_end", tensor.map(Result::fragmentsEnd));
+        j.integer("fragments_max_simulated", Optional.of((long) trace.maxFreeBlocks()));
+        j.integer("largest_free_block_end_bytes", tensor.map(Result::largestFreeEnd));
+        j.number("occupancy_end", tensor.map(Result::occupancyEnd));
+        for (Kind k : Kind.values()) {
+            if (k.targetNs().isPresent()) {
+                j.integer(k.key() + "_target_ns", Optional.of((long) k.targetNs().getAsInt()));
+                j.bool(k.key() + "_meets_target", report.result(k).map(Result::meetsTarget));
+            }
+        }
+        report.result(Kind.MALLOC).ifPresent(m -> {
+            for (Result r : report.results()) {
+                if (r.kind() != Kind.MALLOC) {
+                    j.number(r.kind().key() + "_vs_malloc", Optional.of(r.median() / m.median()));
+                }
+            }
+        });
+        j.integer("runs", Optional.of((long) report.settings().runs()));
+        j.integer("warmup", Optional.of((long) report.settings().warmup()));
+        j.integer("ops", Optional.of((long) c.steadyPairs()));
+        j.integer("seed", Optional.of(c.seed()));
+        j.integer("pairs_per_run", Optional.of(trace.pairs()));
+        j.integer("steady_pairs_per_run", Optional.of(trace.steadyPairs()));
+        j.integer("pool_bytes", Optional.of(c.poolBytes()));
+        j.number("occupancy_target", Optional.of(c.occupancy()));
+        j.number("partial_fraction", Optional.of((double) trace.partialRequests() / trace.pairs()));
+        j.number("mean_request_bytes", Optional.of(trace.meanRequestBytes()));
+        j.integer("live_at_steady_start", Optional.of((long) trace.liveAtSteadyStart()));
+        j.integer("max_live", Optional.of((long) trace.maxLive()));
+        j.string("models", models());
+        j.integer("cores", Optional.of((long) Runtime.getRuntime().availableProcessors()));
+        j.string("jdk", Runtime.version().toString());
+        j.string("leak_detection", leakDetection());
+        j.string("netty_version", BenchedAllocator.Netty.nettyVersion());
+        j.string("method", "*_ns_per_pair: median over runs of (steady-phase nanoTime / its allocate+free pairs), "
+                + "the steady phase timed in " + AllocatorBench.STEADY_PIECES + " pieces; fragments_max: max "
+                + "stats().fragmentCount() of TensorMemoryAllocator read between the pieces (untimed) over all measured "
+                + "runs; fragments_max_simulated: the trace's first-fit simulation, read after every free; "
+                + "*_end: at the end of the steady phase, before the drain");
+        StringBuilder allocators = new StringBuilder("{");
+        for (Result r : report.results()) {
+            Json a = new Json();
+            a.string("name", r.kind().displayName());
+            a.string("description", r.description());
+            a.number("median_ns_per_pair", Optional.of(r.median()));
+            a.number("min_ns_per_pair", Optional.of(r.min()));
+            a.number("max_ns_per_pair", Optional.of(r.max()));
+            a.number("whole_median_ns_per_pair", Optional.of(r.wholeMedian()));
+            a.array("runs_ns_per_pair", r.nsPerPair());
+            a.array("runs_whole_ns_per_pair", r.wholeNsPerPair());
+            a.integer("fragments_max", present(r.fragmentsMax()));
+            a.integer("fragments_end", present(r.fragmentsEnd()));
+            a.integer("largest_free_block_end_bytes", present(r.largestFreeEnd()));
+            a.number("occupancy_end", Double.isNaN(r.occupancyEnd()) ? Optional.empty() : Optional.of(r.occupancyEnd()));
+            a.integer("footprint_bytes_end", present(r.footprintBytes()));
+            if (!r.notes().isEmpty()) {
+                a.string("notes", r.notes());
+            }
+            allocators.append(allocators.length() > 1 ? ", " : "").append(Json.quote(r.kind().key())).append(": ").append(a);
+        }
+        j.raw("allocators", allocators.append('}').toString());
+        return j.toString();
+    }
+
+    private static Optional<Long> present(long value) {
+        return value >= 0 ? Optional.of(value) : Optional.empty();
+    }
+
+    /** A flat JSON object writer: keys in insertion order, absent values as null. */
+    private static final class Json {
+        private final StringBuilder sb = new StringBuilder("{");
+
+        private Json key(String key) {
+            sb.append(sb.length() > 1 ? ", " : "").append(quote(key)).append(": ");
+            return this;
+        }
+
+        void number(String key, Optional<Double> value) {
+            key(key).sb.append(value.filter(Double::isFinite)
+                    .map(v -> String.format(Locale.ROOT, "%.3f", v)).orElse("null"));
+        }
+
+        void integer(String key, Optional<Long> value) {
+            key(key).sb.append(value.map(String::valueOf).orElse("null"));
+        }
+
+        void bool(String key, Optional<Boolean> value) {
+            key(key).sb.append(value.map(String::valueOf).orElse("null"));
+        }
+
+        void string(String key, String value) {
+            key(key).sb.append(quote(value));
+        }
+
+        void array(String key, double[] values) {
+            key(key).sb.append(Arrays.stream(values).mapToObj(v -> String.format(Locale.ROOT, "%.3f", v))
+                    .collect(Collectors.joining(", ", "[", "]")));
+        }
+
+        void raw(String key, String json) {
+            key(key).sb.append(json);
+        }
+
+        static String quote(String s) {
+            StringBuilder q = new StringBuilder("\"");
+            for (int i = 0; i < s.length(); i++) {
+                char ch = s.charAt(i);
+                switch (ch) {
+                    case '"' -> q.append("\\\"");
+                    case '\\' -> q.append("\\\\");
+                    case '\n' -> q.append("\\n");
+                    case '\t' -> q.append("\\t");
+                    case '\r' -> q.append("\\r");
+                    default -> {
+                        if (ch < 0x20) {
+                            q.append(String.format("\\u%04x", (int) ch));
+                        } else {
+                            q.append(ch);
+                        }
+                    }
+                }
+            }
+            return q.append('"').toString();
+        }
+
+        @Override
+        public String toString() {
+            return sb + "}";
+        }
+    }
+}

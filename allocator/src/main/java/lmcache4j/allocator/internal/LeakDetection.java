@@ -2,14 +2,13 @@ package lmcache4j.allocator.internal;
 
 import java.lang.ref.Cleaner;
 import java.util.Locale;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Finds objects that become unreachable while still holding a reference or pin, in the spirit of
  * Netty's leak detector. Controlled by {@code -Dlmcache4j.leakDetection}:
  * <ul>
  *   <li>{@code disabled}: nothing is tracked;</li>
- *   <li>{@code sampled} (default): one allocation in {@value #SAMPLING_INTERVAL} is tracked;</li>
+ *   <li>{@code sampled} (default): each allocation is tracked with probability 1/{@value #SAMPLING_INTERVAL};</li>
  *   <li>{@code paranoid}: every allocation is tracked and its allocation site recorded, so that
  *       leak reports and allocator close failures say where the object came from.</li>
  * </ul>
@@ -30,7 +29,6 @@ public final class LeakDetection {
         return t;
     });
     private static final Level LEVEL = parse(System.getProperty(PROPERTY, "sampled"));
-    private static final AtomicLong COUNTER = new AtomicLong();
 
     private LeakDetection() {
     }
@@ -54,12 +52,18 @@ public final class LeakDetection {
     }
 
     /**
-     * Whether to track this allocation, and if so registers {@code onUnreachable} to run when
-     * {@code obj} becomes unreachable. The action must not reference {@code obj}.
+     * Whether to track the next allocation: always in paranoid mode, one in
+     * {@value #SAMPLING_INTERVAL} when sampled. Ask first, so that untracked allocations build no
+     * reclaimer and no description.
      */
-    public static void track(Object obj, Runnable onUnreachable) {
-        if (LEVEL == Level.PARANOID || LEVEL == Level.SAMPLED && COUNTER.incrementAndGet() % SAMPLING_INTERVAL == 0) {
-            CLEANER.register(obj, onUnreachable);
-        }
+    public static boolean shouldTrack() {
+        // A thread-local random draw rather than a shared counter: no contention between allocating threads.
+        return LEVEL == Level.PARANOID
+                || LEVEL == Level.SAMPLED && java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) == 0;
+    }
+
+    /** Runs {@code onUnreachable} when {@code obj} becomes unreachable. The action must not reference {@code obj}. */
+    public static void register(Object obj, Runnable onUnreachable) {
+        CLEANER.register(obj, onUnreachable);
     }
 }

@@ -41,11 +41,13 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     private final long pageSize;
     private final int pageCount;
     private final HostArena arena;
+    /** The arena's segment, fetched once: slicing it is the allocation fast path. */
+    private final MemorySegment region;
     private final ReentrantLock lock = new ReentrantLock();
     private final int[] ring;
     private int head;
     private int freePages;
-    private final AllocationLedger ledger = new AllocationLedger();
+    private final AllocationLedger ledger;
     private final LongAdder pinned = new LongAdder();
     private long allocations;
     private long failedAllocations;
@@ -57,7 +59,9 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
         this.pageSize = pageSize;
         this.pageCount = pageCount;
         this.arena = arena;
+        this.region = arena == null ? null : arena.segment();
         this.ring = new int[pageCount];
+        this.ledger = AllocationLedger.dense(pageCount);
         for (int i = 0; i < pageCount; i++) {
             ring[i] = i;
         }
@@ -150,7 +154,9 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
         } finally {
             lock.unlock();
         }
-        objs.forEach(this::track);
+        for (MemoryObj obj : objs) {
+            track(obj);
+        }
         objs.sort((a, b) -> Long.compare(a.address(), b.address()));
         return Optional.of(List.copyOf(objs));
     }
@@ -267,7 +273,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
             own = Arena.ofShared();
             segment = own.allocate(raw, 64);
         } else {
-            segment = arena.segment().asSlice(page * pageSize, raw); // a partial chunk sees only its bytes
+            segment = region.asSlice(page * pageSize, raw); // a partial chunk sees only its bytes
         }
         MemoryObj obj = new MemoryObj(this, page * pageSize, pageSize, shape, dtype, format, segment, own, site);
         ledger.add(page, obj);
@@ -275,8 +281,10 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     }
 
     private void track(MemoryObj obj) {
-        LeakDetection.track(obj, new LeakReclaimer(this, (int) (obj.address() / pageSize), obj.id(),
-                obj.privateArena(), obj.toString()));
+        if (LeakDetection.shouldTrack()) {
+            LeakDetection.register(obj, new LeakReclaimer(this, (int) (obj.address() / pageSize), obj.id(),
+                    obj.privateArena(), obj.toString()));
+        }
     }
 
     private record LeakReclaimer(PagedTensorMemoryAllocator owner, int page, long id, Arena arena, String description)
@@ -290,7 +298,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     private void reclaimLeak(LeakReclaimer leak) {
         lock.lock();
         try {
-            if (closed || !ledger.removeIfOwned(leak.page(), leak.id())) {
+            if (closed || !ledger.removeIfOwned(leak.page(), leak.id(), pageSize)) {
                 return;
             }
             if (leak.arena() != null) {

@@ -30,7 +30,7 @@ import lmcache4j.allocator.internal.MemoryOwner;
 public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
     private final String name;
     private final ReentrantLock lock = new ReentrantLock();
-    private final AllocationLedger ledger = new AllocationLedger();
+    private final AllocationLedger ledger = AllocationLedger.sparse();
     private final LongAdder pinned = new LongAdder();
     private long allocations;
     private boolean closed;

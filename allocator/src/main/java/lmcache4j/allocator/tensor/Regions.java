@@ -12,6 +12,8 @@ import lmcache4j.allocator.host.HostArena;
  */
 final class Regions {
     private HostArena[] arenas = new HostArena[4];
+    /** Each arena's segment, fetched once: slicing is the allocation fast path. */
+    private MemorySegment[] segments = new MemorySegment[4];
     private long[] bases = new long[4];
     private int count;
     private long end;
@@ -20,10 +22,12 @@ final class Regions {
     long append(HostArena arena) {
         if (count == arenas.length) {
             arenas = Arrays.copyOf(arenas, count * 2);
+            segments = Arrays.copyOf(segments, count * 2);
             bases = Arrays.copyOf(bases, count * 2);
         }
         long base = end;
         arenas[count] = arena;
+        segments[count] = arena.segment();
         bases[count] = base;
         count++;
         end += arena.byteSize();
@@ -36,21 +40,12 @@ final class Regions {
         if (i < 0) {
             i = -i - 2; // the region starting before offset
         }
-        return arenas[i].segment().asSlice(offset - bases[i], length);
+        return segments[i].asSlice(offset - bases[i], length);
     }
 
     /** Total bytes. */
     long end() {
         return end;
-    }
-
-    /** The largest region: no allocation can be bigger. */
-    long largestRegion() {
-        long max = 0;
-        for (int i = 0; i < count; i++) {
-            max = Math.max(max, arenas[i].byteSize());
-        }
-        return max;
     }
 
     int count() {

@@ -48,10 +48,11 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private final boolean strict;
     private final ReentrantLock lock = new ReentrantLock();
     private final FreeBlockIndex free = new FreeBlockIndex();
-    private final AllocationLedger ledger = new AllocationLedger();
+    private final AllocationLedger ledger = AllocationLedger.sparse();
     private final Regions regions = new Regions();
     private final LongAdder pinned = new LongAdder();
     private long capacity;
+    private long largestRegion;
     private long allocations;
     private long failedAllocations;
     private long leaksReclaimed;
@@ -108,6 +109,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
             }
             free.free(base, arena.byteSize());
             capacity = regions.end();
+            largestRegion = Math.max(largestRegion, arena.byteSize());
         } finally {
             lock.unlock();
         }
@@ -172,7 +174,9 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
         } finally {
             lock.unlock();
         }
-        objs.forEach(this::trackLeak);
+        for (MemoryObj obj : objs) {
+            trackLeak(obj);
+        }
         return Optional.of(List.copyOf(objs));
     }
 
@@ -306,8 +310,10 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     }
 
     private void trackLeak(MemoryObj obj) {
-        LeakDetection.track(obj, new LeakReclaimer(this, obj.address(), obj.id(), obj.physicalSize(),
-                obj.privateArena(), obj.toString()));
+        if (LeakDetection.shouldTrack()) {
+            LeakDetection.register(obj, new LeakReclaimer(this, obj.address(), obj.id(), obj.physicalSize(),
+                    obj.privateArena(), obj.toString()));
+        }
     }
 
     /** Runs when a tracked object became unreachable; reclaims its slot if it was never released. */
@@ -322,7 +328,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private void reclaimLeak(LeakReclaimer leak) {
         lock.lock();
         try {
-            if (closed || !ledger.removeIfOwned(leak.offset(), leak.id())) {
+            if (closed || !ledger.removeIfOwned(leak.offset(), leak.id(), leak.size())) {
                 return; // released properly
             }
             if (leak.arena() != null) {
@@ -356,7 +362,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     }
 
     private void checkFits(long aligned, TensorShape shape, DType dtype) {
-        long limit = strict ? capacity : regions.largestRegion();
+        long limit = strict ? capacity : largestRegion;
         if (aligned > limit) {
             throw new IllegalArgumentException(shape + " of " + dtype.torchName() + " needs " + aligned
                     + " bytes, more than allocator '" + name + "' can ever hold in one piece (" + limit + ")");

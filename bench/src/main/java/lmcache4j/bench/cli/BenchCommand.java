@@ -28,6 +28,7 @@ public final class BenchCommand {
     static final String USAGE = """
             usage: ./lmcache4j bench allocator [--json] [--runs N] [--warmup N] [--ops N] [--seed N]
                                                [--pool-mib N] [--only tensor,paged,netty,malloc]
+                   ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
                    ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
 
             allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
@@ -45,6 +46,9 @@ public final class BenchCommand {
                              virtual memory; the paged pool holds the peak live count / occupancy in
                              pages; Netty and malloc touch about occupancy x pool of real memory
               --only LIST    comma-separated subset of tensor, paged, netty, malloc (default: all)
+
+            hash        the sha256_cbor prefix hash chain's tokens per second and its ratio to bare
+                        SHA-256 over the same CBOR bytes; ./lmcache4j bench hash --help for its options.
             """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
             AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
             AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
@@ -77,11 +81,17 @@ public final class BenchCommand {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (sub) {
             case "allocator" -> allocator(rest);
+            case "hash" -> {
+                int status = HashBenchCommand.run(rest, System.out, System.err);
+                if (status != 0) {
+                    System.exit(status);
+                }
+            }
             case "jmh" -> {
                 System.err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
                 System.exit(2);
             }
-            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, jmh");
+            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, jmh");
         }
     }
 

@@ -147,8 +147,8 @@ final class ConfigResolver {
     Resolved finish(Map<String, String> env) {
         if (schema.field("hash_seed").isPresent() && values.get("hash_seed") == null) {
             String seed = env.get(PYTHON_HASH_SEED_VAR);
-            if (seed != null && !seed.isBlank()) {
-                values.put("hash_seed", seed.strip());
+            if (seed != null) { // as vLLM: the value as written, even empty, is the seed
+                values.put("hash_seed", seed);
                 sources.put("hash_seed", new ConfigSource.Env(PYTHON_HASH_SEED_VAR));
             }
         }

@@ -1,0 +1,73 @@
+package lmcache4j.engine.key;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * LMCache's {@code ChunkedTokenDatabase} (spec §5.1): tokens in consecutive chunks of
+ * {@code chunkSize}, each keyed by the prefix hash chain, so a chunk's key names the whole prefix
+ * up to its end and a lookup can stop at the first miss.
+ *
+ * <ul>
+ *   <li>The final shorter chunk is kept only with {@code saveUnfullChunk}; otherwise trailing
+ *       tokens are dropped (LMCache's config default is false).</li>
+ *   <li>With a mask, the number of leading {@code False} entries must be a multiple of the chunk
+ *       size (LMCache raises ValueError otherwise); chunks starting in that prefix are left out of
+ *       the result but still hashed, because every later hash chains through them.</li>
+ * </ul>
+ */
+public final class ChunkedTokenDatabase extends TokenDatabase {
+    private final int chunkSize;
+    private final boolean saveUnfullChunk;
+
+    /**
+     * @param chunkSize       tokens per chunk, at least 1 (LMCache's default is 256)
+     * @param saveUnfullChunk whether a final chunk shorter than {@code chunkSize} is kept
+     * @param hasher          the hash function and seed
+     * @param keys            the engine identity the keys carry
+     */
+    public ChunkedTokenDatabase(int chunkSize, boolean saveUnfullChunk, ChunkHasher hasher, KeyFactory keys) {
+        super(hasher, keys);
+        if (chunkSize < 1) {
+            throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
+        }
+        this.chunkSize = chunkSize;
+        this.saveUnfullChunk = saveUnfullChunk;
+    }
+
+    /** Tokens per chunk. */
+    public int chunkSize() {
+        return chunkSize;
+    }
+
+    /** Whether a final shorter chunk is kept. */
+    public boolean saveUnfullChunk() {
+        return saveUnfullChunk;
+    }
+
+    @Override
+    List<HashRange> hashRanges(int[] tokens, int skipBefore) {
+        if (skipBefore % chunkSize != 0) {
+            throw new IllegalArgumentException("the mask's " + skipBefore + " leading False entries are not a multiple "
+                    + "of the chunk size " + chunkSize + "; only whole chunks can be skipped");
+        }
+        int end = saveUnfullChunk ? tokens.length : tokens.length - tokens.length % chunkSize;
+        ChunkHasher hasher = hasher();
+        List<HashRange> ranges = new ArrayList<>(Math.max(0, (end - skipBefore + chunkSize - 1) / chunkSize));
+        ChunkHash parent = hasher.noneHash();
+        for (int start = 0; start < end; start += chunkSize) {
+            int chunkEnd = Math.min(start + chunkSize, end);
+            parent = hasher.next(parent, tokens, start, chunkEnd);
+            if (start >= skipBefore) {
+                ranges.add(new HashRange(start, chunkEnd, parent));
+            }
+        }
+        return ranges;
+    }
+
+    @Override
+    public String toString() {
+        return "ChunkedTokenDatabase[chunk " + chunkSize + (saveUnfullChunk ? ", partial last chunk kept" : "")
+                + ", " + hasher() + "]";
+    }
+}

@@ -8,6 +8,7 @@ module lmcache4j.engine {
     requires HdrHistogram;
     requires org.snakeyaml.engine.v2;
 
+    exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.key;

@@ -39,6 +39,11 @@ public abstract sealed class TokenDatabase permits ChunkedTokenDatabase, Segment
         return keyed(hashTokens(tokens), Map.of());
     }
 
+    /** The keyed ranges of all of {@code tokens}, tagged from {@code requestConfigs}. */
+    public final List<ChunkRange> processTokens(int[] tokens, Map<String, String> requestConfigs) {
+        return keyed(hashTokens(tokens), requestConfigs);
+    }
+
     /** The keyed ranges of {@code tokens} that start at or after the mask's {@code False} prefix, without tags. */
     public final List<ChunkRange> processTokens(int[] tokens, boolean[] mask) {
         return processTokens(tokens, mask, Map.of());

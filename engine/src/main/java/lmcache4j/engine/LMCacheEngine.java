@@ -1,0 +1,417 @@
+package lmcache4j.engine;
+
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.ConcurrentHashMap;
+
+import lmcache4j.allocator.MemoryAllocator;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.pool.LazyGrowingAllocator;
+import lmcache4j.allocator.pool.MixedMemoryAllocator;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.cuda.posix.Posix;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.ChunkHash;
+import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.ChunkedTokenDatabase;
+import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.TokenDatabase;
+import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.StorageBackend;
+import lmcache4j.engine.storage.StorageManager;
+import lmcache4j.engine.storage.TieredPrefix;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+
+/**
+ * The KV cache engine (LMCache spec §6): stores the KV of token prefixes chunk by chunk, and gives
+ * back the longest cached prefix.
+ *
+ * <ul>
+ *   <li>{@link #store} gathers each chunk of a request from the serving engine's paged KV cache
+ *       into a fresh object and hands it to the tiers. A chunk that finds no memory ends the store:
+ *       the prefix already gathered is kept. A store never waits for memory (unless
+ *       {@code extra_config.force_store_wait}).</li>
+ *   <li>{@link #retrieve} finds the longest stored prefix, scatters it into the paged cache and
+ *       returns the mask of tokens it loaded. Every reference and pin it takes is released exactly
+ *       once, on every path.</li>
+ *   <li>{@link #lookup} counts the cached prefix tokens, optionally pinning them until
+ *       {@link #lookupUnpin} (or the retrieve that names the same lookup id).</li>
+ * </ul>
+ * Bad input is an {@link IllegalArgumentException} raised before any chunk is stored or any byte
+ * is written into the paged cache.
+ *
+ * <p>Thread-safe: requests may run concurrently.
+ */
+public final class LMCacheEngine implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(LMCacheEngine.class.getName());
+
+    private final LMCacheEngineConfig config;
+    private final ModelMetadata metadata;
+    private final KvConnector connector;
+    private final TokenDatabase tokens;
+    private final StorageManager storage;
+    private final EngineMetrics metrics;
+    private final AllocationMode storeMode;
+    private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                          TokenDatabase tokens, StorageManager storage) {
+        this.config = config;
+        this.metadata = metadata;
+        this.connector = connector;
+        this.tokens = tokens;
+        this.storage = storage;
+        this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
+        this.storeMode = config.extraBoolean("force_store_wait", false) ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
+        LocalCpuBackend cpu = storage.cpu();
+        metrics.bindTiers(new EngineMetrics.TierGauges(
+                () -> cpu.allocator().stats().usedBytes(), () -> cpu.allocator().stats().liveObjects(),
+                () -> cpu.allocator().stats().pinnedObjects(), cpu::size, cpu::evictions, cpu::evictionFailures));
+    }
+
+    /**
+     * An engine with a CPU tier of {@code max_local_cpu_size} and the tiers {@code extraTiers} below
+     * it (search order), all owned by the engine from now on.
+     */
+    public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                       List<StorageBackend> extraTiers) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(metadata, "metadata");
+        Objects.requireNonNull(connector, "connector");
+        if (config.enableBlending()) {
+            throw new IllegalArgumentException("enable_blending needs the separator's token ids from a tokenizer; "
+                    + "build a SegmentTokenDatabase and use create(config, metadata, connector, tiers, tokenDatabase)");
+        }
+        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
+        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
+        return create(config, metadata, connector, extraTiers,
+                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys));
+    }
+
+    /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
+    public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                       List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
+        MemoryAllocator pool = cpuPool(config, metadata);
+        LocalCpuBackend cpu = new LocalCpuBackend(pool, config.cachePolicy(), config.localCpu(), config.blockingTimeoutSecs());
+        StorageManager storage = new StorageManager(cpu, extraTiers);
+        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
+        LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
+                + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + pool.stats().capacityBytes()
+                + " bytes, copies on " + connector.executorName() + ", chunk " + config.chunkSize() + " tokens");
+        return engine;
+    }
+
+    private static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {
+        long bytes = config.maxLocalCpuSizeBytes();
+        long chunk = metadata.chunkBytes(config.chunkSize());
+        if (bytes < chunk) {
+            throw new IllegalArgumentException("max_local_cpu_size " + config.maxLocalCpuSizeGb() + " GB holds no full chunk of "
+                    + chunk + " bytes (" + metadata.numLayers() + " layers × " + config.chunkSize() + " tokens)");
+        }
+        HostArenaOptions options = HostArenaOptions.DEFAULT.withHugePages(true);
+        OptionalInt node = numaNode(config, metadata);
+        if (node.isPresent()) {
+            options = options.withNumaNode(node.getAsInt());
+        }
+        HostArenaOptions arenaOptions = options;
+        MemoryAllocator kv;
+        if (config.enableLazyMemoryAllocator() && config.maxLocalCpuSizeGb() > config.lazyMemorySafeSizeGb()) {
+            kv = new LazyGrowingAllocator("LocalCPUBackend", bytes, TensorMemoryAllocator.DEFAULT_ALIGNMENT,
+                    config.lazyMemoryInitialRatio(), config.lazyMemoryStepRatio(), config.lazyMemoryExpandTriggerRatio(),
+                    size -> HostArena.allocate(size, arenaOptions));
+        } else {
+            kv = TensorMemoryAllocator.create("LocalCPUBackend", HostArena.allocate(bytes, arenaOptions),
+                    TensorMemoryAllocator.DEFAULT_ALIGNMENT);
+        }
+        return new MixedMemoryAllocator("LocalCPUBackend", kv);
+    }
+
+    /** {@code numa_mode}: none; {@code auto} = the node this thread runs on; {@code manual} = extra_config mapping. */
+    private static OptionalInt numaNode(LMCacheEngineConfig config, ModelMetadata metadata) {
+        Optional<String> mode = config.numaMode();
+        if (mode.isEmpty()) {
+            return OptionalInt.empty();
+        }
+        if (mode.get().equals("auto")) {
+            return OptionalInt.of(Posix.getcpu().node());
+        }
+        Object mapping = config.extra("gpu_to_numa_mapping").orElseThrow(() -> new IllegalArgumentException(
+                "numa_mode manual needs extra_config.gpu_to_numa_mapping (device index → NUMA node)"));
+        if (mapping instanceof Map<?, ?> m) {
+            Object node = m.get(String.valueOf(metadata.workerId()));
+            if (node instanceof Number n) {
+                return OptionalInt.of(n.intValue());
+            }
+        }
+        throw new IllegalArgumentException("extra_config.gpu_to_numa_mapping has no node for device "
+                + metadata.workerId() + ": " + mapping);
+    }
+
+    // ---- store ------------------------------------------------------------------------------
+
+    /**
+     * Stores the KV of {@code tokens} (those at or after the mask's {@code False} prefix), read from
+     * {@code kv} at {@code slotMapping}.
+     *
+     * @param mask           null, or one entry per token of the form F…FT…T (Falses a multiple of the chunk size)
+     * @param requestConfigs the request's configs; {@code lmcache.tag.*} entries tag the keys
+     * @return the number of tokens stored (a prefix of those asked for when memory ran out)
+     */
+    public int store(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping, Map<String, String> requestConfigs) {
+        ensureOpen("store");
+        checkRequest(tokens, mask, kv, slotMapping);
+        return storeRanges(ranges(tokens, mask, requestConfigs), kv, slotMapping);
+    }
+
+    /**
+     * Stores chunks whose hashes the caller computed (LMCache's hashes + offsets mode):
+     * consecutive ranges of {@code lengths[i]} tokens starting at token 0 of {@code slotMapping}.
+     */
+    public int storeHashes(List<ChunkHash> hashes, int[] lengths, PagedKvCache kv, long[] slotMapping,
+                           Map<String, String> requestConfigs) {
+        ensureOpen("store");
+        List<ChunkRange> ranges = this.tokens.processHashes(hashes, lengths, requestConfigs);
+        int total = ranges.isEmpty() ? 0 : ranges.getLast().end();
+        if (slotMapping.length < total) {
+            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
+        }
+        checkCache(kv);
+        return storeRanges(ranges, kv, slotMapping);
+    }
+
+    private int storeRanges(List<ChunkRange> ranges, PagedKvCache kv, long[] slots) {
+        long started = System.nanoTime();
+        List<CacheKey> keys = new ArrayList<>(ranges.size());
+        List<MemoryObj> objs = new ArrayList<>(ranges.size());
+        long copied = 0;
+        long copyNanos = 0;
+        int storedTokens = 0;
+        boolean handedOff = false;
+        try {
+            for (ChunkRange range : ranges) {
+                if (storage.contains(range.key(), false).isPresent()) {
+                    continue; // stored already: skip the copy; the tiers would drop the duplicate anyway
+                }
+                TensorShape shape = KvConnector.chunkShape(kv, range.length());
+                Optional<MemoryObj> obj = storage.cpu().allocate(shape, kv.dtype(), KvConnector.chunkFormat(kv), storeMode);
+                if (obj.isEmpty()) {
+                    LOG.log(Level.WARNING, "store of " + ranges.size() + " chunk(s) stopped at token " + range.start()
+                            + ": no memory for more (kept the " + keys.size() + " chunk(s) before it)");
+                    break;
+                }
+                objs.add(obj.get());
+                keys.add(range.key());
+                long t0 = System.nanoTime();
+                copied += connector.fromPaged(kv, slots, range.start(), range.end(), obj.get());
+                copyNanos += System.nanoTime() - t0;
+                storedTokens += range.length();
+            }
+            long t0 = System.nanoTime();
+            connector.finish();
+            copyNanos += System.nanoTime() - t0;
+            handedOff = true;
+            storage.batchedPut(keys, objs, config.storeLocation());
+        } finally {
+            if (!handedOff) {
+                objs.forEach(MemoryObj::release); // nothing half-stored
+            }
+        }
+        metrics.recordStore(storedTokens, copied, copyNanos, System.nanoTime() - started);
+        return storedTokens;
+    }
+
+    // ---- retrieve ---------------------------------------------------------------------------
+
+    /**
+     * Loads the longest stored prefix of {@code tokens} (from the mask's {@code False} prefix on)
+     * into {@code kv} at {@code slotMapping}; tokens whose slot is -1 are left alone.
+     *
+     * @param lookupId the id of a pinning {@link #lookup} of this request whose pins to release, or null
+     * @return one entry per token: true where KV was loaded
+     */
+    public boolean[] retrieve(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
+                              Map<String, String> requestConfigs, String lookupId) {
+        ensureOpen("retrieve");
+        checkRequest(tokens, mask, kv, slotMapping);
+        long started = System.nanoTime();
+        boolean[] loaded = new boolean[tokens.length];
+        List<ChunkRange> ranges = ranges(tokens, mask, requestConfigs);
+        List<CacheKey> keys = new ArrayList<>(ranges.size());
+        int requested = 0;
+        for (ChunkRange r : ranges) {
+            keys.add(r.key());
+            requested += r.length();
+        }
+        List<MemoryObj> objs = List.of();
+        long copied = 0;
+        long copyNanos = 0;
+        int retrieved = 0;
+        try {
+            objs = storage.batchedGet(keys);
+            long t0 = System.nanoTime();
+            for (int i = 0; i < objs.size(); i++) {
+                ChunkRange range = ranges.get(i);
+                MemoryObj obj = objs.get(i);
+                TensorShape expected = KvConnector.chunkShape(kv, range.length());
+                if (!obj.shape().equals(expected) || obj.dtype() != kv.dtype() || obj.format() != KvConnector.chunkFormat(kv)) {
+                    LOG.log(Level.WARNING, "retrieve stops at token " + range.start() + ": stored " + obj
+                            + " does not fit this cache (expected " + expected + ")");
+                    break;
+                }
+                copied += connector.toPaged(obj, kv, slotMapping, range.start(), range.end());
+                java.util.Arrays.fill(loaded, range.start(), range.end(), true);
+                retrieved += range.length();
+            }
+            connector.finish();
+            copyNanos = System.nanoTime() - t0;
+        } finally {
+            objs.forEach(MemoryObj::release);
+            if (lookupId != null) {
+                lookupUnpin(lookupId);
+            }
+        }
+        metrics.recordRetrieve(requested, retrieved, copied, copyNanos, System.nanoTime() - started);
+        return loaded;
+    }
+
+    // ---- lookup -----------------------------------------------------------------------------
+
+    /**
+     * How many leading tokens are cached, as the end of the last cached chunk. With
+     * {@code lookupId}, the hits are pinned until {@link #lookupUnpin} or the retrieve naming it.
+     */
+    public int lookup(int[] tokens, Map<String, String> requestConfigs, String lookupId) {
+        ensureOpen("lookup");
+        Objects.requireNonNull(tokens, "tokens");
+        List<ChunkRange> ranges = ranges(tokens, null, requestConfigs);
+        List<CacheKey> keys = new ArrayList<>(ranges.size());
+        ranges.forEach(r -> keys.add(r.key()));
+        boolean pin = lookupId != null;
+        if (pin) {
+            lookupUnpin(lookupId); // a repeated lookup replaces the previous pins
+        }
+        TieredPrefix prefix = storage.batchedContains(keys, pin);
+        if (pin) {
+            lookupPins.put(lookupId, prefix);
+            storage.touchCache();
+        }
+        int hitTokens = prefix.hits() == 0 ? 0 : ranges.get(prefix.hits() - 1).end();
+        metrics.recordLookup(tokens.length, hitTokens);
+        return hitTokens;
+    }
+
+    /** Releases the pins of lookup {@code lookupId}; does nothing if it has none. */
+    public void lookupUnpin(String lookupId) {
+        TieredPrefix pinned = lookupPins.remove(lookupId);
+        if (pinned != null) {
+            storage.unpin(pinned);
+        }
+    }
+
+    // ---- maintenance ------------------------------------------------------------------------
+
+    /** Removes every evictable chunk from every tier; returns the tokens removed. */
+    public long clear() {
+        ensureOpen("clear");
+        return storage.clear();
+    }
+
+    /** The engine's metrics. */
+    public EngineMetrics metrics() {
+        return metrics;
+    }
+
+    /** The tiers. */
+    public StorageManager storage() {
+        return storage;
+    }
+
+    /** The effective configuration. */
+    public LMCacheEngineConfig config() {
+        return config;
+    }
+
+    public ModelMetadata metadata() {
+        return metadata;
+    }
+
+    /** 0 when every allocator passes its invariant check, -1 otherwise (LMCache's {@code health()}). */
+    public int health() {
+        try {
+            storage.cpu().memcheck();
+            return 0;
+        } catch (RuntimeException e) {
+            LOG.log(Level.ERROR, "health check failed: " + e.getMessage());
+            return -1;
+        }
+    }
+
+    /**
+     * Releases outstanding lookup pins, closes the tiers and the connector. Fails, listing them, if
+     * objects are still referenced elsewhere (a leak in the caller).
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (String id : List.copyOf(lookupPins.keySet())) {
+            lookupUnpin(id);
+        }
+        try {
+            storage.close();
+        } finally {
+            connector.close();
+        }
+    }
+
+    private List<ChunkRange> ranges(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
+        return mask == null ? this.tokens.processTokens(tokens, requestConfigs)
+                : this.tokens.processTokens(tokens, mask, requestConfigs);
+    }
+
+    private void ensureOpen(String operation) {
+        if (closed) {
+            throw new EngineClosedException(operation);
+        }
+    }
+
+    private void checkRequest(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping) {
+        Objects.requireNonNull(tokens, "tokens");
+        Objects.requireNonNull(slotMapping, "slotMapping");
+        if (mask != null && mask.length != tokens.length) {
+            throw new IllegalArgumentException("mask has " + mask.length + " entries for " + tokens.length + " tokens");
+        }
+        if (slotMapping.length < tokens.length) {
+            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + tokens.length + " tokens");
+        }
+        checkCache(kv);
+    }
+
+    private void checkCache(PagedKvCache kv) {
+        Objects.requireNonNull(kv, "kv");
+        if (kv.dtype() != metadata.kvDtype() || kv.layerCount() != metadata.numLayers()
+                || kv.numKvHeads() != metadata.numKvHeads() || kv.headSize() != metadata.headSize()
+                || (kv.layout() == lmcache4j.engine.connector.PagedLayout.MLA) != metadata.mla()) {
+            throw new IllegalArgumentException("the paged KV cache (" + kv.layerCount() + " layers, " + kv.numKvHeads()
+                    + " heads × " + kv.headSize() + ", " + kv.dtype().torchName() + ", " + kv.layout()
+                    + ") does not match the model (" + metadata + ")");
+        }
+    }
+}

@@ -68,6 +68,8 @@ public final class LMCacheEngine implements AutoCloseable {
     private final AllocationMode storeMode;
     private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    /** The thread that runs layerwise copies, so they overlap the caller's compute; made on first use. */
+    private volatile java.util.concurrent.ExecutorService layerCopier;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                           TokenDatabase tokens, StorageManager storage) {
@@ -289,6 +291,124 @@ public final class LMCacheEngine implements AutoCloseable {
         return loaded;
     }
 
+    // ---- layerwise ---------------------------------------------------------------------------
+
+    /**
+     * Starts a layer-by-layer store of {@code tokens} (LMCache's {@code store_layer}): each chunk is
+     * kept as one {@code KV_T2D} object per layer under its layer keys. Chunks whose layer 0 is
+     * already stored are skipped; the first chunk that finds no memory ends the store (the prefix is
+     * kept). Advance the returned step once per layer, then finish it. The copies run on the engine's
+     * copy thread, so the paged buffers must be accessible from other threads (global, shared or
+     * automatic arenas, not confined ones).
+     */
+    public LayerwiseStore storeLayer(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
+                                     Map<String, String> requestConfigs) {
+        ensureOpen("storeLayer");
+        checkRequest(tokens, mask, kv, slotMapping);
+        int layers = kv.layerCount();
+        List<ChunkRange> toStore = new ArrayList<>();
+        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            byLayer.add(new ArrayList<>());
+        }
+        try {
+            for (ChunkRange range : ranges(tokens, mask, requestConfigs)) {
+                if (storage.contains(range.key().layer(0), false).isPresent()) {
+                    continue;
+                }
+                Optional<List<MemoryObj>> objs = storage.cpu().allocateBatch(
+                        KvConnector.layerShape(kv, range.length(), lmcache4j.allocator.MemoryFormat.KV_T2D), kv.dtype(),
+                        lmcache4j.allocator.MemoryFormat.KV_T2D, layers, storeMode);
+                if (objs.isEmpty()) {
+                    LOG.log(Level.WARNING, "layerwise store stopped at token " + range.start() + ": no memory for more");
+                    break;
+                }
+                toStore.add(range);
+                for (int l = 0; l < layers; l++) {
+                    byLayer.get(l).add(objs.get().get(l));
+                }
+            }
+        } catch (RuntimeException e) {
+            byLayer.forEach(list -> list.forEach(MemoryObj::release));
+            throw e;
+        }
+        return new LayerwiseStore(storage, connector, kv, slotMapping, toStore, toStore.isEmpty() ? List.of() : byLayer,
+                copier(), metrics);
+    }
+
+    /**
+     * Starts a layer-by-layer retrieve (LMCache's {@code retrieve_layer}) of the longest prefix whose
+     * every layer is stored. Layer 0 starts copying at once; call {@code awaitLayer()} before each
+     * attention layer, then {@code finish()} for the mask.
+     *
+     * @param lookupId a pinning lookup of this request whose pins to release at the end, or null
+     */
+    public LayerwiseRetrieve retrieveLayer(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
+                                           Map<String, String> requestConfigs, String lookupId) {
+        ensureOpen("retrieveLayer");
+        checkRequest(tokens, mask, kv, slotMapping);
+        long started = System.nanoTime();
+        int layers = kv.layerCount();
+        List<ChunkRange> ranges = ranges(tokens, mask, requestConfigs);
+        int requested = 0;
+        for (ChunkRange r : ranges) {
+            requested += r.length();
+        }
+        List<ChunkRange> found = new ArrayList<>();
+        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            byLayer.add(new ArrayList<>());
+        }
+        try {
+            for (ChunkRange range : ranges) {
+                List<MemoryObj> chunk = storage.batchedGet(range.key().splitLayers(layers));
+                TensorShape expected = KvConnector.layerShape(kv, range.length(), lmcache4j.allocator.MemoryFormat.KV_T2D);
+                boolean usable = chunk.size() == layers
+                        && chunk.stream().allMatch(o -> o.shape().equals(expected) && o.dtype() == kv.dtype());
+                if (!usable) {
+                    chunk.forEach(MemoryObj::release);
+                    break;
+                }
+                found.add(range);
+                for (int l = 0; l < layers; l++) {
+                    byLayer.get(l).add(chunk.get(l));
+                }
+            }
+        } catch (RuntimeException e) {
+            byLayer.forEach(list -> list.forEach(MemoryObj::release));
+            throw e;
+        }
+        int requestedTokens = requested;
+        int retrievedTokens = found.stream().mapToInt(ChunkRange::length).sum();
+        LayerwiseRetrieve[] self = new LayerwiseRetrieve[1];
+        self[0] = new LayerwiseRetrieve(connector, kv, slotMapping, tokens.length, found, byLayer, copier(), () -> {
+            if (lookupId != null) {
+                lookupUnpin(lookupId);
+            }
+            long copied = self[0] == null ? 0 : self[0].copiedBytes();
+            metrics.recordRetrieve(requestedTokens, retrievedTokens, copied, 0, System.nanoTime() - started);
+        });
+        return self[0];
+    }
+
+    private java.util.concurrent.Executor copier() {
+        java.util.concurrent.ExecutorService c = layerCopier;
+        if (c == null) {
+            synchronized (this) {
+                c = layerCopier;
+                if (c == null) {
+                    c = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                        Thread t = new Thread(r, "lmcache4j-layer-copy-" + metadata.modelName());
+                        t.setDaemon(true);
+                        return t;
+                    });
+                    layerCopier = c;
+                }
+            }
+        }
+        return c;
+    }
+
     // ---- lookup -----------------------------------------------------------------------------
 
     /**
@@ -299,8 +419,16 @@ public final class LMCacheEngine implements AutoCloseable {
         ensureOpen("lookup");
         Objects.requireNonNull(tokens, "tokens");
         List<ChunkRange> ranges = ranges(tokens, null, requestConfigs);
-        List<CacheKey> keys = new ArrayList<>(ranges.size());
-        ranges.forEach(r -> keys.add(r.key()));
+        boolean layerwise = config.useLayerwise();
+        int perChunk = layerwise ? metadata.numLayers() : 1;
+        List<CacheKey> keys = new ArrayList<>(ranges.size() * perChunk);
+        for (ChunkRange r : ranges) {
+            if (layerwise) {
+                keys.addAll(r.key().splitLayers(perChunk)); // a chunk is cached when all its layers are
+            } else {
+                keys.add(r.key());
+            }
+        }
         boolean pin = lookupId != null;
         if (pin) {
             lookupUnpin(lookupId); // a repeated lookup replaces the previous pins
@@ -310,7 +438,8 @@ public final class LMCacheEngine implements AutoCloseable {
             lookupPins.put(lookupId, prefix);
             storage.touchCache();
         }
-        int hitTokens = prefix.hits() == 0 ? 0 : ranges.get(prefix.hits() - 1).end();
+        int chunks = prefix.hits() / perChunk;
+        int hitTokens = chunks == 0 ? 0 : ranges.get(chunks - 1).end();
         metrics.recordLookup(tokens.length, hitTokens);
         return hitTokens;
     }
@@ -373,6 +502,9 @@ public final class LMCacheEngine implements AutoCloseable {
         closed = true;
         for (String id : List.copyOf(lookupPins.keySet())) {
             lookupUnpin(id);
+        }
+        if (layerCopier != null) {
+            layerCopier.shutdown();
         }
         try {
             storage.close();

@@ -1,0 +1,126 @@
+package lmcache4j.engine;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.key.ChunkRange;
+
+/**
+ * A layer-by-layer retrieve (LMCache's {@code retrieve_layer} generator, spec §6.5). The copy of
+ * layer 0 starts when the retrieve is created; before the model runs attention layer {@code i}
+ * the caller calls {@link #awaitLayer()}, which waits for layer {@code i}'s KV to be in place and
+ * starts copying layer {@code i + 1} meanwhile. {@link #finish()} returns the mask of loaded
+ * tokens. Every reference taken is released exactly once, by {@code finish} or {@link #close()}.
+ */
+public final class LayerwiseRetrieve implements AutoCloseable {
+    private final KvConnector connector;
+    private final PagedKvCache kv;
+    private final long[] slots;
+    private final List<ChunkRange> chunks;
+    /** objs.get(layer).get(chunk). */
+    private final List<List<MemoryObj>> objs;
+    private final Executor copier;
+    private final boolean[] loaded;
+    private final Runnable onDone;
+    private int nextLayer;
+    private CompletableFuture<Long> inFlight;
+    private long copiedBytes;
+    private boolean released;
+
+    LayerwiseRetrieve(KvConnector connector, PagedKvCache kv, long[] slots, int tokenCount, List<ChunkRange> chunks,
+                      List<List<MemoryObj>> objs, Executor copier, Runnable onDone) {
+        this.connector = connector;
+        this.kv = kv;
+        this.slots = slots;
+        this.chunks = chunks;
+        this.objs = objs;
+        this.copier = copier;
+        this.onDone = onDone;
+        this.loaded = new boolean[tokenCount];
+        for (ChunkRange r : chunks) {
+            Arrays.fill(loaded, r.start(), r.end(), true);
+        }
+        this.inFlight = start(0);
+    }
+
+    /** Tokens this retrieve loads (the cached prefix); known before any layer is copied. */
+    public int tokens() {
+        int n = 0;
+        for (ChunkRange r : chunks) {
+            n += r.length();
+        }
+        return n;
+    }
+
+    /**
+     * Waits until the next layer's KV is in the paged cache, and starts copying the one after.
+     *
+     * @throws IllegalStateException when called more often than there are layers
+     */
+    public void awaitLayer() {
+        if (nextLayer >= kv.layerCount()) {
+            throw new IllegalStateException("awaitLayer called " + (nextLayer + 1) + " times for " + kv.layerCount() + " layers");
+        }
+        int layer = nextLayer++;
+        try {
+            copiedBytes += inFlight.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while layer " + layer + " was being loaded", e);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("loading layer " + layer + " failed: " + e.getCause(), e.getCause());
+        }
+        inFlight = nextLayer < kv.layerCount() ? start(nextLayer) : CompletableFuture.completedFuture(0L);
+    }
+
+    /** After the last layer: releases the references and returns the mask of loaded tokens. */
+    public boolean[] finish() {
+        if (nextLayer != kv.layerCount()) {
+            throw new IllegalStateException("finish after " + nextLayer + " of " + kv.layerCount() + " layers");
+        }
+        close();
+        return loaded.clone();
+    }
+
+    /** Bytes copied so far. */
+    public long copiedBytes() {
+        return copiedBytes;
+    }
+
+    private CompletableFuture<Long> start(int layer) {
+        if (chunks.isEmpty()) {
+            return CompletableFuture.completedFuture(0L);
+        }
+        List<MemoryObj> layerObjs = objs.get(layer);
+        return CompletableFuture.supplyAsync(() -> {
+            long bytes = 0;
+            for (int c = 0; c < chunks.size(); c++) {
+                ChunkRange r = chunks.get(c);
+                bytes += connector.toPagedLayer(layerObjs.get(c), kv, slots, layer, r.start(), r.end());
+            }
+            connector.finish();
+            return bytes;
+        }, copier);
+    }
+
+    /** Waits for any copy in flight and releases every reference (idempotent). */
+    @Override
+    public void close() {
+        if (released) {
+            return;
+        }
+        released = true;
+        try {
+            inFlight.exceptionally(e -> 0L).join();
+        } finally {
+            objs.forEach(layer -> layer.forEach(MemoryObj::release));
+            onDone.run();
+        }
+    }
+}

@@ -17,10 +17,10 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.MemoryObjMisuseException;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
 
@@ -163,12 +163,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
 
     @Override
     public void releaseAll(Collection<MemoryObj> objects) {
-        for (MemoryObj obj : objects) {
-            if (!obj.isOwnedBy(this) || !obj.isValid()) {
-                throw new MemoryObjMisuseException("releaseAll on '" + name + "' refused: " + obj
-                        + (obj.isOwnedBy(this) ? " was already released" : " belongs to allocator '" + obj.ownerName() + "'"));
-            }
-        }
+        AllocatorChecks.requireOwnedAndLive(objects, this);
         for (MemoryObj obj : objects) {
             if (obj.releaseDeferringReclaim(this)) {
                 reclaim(obj);
@@ -313,12 +308,8 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     }
 
     private long checkedSize(TensorShape shape, DType dtype, MemoryFormat format) {
-        Objects.requireNonNull(shape, "shape");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(format, "format");
-        format.validate(shape);
-        long raw = shape.byteSize(dtype);
-        if (raw == 0 || raw > pageSize) {
+        long raw = AllocatorChecks.tensorBytes(shape, dtype, format);
+        if (raw > pageSize) {
             throw new IllegalArgumentException(shape + " of " + dtype.torchName() + " is " + raw
                     + " bytes; pages of '" + name + "' hold 1 to " + pageSize);
         }

@@ -15,9 +15,9 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.MemoryObjMisuseException;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.MemoryOwner;
 
 /**
@@ -85,12 +85,7 @@ public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
 
     @Override
     public void releaseAll(Collection<MemoryObj> objects) {
-        for (MemoryObj obj : objects) {
-            if (!obj.isOwnedBy(this)) {
-                throw new MemoryObjMisuseException("releaseAll on '" + name + "' refused: " + obj
-                        + " belongs to allocator '" + obj.ownerName() + "'");
-            }
-        }
+        AllocatorChecks.requireOwnedAndLive(objects, this);
         objects.forEach(MemoryObj::release);
     }
 

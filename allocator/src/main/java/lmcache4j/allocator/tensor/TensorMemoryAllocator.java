@@ -17,10 +17,10 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.MemoryObjMisuseException;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
 
@@ -127,7 +127,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
 
     @Override
     public Optional<MemoryObj> allocate(TensorShape shape, DType dtype, MemoryFormat format) {
-        long raw = checkedSize(shape, dtype, format);
+        long raw = AllocatorChecks.tensorBytes(shape, dtype, format);
         long aligned = alignUp(raw);
         Throwable site = LeakDetection.siteIfRecording();
         MemoryObj obj;
@@ -154,7 +154,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
         if (count <= 0) {
             throw new IllegalArgumentException("batch size must be positive, was " + count);
         }
-        long raw = checkedSize(shape, dtype, format);
+        long raw = AllocatorChecks.tensorBytes(shape, dtype, format);
         long unit = alignUp(raw);
         long[] offsets = new long[count];
         Throwable site = LeakDetection.siteIfRecording();
@@ -182,16 +182,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
 
     @Override
     public void releaseAll(Collection<MemoryObj> objects) {
-        for (MemoryObj obj : objects) {
-            if (!obj.isOwnedBy(this)) {
-                throw new MemoryObjMisuseException("releaseAll on '" + name + "' refused: " + obj
-                        + " belongs to allocator '" + obj.ownerName() + "'");
-            }
-            if (!obj.isValid()) {
-                throw new MemoryObjMisuseException("releaseAll on '" + name + "' refused: " + obj
-                        + " was already released (use after release)");
-            }
-        }
+        AllocatorChecks.requireOwnedAndLive(objects, this);
         List<MemoryObj> toFree = new ArrayList<>(objects.size());
         for (MemoryObj obj : objects) {
             if (obj.releaseDeferringReclaim(this)) {
@@ -347,18 +338,6 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
         if (obj.privateArena() != null) {
             obj.privateArena().close();
         }
-    }
-
-    private long checkedSize(TensorShape shape, DType dtype, MemoryFormat format) {
-        Objects.requireNonNull(shape, "shape");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(format, "format");
-        format.validate(shape);
-        long raw = shape.byteSize(dtype);
-        if (raw == 0) {
-            throw new IllegalArgumentException("cannot allocate an empty tensor: shape " + shape);
-        }
-        return raw;
     }
 
     private void checkFits(long aligned, TensorShape shape, DType dtype) {

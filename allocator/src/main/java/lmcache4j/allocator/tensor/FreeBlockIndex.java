@@ -10,13 +10,23 @@ import java.util.Objects;
  * <p>LMCache keeps free blocks in a list sorted by start address, allocates <em>first fit by lowest
  * address</em> and coalesces a freed block with both neighbours. This index makes exactly the same
  * choices for every operation sequence: it is an AVL tree keyed by block start in which every node
- * also holds the largest block size in its subtree, so "the lowest-address block of at least
- * {@code n} bytes" is found by descending left-first into the subtrees whose maximum is large
+ * also holds the largest block size in each of its two subtrees, so "the lowest-address block of at
+ * least {@code n} bytes" is found by descending left-first into the subtrees whose maximum is large
  * enough.
  *
- * <p>Nodes live in parallel primitive arrays and are addressed by {@code int} id (id 0 is a sentinel
- * standing for "no node"), released ids are recycled through a free list and the arrays double when
- * full, so steady-state operation allocates nothing.
+ * <p>Every operation descends from the root once and keeps the path it took: neighbours, the
+ * double-free check and the block to carve all come from that one descent; blocks that only change
+ * size (or, keeping their order, start) are updated in place; heights, balance and subtree maxima
+ * are repaired bottom-up along the kept path. Nothing recurses on these paths.
+ *
+ * <p>The cost of an operation is a few dozen dependent loads and the branches the CPU mispredicts,
+ * so the hot paths choose a child, a side or a neighbour by arithmetic on 0/1 ints ({@link #isBelow},
+ * {@link #isZero}) where a data-dependent {@code if} would be a coin flip for the branch predictor.
+ *
+ * <p>Nodes are addressed by {@code int} id (id 0 is a sentinel standing for "no node") and packed
+ * into one {@code long[]}, five longs each, so a descent reads one node's fields together. Released
+ * ids are recycled through a free list and the storage doubles when full, so steady-state operation
+ * allocates nothing.
  *
  * <p><b>Boundaries</b> ({@link #addBoundary}) are addresses that free blocks never span and are never
  * merged across: a pool that grows by appending memory regions must never hand out a slice that
@@ -39,35 +49,65 @@ public final class FreeBlockIndex {
         void visit(long start, long size);
     }
 
-    /** Node id meaning "no node"; its slot holds height 0 and maxSize 0 so no null checks are needed. */
+    /** Node id meaning "no node"; its fields are all 0 (size, maxima and height too), so no null checks are needed. */
     private static final int NIL = 0;
     private static final int INITIAL_CAPACITY = 16;
-    /** An AVL tree of fewer than 2^31 nodes is at most ~45 levels high, so a path never exceeds this. */
+    /** Node count the storage may reach: {@code STRIDE} longs per node must fit one Java array. */
+    private static final int MAX_CAPACITY = 1 << 28;
+    /**
+     * An AVL tree of fewer than 2^28 nodes is at most ~40 levels high, so a path never exceeds this
+     * and its turns fit the bits of a {@code long} ({@link #descendTo}).
+     */
     private static final int MAX_HEIGHT = 64;
     private static final int TO_STRING_LIMIT = 20;
     /** Returned by {@link #coalescedAfter} when two blocks could have been merged. */
     private static final long NOT_COALESCED = Long.MIN_VALUE;
 
-    private long[] start = new long[INITIAL_CAPACITY];
-    private long[] size = new long[INITIAL_CAPACITY];
-    /** Largest {@code size} in the subtree rooted at each node: what makes first fit O(log n). */
-    private long[] maxSize = new long[INITIAL_CAPACITY];
-    private int[] left = new int[INITIAL_CAPACITY];
-    /** Right child; for a recycled id, the next recycled id. */
-    private int[] right = new int[INITIAL_CAPACITY];
+    // Node layout: STRIDE longs per id in `node`.
+    private static final int STRIDE = 5;
+    /** The block's first byte offset: the search key. */
+    private static final int START = 0;
+    /** The block's length in bytes. */
+    private static final int SIZE = 1;
+    /**
+     * Largest {@code SIZE} in the left subtree, followed by the largest in the right subtree: the
+     * maximum on {@code side} 0 or 1 is at {@code LEFT_MAX + side}. What makes first fit O(log n).
+     * A node holds its children's maxima rather than its own so that a first-fit step reads one
+     * node, not the node and then its child: the next level's address waits on one load, not two.
+     */
+    private static final int LEFT_MAX = 2;
+    /** Left child id in the low 32 bits, right child id in the high 32; a recycled id's next recycled id. */
+    private static final int CHILDREN = 4;
+    private static final long LOW_HALF = 0xFFFF_FFFFL;
+
+    private long[] node = new long[STRIDE * INITIAL_CAPACITY];
+    /** AVL height per id, 0 for the sentinel; apart from {@code node} since only rebalancing reads it. */
     private byte[] height = new byte[INITIAL_CAPACITY];
 
     private int root = NIL;
     /** Lowest id never handed out; slot 0 is the sentinel. */
     private int nextUnused = 1;
-    /** Head of the list of recycled ids, linked through {@code right}. */
+    /** Head of the list of recycled ids, linked through their {@code CHILDREN} field. */
     private int recycled = NIL;
 
     private int blockCount;
     private long freeBytes;
 
-    /** Scratch for the root-to-node path of {@link #setBlock}, reused so updates allocate nothing. */
+    /**
+     * The root-to-node path of the last descent ({@code path[0]} is the root), kept so an update
+     * repairs heights and maxima bottom-up along it instead of re-walking from the root. Reused so
+     * updates allocate nothing.
+     */
     private final int[] path = new int[MAX_HEIGHT];
+    /** Nodes on {@link #path}. */
+    private int pathDepth;
+    /**
+     * Where on {@link #path} {@link #descendTo} met the key's predecessor (largest start below the
+     * key) and successor (smallest start at or above it), or -1 where there is none. Both lie on the
+     * search path of a key, and the deeper of them is the path's last node.
+     */
+    private int predDepth;
+    private int succDepth;
 
     /** Sorted, duplicate-free boundary addresses; few (one per appended region), so a sorted array suffices. */
     private long[] boundaries = new long[4];
@@ -106,13 +146,14 @@ public final class FreeBlockIndex {
         boundaryCount++;
 
         // Keep the invariant "no free block spans a boundary" so allocation never straddles regions.
-        int t = floorBelow(address);
+        descendTo(address);
+        int t = predecessor();
         if (t != NIL && end(t) > address) {
-            long blockStart = start[t];
             long blockEnd = end(t);
-            setBlock(blockStart, blockStart, address - blockStart);
-            insert(address, blockEnd - address);
-            blockCount++;
+            setSize(t, address - start(t));
+            repairMaxima(predDepth);
+            // Sizes do not shape the tree: the descent's path still ends where `address` belongs.
+            insertAtPathEnd(address, blockEnd - address);
         }
     }
 
@@ -132,13 +173,18 @@ public final class FreeBlockIndex {
     public void free(long start, long size) {
         checkRange(start, size);
         long end = start + size;
-        // Only the last block starting before `end` can overlap: blocks are disjoint and sorted.
-        int p = floorBelow(end);
-        if (p != NIL && end(p) > start) {
-            throw new IllegalStateException("double free: [" + start + ", " + end + ") overlaps free block ["
-                    + this.start[p] + ", " + end(p) + ")");
+        // One descent finds both neighbours of `start`; blocks are disjoint and sorted, so only they can overlap.
+        descendTo(start);
+        int pred = predecessor();
+        int succ = successor();
+        if ((pred != NIL && end(pred) > start) || (succ != NIL && start(succ) < end)) {
+            throw doubleFree(start, end);
         }
         int b = firstBoundaryAbove(start);
+        if (b == boundaryCount || boundaries[b] >= end) {
+            coalesce(start, end); // the common case: no boundary inside, so the descent above serves
+            return;
+        }
         long pieceStart = start;
         while (b < boundaryCount && boundaries[b] < end) {
             insertCoalescing(pieceStart, boundaries[b]);
@@ -159,12 +205,11 @@ public final class FreeBlockIndex {
         if (size <= 0) {
             throw new IllegalArgumentException("allocation size must be > 0, was " + size);
         }
-        int t = firstFit(root, 0, size);
-        if (t == NIL) {
+        if (subtreeMax(root) < size) {
             return -1;
         }
-        long at = start[t];
-        take(t, size);
+        long at = start(descendFirstFit(root, 0, size));
+        takeFromPathEnd(size);
         return at;
     }
 
@@ -201,29 +246,29 @@ public final class FreeBlockIndex {
         long needed = count;
         long from = 0;
         while (needed > 0) {
-            int t = firstFit(root, from, unit);
+            int t = firstFitFrom(from, unit);
             if (t == NIL) {
                 return false;
             }
-            needed -= size[t] / unit;
+            needed -= size(t) / unit;
             from = end(t);
         }
         // Second pass carves the same blocks; each search skips blocks smaller than `unit` wholesale.
         int filled = 0;
         from = 0;
         while (filled < count) {
-            int t = firstFit(root, from, unit);
+            int t = firstFitFrom(from, unit);
             if (t == NIL) {
                 // The first pass found enough slots; failing here would be a bug, not a full pool.
                 throw new IllegalStateException("batch pass 2 ran out of blocks after " + filled + " of " + count + " slots");
             }
-            long blockStart = start[t];
+            long blockStart = start(t);
             from = end(t);
-            int slots = (int) Math.min(size[t] / unit, count - filled);
+            int slots = (int) Math.min(size(t) / unit, count - filled);
             for (int i = 0; i < slots; i++) {
                 out[filled++] = blockStart + i * unit;
             }
-            take(t, slots * unit);
+            takeFromPathEnd(slots * unit);
         }
         return true;
     }
@@ -240,7 +285,7 @@ public final class FreeBlockIndex {
 
     /** {@return the size of the largest free block, or 0 when there is none} O(1): the root's subtree maximum. */
     public long largestBlock() {
-        return maxSize[root];
+        return subtreeMax(root);
     }
 
     /**
@@ -286,8 +331,13 @@ public final class FreeBlockIndex {
      * full coalescing, no block spanning a boundary, sorted boundaries and node-id accounting.
      */
     void checkInvariants() {
-        if (height[NIL] != 0 || maxSize[NIL] != 0 || size[NIL] != 0 || left[NIL] != NIL || right[NIL] != NIL) {
-            throw new IllegalStateException("sentinel node was written to");
+        for (int f = 0; f < STRIDE; f++) {
+            if (node[f] != 0) {
+                throw new IllegalStateException("sentinel node was written to (field " + f + ")");
+            }
+        }
+        if (height[NIL] != 0) {
+            throw new IllegalStateException("sentinel height was written to");
         }
         for (int i = 1; i < boundaryCount; i++) {
             if (boundaries[i - 1] >= boundaries[i]) {
@@ -303,7 +353,10 @@ public final class FreeBlockIndex {
             throw new IllegalStateException("blockCount counter " + blockCount + " but tree holds " + walk[2]);
         }
         int recycledCount = 0;
-        for (int id = recycled; id != NIL; id = right[id]) {
+        for (int id = recycled; id != NIL; id = (int) node[STRIDE * id + CHILDREN]) {
+            if (id < 0 || id >= nextUnused) {
+                throw new IllegalStateException("recycled-id list holds " + id + ", never handed out");
+            }
             if (++recycledCount > nextUnused) {
                 throw new IllegalStateException("cycle in the recycled-id list");
             }
@@ -314,9 +367,9 @@ public final class FreeBlockIndex {
         }
     }
 
-    /** @return how many nodes the arrays can hold; lets tests see that ids are recycled */
+    /** @return how many nodes the storage can hold; lets tests see that ids are recycled */
     int nodeCapacity() {
-        return start.length - 1;
+        return height.length - 1;
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -325,37 +378,68 @@ public final class FreeBlockIndex {
 
     /** Inserts one boundary-free piece [s, e), merging with touching neighbours unless a boundary sits between. */
     private void insertCoalescing(long s, long e) {
-        int p = floorBelow(s);
-        boolean withPrev = p != NIL && end(p) == s && !isBoundary(s);
-        int q = isBoundary(e) ? NIL : find(e);
-        if (withPrev && q != NIL) {
-            // LMCache: prev absorbs both, succ removed.
-            long total = size[p] + (e - s) + size[q];
-            root = remove(root, e);
-            blockCount--;
-            setBlock(start[p], start[p], total);
-        } else if (withPrev) {
-            setBlock(start[p], start[p], size[p] + (e - s));
-        } else if (q != NIL) {
-            // Re-keying succ to s keeps BST order: its predecessor ends at or before s.
-            setBlock(e, s, size[q] + (e - s));
-        } else {
-            insert(s, e - s);
-            blockCount++;
-        }
-        freeBytes += e - s;
+        descendTo(s);
+        coalesce(s, e);
     }
 
-    /** Allocates the first {@code amount} bytes of node {@code t}: removes it on an exact fit, else shrinks it from the front. */
-    private void take(int t, long amount) {
-        long s = start[t];
-        if (size[t] == amount) {
-            root = remove(root, s);
-            blockCount--;
+    /** {@link #insertCoalescing} after {@link #descendTo}{@code (s)}: uses the neighbours and path it found. */
+    private void coalesce(long s, long e) {
+        int pred = predecessor();
+        int succ = successor();
+        long n = e - s;
+        // Which neighbours touch, as bits (1: prev, 2: succ), computed without branches: which case
+        // comes next is a coin flip for the CPU. NIL's fields are 0, so the NIL tests are needed only at 0.
+        int merge = isZero(end(pred) ^ s) * (pred != NIL ? 1 : 0) | isZero(start(succ) ^ e) * (succ != NIL ? 2 : 0);
+        if (boundaryCount > 0) {
+            merge &= (isBoundary(s) ? 0 : 1) | (isBoundary(e) ? 0 : 2);
+        }
+        if (merge == 0) {
+            insertAtPathEnd(s, n);
+        } else if (merge == 3) {
+            // LMCache keeps prev and drops succ; which node holds the merged block is invisible, so the
+            // shallower neighbour takes it and the deeper one, the path's last node, is unlinked.
+            long mergedStart = start(pred);
+            long mergedSize = size(pred) + n + size(succ);
+            int keep = path[Math.min(predDepth, succDepth)];
+            setStart(keep, mergedStart);
+            setSize(keep, mergedSize);
+            unlinkPathEnd();
         } else {
-            setBlock(s, s + amount, size[t] - amount);
+            // One neighbour grows: prev at its end, or succ at its start (re-keying succ to s keeps
+            // BST order, its predecessor ends at or before s). Picked arithmetically, not by a branch.
+            int intoSucc = merge >>> 1;
+            int depth = predDepth + ((succDepth - predDepth) & -intoSucc);
+            int t = path[depth];
+            setStart(t, start(t) - intoSucc * n);
+            setSize(t, size(t) + n);
+            repairMaxima(depth);
+        }
+        freeBytes += n;
+    }
+
+    /**
+     * Allocates the first {@code amount} bytes of the path's last node: removes it on an exact fit,
+     * else shrinks it from the front in place (its start grows but stays below its successor's, so
+     * BST order holds and only the maxima above it need repair).
+     */
+    private void takeFromPathEnd(long amount) {
+        int d = pathDepth - 1;
+        int t = path[d];
+        if (size(t) == amount) {
+            removePathEnd();
+        } else {
+            setStart(t, start(t) + amount);
+            setSize(t, size(t) - amount);
+            repairMaxima(d);
         }
         freeBytes -= amount;
+    }
+
+    private IllegalStateException doubleFree(long start, long end) {
+        // Reports the block LMCache's linear scan names: the last one starting before `end`.
+        int p = floorBelow(end);
+        return new IllegalStateException("double free: [" + start + ", " + end + ") overlaps free block ["
+                + start(p) + ", " + end(p) + ")");
     }
 
     private void checkRange(long start, long size) {
@@ -376,77 +460,134 @@ public final class FreeBlockIndex {
 
     /** @return the index of the first boundary strictly greater than {@code address} */
     private int firstBoundaryAbove(long address) {
+        if (boundaryCount == 0) {
+            return 0;
+        }
         int i = Arrays.binarySearch(boundaries, 0, boundaryCount, address);
         return i >= 0 ? i + 1 : -(i + 1);
     }
 
     // ---------------------------------------------------------------------------------------------
-    // Queries on the tree
+    // Descents
     // ---------------------------------------------------------------------------------------------
 
-    private long end(int t) {
-        return start[t] + size[t];
+    /**
+     * Records in {@link #path} the search path of {@code key} down to where it would be inserted,
+     * and where on it the key's predecessor and successor are ({@link #predDepth}, {@link #succDepth}).
+     */
+    private void descendTo(long key) {
+        int depth = 0;
+        long rightTurns = 0; // bit d set: the walk went right at path[d]
+        for (int t = root; t != NIL; depth++) {
+            path[depth] = t;
+            int goRight = isBelow(start(t), key);
+            rightTurns |= (long) goRight << depth;
+            t = child(t, goRight);
+        }
+        pathDepth = depth;
+        // The predecessor is the deepest node the walk went right at, the successor the deepest it went left at.
+        predDepth = 63 - Long.numberOfLeadingZeros(rightTurns);
+        succDepth = 63 - Long.numberOfLeadingZeros(~rightTurns & ((1L << depth) - 1));
     }
 
-    /** @return the node with the largest start strictly below {@code key}, or NIL */
+    /** @return the predecessor the last {@link #descendTo} found, or NIL */
+    private int predecessor() {
+        return predDepth < 0 ? NIL : path[predDepth];
+    }
+
+    /** @return the successor the last {@link #descendTo} found, or NIL */
+    private int successor() {
+        return succDepth < 0 ? NIL : path[succDepth];
+    }
+
+    /**
+     * @return the lowest-address node in subtree {@code t}, whose maximum must be at least {@code n},
+     *         holding at least {@code n} bytes; the path to it continues {@link #path} from {@code depth}
+     */
+    private int descendFirstFit(int t, int depth, long n) {
+        while (true) {
+            path[depth++] = t;
+            // Right unless the left subtree can serve; stop if it cannot but t itself can. `&` on
+            // 0/1 ints, not `&&`, so the CPU has one well-predicted branch here, not two coin flips.
+            int goRight = isBelow(childMax(t, 0), n);
+            int fits = isBelow(size(t), n) ^ 1;
+            if ((goRight & fits) != 0) {
+                pathDepth = depth;
+                return t;
+            }
+            t = child(t, goRight);
+        }
+    }
+
+    /**
+     * @return the lowest-address node that starts at or after {@code from} and holds at least
+     *         {@code n} bytes, with the path to it in {@link #path}; or NIL. O(log n).
+     */
+    private int firstFitFrom(long from, long n) {
+        // Walk down towards `from`; a subtree whose maximum is too small holds no candidate.
+        int depth = 0;
+        for (int t = root; t != NIL && subtreeMax(t) >= n; t = child(t, isBelow(start(t), from))) {
+            path[depth++] = t;
+        }
+        // The blocks at or after `from`, in address order, are each path node where the walk went
+        // left, deepest first, each followed by its right subtree.
+        for (int d = depth - 1; d >= 0; d--) {
+            int t = path[d];
+            if (start(t) < from) {
+                continue;
+            }
+            if (size(t) >= n) {
+                pathDepth = d + 1;
+                return t;
+            }
+            if (childMax(t, 1) >= n) {
+                return descendFirstFit(right(t), d + 1, n);
+            }
+        }
+        pathDepth = 0;
+        return NIL;
+    }
+
+    /** @return the node with the largest start strictly below {@code key}, or NIL; for error messages */
     private int floorBelow(long key) {
         int best = NIL;
         for (int t = root; t != NIL; ) {
-            if (start[t] < key) {
+            if (start(t) < key) {
                 best = t;
-                t = right[t];
+                t = right(t);
             } else {
-                t = left[t];
+                t = left(t);
             }
         }
         return best;
     }
 
-    /** @return the node starting exactly at {@code key}, or NIL */
-    private int find(long key) {
-        for (int t = root; t != NIL; ) {
-            if (key < start[t]) {
-                t = left[t];
-            } else if (key > start[t]) {
-                t = right[t];
-            } else {
-                return t;
-            }
-        }
-        return NIL;
+    /** @return 1 if {@code x == 0}, else 0, without a branch */
+    private static int isZero(int x) {
+        return ((x | -x) >>> 31) ^ 1;
     }
 
-    /**
-     * @return the lowest-address node in subtree {@code t} that starts at or after {@code from} and
-     *         holds at least {@code n} bytes, or NIL. O(log n): off the search path for {@code from},
-     *         a subtree whose maximum is large enough always contains the answer, so at most one
-     *         such subtree is descended into.
-     */
-    private int firstFit(int t, long from, long n) {
-        while (t != NIL && maxSize[t] >= n) {
-            if (start[t] < from) {
-                t = right[t];
-                continue;
-            }
-            int found = firstFit(left[t], from, n);
-            if (found != NIL) {
-                return found;
-            }
-            if (size[t] >= n) {
-                return t;
-            }
-            t = right[t];
-        }
-        return NIL;
+    /** @return 1 if {@code x == 0}, else 0, without a branch */
+    private static int isZero(long x) {
+        return (int) (((x | -x) >>> 63) ^ 1);
     }
+
+    /** @return 1 if {@code a < b}, else 0, without a branch; both must be non-negative */
+    private static int isBelow(long a, long b) {
+        return (int) ((a - b) >>> 63);
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Whole-tree walks (not on the hot path)
+    // ---------------------------------------------------------------------------------------------
 
     private void visit(int t, BlockVisitor visitor) {
         if (t == NIL) {
             return;
         }
-        visit(left[t], visitor);
-        visitor.visit(start[t], size[t]);
-        visit(right[t], visitor);
+        visit(left(t), visitor);
+        visitor.visit(start(t), size(t));
+        visit(right(t), visitor);
     }
 
     /** In-order walk returning the last end seen, or {@link #NOT_COALESCED} once two blocks could merge. */
@@ -454,161 +595,192 @@ public final class FreeBlockIndex {
         if (t == NIL) {
             return prevEnd;
         }
-        long before = coalescedAfter(left[t], prevEnd);
-        if (before == NOT_COALESCED || (before == start[t] && !isBoundary(start[t]))) {
+        long before = coalescedAfter(left(t), prevEnd);
+        if (before == NOT_COALESCED || (before == start(t) && !isBoundary(start(t)))) {
             return NOT_COALESCED;
         }
-        return coalescedAfter(right[t], end(t));
+        return coalescedAfter(right(t), end(t));
     }
 
     private int appendBlocks(int t, StringBuilder sb, int listed) {
         if (t == NIL || listed >= TO_STRING_LIMIT) {
             return listed;
         }
-        listed = appendBlocks(left[t], sb, listed);
+        listed = appendBlocks(left(t), sb, listed);
         if (listed < TO_STRING_LIMIT) {
-            sb.append(listed == 0 ? "" : ", ").append('[').append(start[t]).append(", ").append(end(t)).append(')');
+            sb.append(listed == 0 ? "" : ", ").append('[').append(start(t)).append(", ").append(end(t)).append(')');
             listed++;
         }
-        return appendBlocks(right[t], sb, listed);
+        return appendBlocks(right(t), sb, listed);
     }
 
-    /** @return the subtree height; checks order, bounds, balance, maxima and the in-order properties */
+    /** @return the subtree height; checks ids, order, bounds, balance, maxima and the in-order properties */
     private int checkSubtree(int t, long lo, long hi, long[] walk) {
         if (t == NIL) {
             return 0;
         }
-        if (start[t] < lo || start[t] > hi) {
-            throw new IllegalStateException("BST order broken at block [" + start[t] + ", " + end(t) + ")");
+        if (t < 0 || t >= nextUnused) {
+            throw new IllegalStateException("tree links id " + t + ", never handed out");
         }
-        int lh = checkSubtree(left[t], lo, start[t] - 1, walk);
-        if (size[t] <= 0) {
-            throw new IllegalStateException("block at " + start[t] + " has size " + size[t]);
+        if (walk[2] >= nextUnused) {
+            throw new IllegalStateException("tree has more nodes than ids handed out: a cycle");
         }
-        if (walk[0] > start[t]) {
-            throw new IllegalStateException("free blocks overlap: one ends at " + walk[0] + ", next starts at " + start[t]);
+        if (start(t) < lo || start(t) > hi) {
+            throw new IllegalStateException("BST order broken at block [" + start(t) + ", " + end(t) + ")");
         }
-        if (walk[0] == start[t] && !isBoundary(start[t])) {
-            throw new IllegalStateException("not coalesced: free blocks touch at " + start[t] + " with no boundary there");
+        int lh = checkSubtree(left(t), lo, start(t) - 1, walk);
+        if (size(t) <= 0) {
+            throw new IllegalStateException("block at " + start(t) + " has size " + size(t));
         }
-        int b = firstBoundaryAbove(start[t]);
+        if (walk[0] > start(t)) {
+            throw new IllegalStateException("free blocks overlap: one ends at " + walk[0] + ", next starts at " + start(t));
+        }
+        if (walk[0] == start(t) && !isBoundary(start(t))) {
+            throw new IllegalStateException("not coalesced: free blocks touch at " + start(t) + " with no boundary there");
+        }
+        int b = firstBoundaryAbove(start(t));
         if (b < boundaryCount && boundaries[b] < end(t)) {
-            throw new IllegalStateException("block [" + start[t] + ", " + end(t) + ") spans boundary " + boundaries[b]);
+            throw new IllegalStateException("block [" + start(t) + ", " + end(t) + ") spans boundary " + boundaries[b]);
         }
         walk[0] = end(t);
-        walk[1] += size[t];
+        walk[1] += size(t);
         walk[2]++;
-        int rh = checkSubtree(right[t], start[t] + 1, hi, walk);
+        int rh = checkSubtree(right(t), start(t) + 1, hi, walk);
         if (Math.abs(lh - rh) > 1) {
-            throw new IllegalStateException("AVL balance broken at " + start[t] + ": heights " + lh + " and " + rh);
+            throw new IllegalStateException("AVL balance broken at " + start(t) + ": heights " + lh + " and " + rh);
         }
         if (height[t] != 1 + Math.max(lh, rh)) {
-            throw new IllegalStateException("stale height at " + start[t]);
+            throw new IllegalStateException("stale height at " + start(t));
         }
-        long expectedMax = Math.max(size[t], Math.max(maxSize[left[t]], maxSize[right[t]]));
-        if (maxSize[t] != expectedMax) {
-            throw new IllegalStateException("stale maxSize at " + start[t] + ": " + maxSize[t] + ", expected " + expectedMax);
+        // The children's own maxima were checked below, so subtreeMax of a child is its true maximum.
+        for (int side = 0; side <= 1; side++) {
+            long expectedMax = subtreeMax(child(t, side));
+            if (childMax(t, side) != expectedMax) {
+                throw new IllegalStateException("stale " + (side == 0 ? "left" : "right") + " maximum at " + start(t)
+                        + ": " + childMax(t, side) + ", expected " + expectedMax);
+            }
         }
         return height[t];
     }
 
     // ---------------------------------------------------------------------------------------------
-    // AVL maintenance
+    // AVL maintenance along the kept path
     // ---------------------------------------------------------------------------------------------
 
-    /** Changes the block keyed {@code key}; the caller guarantees the new start keeps BST order. */
-    private void setBlock(long key, long newStart, long newSize) {
-        int depth = 0;
-        int t = root;
-        while (t != NIL && start[t] != key) {
-            path[depth++] = t;
-            t = key < start[t] ? left[t] : right[t];
-        }
-        if (t == NIL) {
-            // Never reached by the public operations; guards the sentinel against a logic error.
-            throw new IllegalStateException("no free block starts at " + key);
-        }
-        start[t] = newStart;
-        size[t] = newSize;
-        // Heights are unchanged; only the maxima on the root path can be stale.
-        refreshMax(t);
-        while (depth > 0) {
-            refreshMax(path[--depth]);
+    /**
+     * Brings the maxima the ancestors of {@code path[depth]} hold up to date after that subtree's
+     * maximum may have changed. It walks all the way up rather than stopping where a maximum comes
+     * out unchanged: that test is a branch the CPU mispredicts, dearer than the loads it would save.
+     */
+    private void repairMaxima(int depth) {
+        int below = path[depth];
+        long max = subtreeMax(below);
+        for (int d = depth - 1; d >= 0; d--) {
+            int t = path[d];
+            int side = isZero(right(t) ^ below); // which child `below` is, without a branch
+            setChildMax(t, side, max);
+            // The path side's new maximum is in hand; only the other side's is read.
+            max = Math.max(size(t), Math.max(max, childMax(t, side ^ 1)));
+            below = t;
         }
     }
 
-    private void insert(long s, long sz) {
-        int node = newNode();
-        start[node] = s;
-        size[node] = sz;
-        maxSize[node] = sz;
-        left[node] = NIL;
-        right[node] = NIL;
-        height[node] = 1;
-        root = insert(root, node);
+    /** Adds a node for [s, s + sz) as a child of the path's last node, where {@link #descendTo}{@code (s)} ended. */
+    private void insertAtPathEnd(long s, long sz) {
+        int t = newNode();
+        setStart(t, s);
+        setSize(t, sz);
+        setChildMax(t, 0, 0);
+        setChildMax(t, 1, 0);
+        node[STRIDE * t + CHILDREN] = 0; // both NIL
+        height[t] = 1;
+        blockCount++;
+        int d = pathDepth - 1;
+        if (d < 0) {
+            root = t;
+            return;
+        }
+        int parent = path[d];
+        setChild(parent, isBelow(start(parent), s), t);
+        rebalanceUp(d);
     }
 
-    private int insert(int t, int node) {
-        if (t == NIL) {
-            return node;
-        }
-        if (start[node] < start[t]) {
-            left[t] = insert(left[t], node);
-        } else {
-            right[t] = insert(right[t], node);
-        }
-        return rebalance(t);
-    }
-
-    /** Removes the node keyed {@code key} from subtree {@code t} by relinking, so other node ids stay valid. */
-    private int remove(int t, long key) {
-        if (key < start[t]) {
-            left[t] = remove(left[t], key);
-        } else if (key > start[t]) {
-            right[t] = remove(right[t], key);
-        } else {
-            int l = left[t];
-            int r = right[t];
-            release(t);
-            if (l == NIL) {
-                return r;
+    /**
+     * Removes the path's last node. One with two children takes over its in-order successor's block
+     * instead, and the successor, which has no left child, is unlinked; the maxima repair on the way
+     * up passes the node that changed block, so its ancestors see its new size.
+     */
+    private void removePathEnd() {
+        int t = path[pathDepth - 1];
+        if (left(t) != NIL && right(t) != NIL) {
+            int successor = right(t);
+            path[pathDepth++] = successor;
+            while (left(successor) != NIL) {
+                successor = left(successor);
+                path[pathDepth++] = successor;
             }
-            if (r == NIL) {
-                return l;
-            }
-            int successor = r;
-            while (left[successor] != NIL) {
-                successor = left[successor];
-            }
-            right[successor] = removeMin(r);
-            left[successor] = l;
-            return rebalance(successor);
+            setStart(t, start(successor));
+            setSize(t, size(successor));
         }
-        return rebalance(t);
+        unlinkPathEnd();
     }
 
-    private int removeMin(int t) {
-        if (left[t] == NIL) {
-            return right[t];
-        }
-        left[t] = removeMin(left[t]);
-        return rebalance(t);
+    /** Unlinks the path's last node, which has at most one child, and rebalances upward. */
+    private void unlinkPathEnd() {
+        int d = pathDepth - 1;
+        int t = path[d];
+        replaceChild(d - 1, t, left(t) | right(t)); // the one child, or NIL (0) if none
+        release(t);
+        blockCount--;
+        rebalanceUp(d - 1);
     }
 
+    /**
+     * Restores heights, balance and maxima from {@code path[depth]} up to the root, rotating where
+     * needed. Once a subtree comes out as high as it was, nothing above needs rebalancing and only
+     * the maxima are left to repair, by the cheaper {@link #repairMaxima}.
+     */
+    private void rebalanceUp(int depth) {
+        for (int d = depth; d >= 0; d--) {
+            int t = path[d];
+            int oldHeight = height[t];
+            int top = rebalance(t);
+            if (top != t) {
+                replaceChild(d - 1, t, top);
+                path[d] = top;
+            }
+            if (height[top] == oldHeight) {
+                repairMaxima(d);
+                return;
+            }
+        }
+    }
+
+    /** Points the parent of {@code old}, {@code path[parentDepth]} (the root when negative), at {@code child}. */
+    private void replaceChild(int parentDepth, int old, int child) {
+        if (parentDepth < 0) {
+            root = child;
+            return;
+        }
+        int parent = path[parentDepth];
+        setChild(parent, isZero(right(parent) ^ old), child);
+    }
+
+    /** Updates {@code t}'s height and maxima from its children and rotates if it is out of balance; returns the subtree's new root. */
     private int rebalance(int t) {
         update(t);
-        int balance = height[left[t]] - height[right[t]];
+        int balance = height[left(t)] - height[right(t)];
         if (balance > 1) {
-            int l = left[t];
-            if (height[left[l]] < height[right[l]]) {
-                left[t] = rotateLeft(l);
+            int l = left(t);
+            if (height[left(l)] < height[right(l)]) {
+                setLeft(t, rotateLeft(l));
             }
             return rotateRight(t);
         }
         if (balance < -1) {
-            int r = right[t];
-            if (height[right[r]] < height[left[r]]) {
-                right[t] = rotateRight(r);
+            int r = right(t);
+            if (height[right(r)] < height[left(r)]) {
+                setRight(t, rotateRight(r));
             }
             return rotateLeft(t);
         }
@@ -616,63 +788,121 @@ public final class FreeBlockIndex {
     }
 
     private int rotateRight(int t) {
-        int l = left[t];
-        left[t] = right[l];
-        right[l] = t;
+        int l = left(t);
+        setLeft(t, right(l));
+        setRight(l, t);
         update(t);
         update(l);
         return l;
     }
 
     private int rotateLeft(int t) {
-        int r = right[t];
-        right[t] = left[r];
-        left[r] = t;
+        int r = right(t);
+        setRight(t, left(r));
+        setLeft(r, t);
         update(t);
         update(r);
         return r;
     }
 
+    /** Recomputes {@code t}'s height and the maxima it holds from its children, which must be current. */
     private void update(int t) {
-        height[t] = (byte) (1 + Math.max(height[left[t]], height[right[t]]));
-        refreshMax(t);
-    }
-
-    private void refreshMax(int t) {
-        maxSize[t] = Math.max(size[t], Math.max(maxSize[left[t]], maxSize[right[t]]));
+        int l = left(t);
+        int r = right(t);
+        height[t] = (byte) (1 + Math.max(height[l], height[r]));
+        setChildMax(t, 0, subtreeMax(l));
+        setChildMax(t, 1, subtreeMax(r));
     }
 
     // ---------------------------------------------------------------------------------------------
     // Node storage
     // ---------------------------------------------------------------------------------------------
 
+    private long start(int t) {
+        return node[STRIDE * t + START];
+    }
+
+    private long size(int t) {
+        return node[STRIDE * t + SIZE];
+    }
+
+    private long end(int t) {
+        return start(t) + size(t);
+    }
+
+    /** @return the largest block size in the subtree rooted at {@code t}; 0 for NIL */
+    private long subtreeMax(int t) {
+        return Math.max(size(t), Math.max(childMax(t, 0), childMax(t, 1)));
+    }
+
+    /** @return the largest block size in {@code t}'s left subtree for {@code side} 0, its right for 1 */
+    private long childMax(int t, int side) {
+        return node[STRIDE * t + LEFT_MAX + side];
+    }
+
+    private int left(int t) {
+        return (int) node[STRIDE * t + CHILDREN];
+    }
+
+    private int right(int t) {
+        return (int) (node[STRIDE * t + CHILDREN] >>> 32);
+    }
+
+    /** @return the left child for {@code side} 0, the right child for 1: a shift, not a branch */
+    private int child(int t, int side) {
+        return (int) (node[STRIDE * t + CHILDREN] >>> (side << 5));
+    }
+
+    private void setStart(int t, long start) {
+        node[STRIDE * t + START] = start;
+    }
+
+    private void setSize(int t, long size) {
+        node[STRIDE * t + SIZE] = size;
+    }
+
+    private void setChildMax(int t, int side, long max) {
+        node[STRIDE * t + LEFT_MAX + side] = max;
+    }
+
+    private void setLeft(int t, int c) {
+        setChild(t, 0, c);
+    }
+
+    private void setRight(int t, int c) {
+        setChild(t, 1, c);
+    }
+
+    /** Sets the left child for {@code side} 0, the right child for 1: shifts, not a branch. */
+    private void setChild(int t, int side, int c) {
+        int i = STRIDE * t + CHILDREN;
+        int shift = side << 5;
+        node[i] = (node[i] & ~(LOW_HALF << shift)) | ((c & LOW_HALF) << shift);
+    }
+
     private int newNode() {
         if (recycled != NIL) {
             int id = recycled;
-            recycled = right[id];
+            recycled = (int) node[STRIDE * id + CHILDREN];
             return id;
         }
-        if (nextUnused == start.length) {
+        if (nextUnused == height.length) {
             grow();
         }
         return nextUnused++;
     }
 
     private void release(int id) {
-        right[id] = recycled;
+        node[STRIDE * id + CHILDREN] = recycled;
         recycled = id;
     }
 
     private void grow() {
-        if (start.length >= Integer.MAX_VALUE / 2) {
-            throw new IllegalStateException("free-block index cannot hold more than " + (start.length - 1) + " blocks");
+        if (height.length >= MAX_CAPACITY) {
+            throw new IllegalStateException("free-block index cannot hold more than " + (height.length - 1) + " blocks");
         }
-        int capacity = start.length * 2;
-        start = Arrays.copyOf(start, capacity);
-        size = Arrays.copyOf(size, capacity);
-        maxSize = Arrays.copyOf(maxSize, capacity);
-        left = Arrays.copyOf(left, capacity);
-        right = Arrays.copyOf(right, capacity);
+        int capacity = height.length * 2;
+        node = Arrays.copyOf(node, STRIDE * capacity);
         height = Arrays.copyOf(height, capacity);
     }
 }

@@ -125,7 +125,8 @@ public final class LMCacheEngine implements AutoCloseable {
             throw new IllegalArgumentException("max_local_cpu_size " + config.maxLocalCpuSizeGb() + " GB holds no full chunk of "
                     + chunk + " bytes (" + metadata.numLayers() + " layers × " + config.chunkSize() + " tokens)");
         }
-        HostArenaOptions options = HostArenaOptions.DEFAULT.withHugePages(true);
+        // Prefaulted at start (as pinned memory is): first writes would otherwise pay page faults inside stores.
+        HostArenaOptions options = HostArenaOptions.DEFAULT.withHugePages(true).withPrefault(true);
         OptionalInt node = numaNode(config, metadata);
         if (node.isPresent()) {
             options = options.withNumaNode(node.getAsInt());

@@ -29,6 +29,7 @@ public final class BenchCommand {
             usage: ./lmcache4j bench allocator [--json] [--runs N] [--warmup N] [--ops N] [--seed N]
                                                [--pool-mib N] [--only tensor,paged,netty,malloc]
                    ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
+                   ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
                    ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
 
             allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
@@ -49,6 +50,9 @@ public final class BenchCommand {
 
             hash        the sha256_cbor prefix hash chain's tokens per second and its ratio to bare
                         SHA-256 over the same CBOR bytes; ./lmcache4j bench hash --help for its options.
+
+            store       store and retrieve GB/s of 256-token Llama-3-8B chunks through the engine against
+                        MemorySegment.copy of the same bytes; ./lmcache4j bench store --help for its options.
             """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
             AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
             AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
@@ -87,11 +91,17 @@ public final class BenchCommand {
                     System.exit(status);
                 }
             }
+            case "store" -> {
+                int status = StoreBenchCommand.run(rest, System.out, System.err);
+                if (status != 0) {
+                    System.exit(status);
+                }
+            }
             case "jmh" -> {
                 System.err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
                 System.exit(2);
             }
-            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, jmh");
+            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, store, jmh");
         }
     }
 

@@ -1,19 +1,248 @@
 package lmcache4j.bench.cli;
 
+import java.io.PrintStream;
+import java.util.Locale;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import lmcache4j.bench.demo.DemoReport;
+import lmcache4j.bench.demo.ServingSimulator;
+import lmcache4j.bench.demo.ServingSimulator.Settings;
+import lmcache4j.bench.demo.Workload;
+import lmcache4j.cuda.CudaRuntime;
+
 /**
- * {@code ./lmcache4j demo}: lmcache4j's main job. Until the engine lands it reports what this
- * machine offers lmcache4j; the end-to-end store/retrieve workload replaces this body then.
+ * {@code ./lmcache4j demo}: lmcache4j's main job, end to end with no setup. A serving-engine
+ * simulator ({@link ServingSimulator}) plays multi-turn conversations with shared system prompts
+ * and repeatedly queried long documents through lookup → retrieve → compute the rest → store
+ * against an engine whose CPU tier is small enough to evict, verifies every retrieved byte against
+ * a deterministic KV model, and reports hits, bytes verified, mismatches and bandwidth next to
+ * memcpy measured in the same process.
+ *
+ * <p>Exit status 0 when every retrieved byte matched, 1 when any did not (or the run failed), 2 for
+ * a usage error. The progress bar goes to stderr; the report (or JSON) to stdout.
  */
 public final class DemoCommand {
+    static final String USAGE = """
+            usage: ./lmcache4j demo [--requests N] [--cpu-gb X] [--layers N] [--seed S] [--json] [--quiet]
+            Serves a generated workload (shared system prompts, multi-turn conversations, long documents
+            queried repeatedly) through lmcache4j's engine from a simulated serving engine with a paged KV
+            cache in host memory; verifies every retrieved byte against a deterministic KV model and
+            reports requests, hit rate, tokens reused, bytes verified, mismatches, store/retrieve GB/s
+            and memcpy GB/s measured in the same process, and CPU-tier evictions.
+              --requests N  requests to serve (default %d)
+              --cpu-gb X    the CPU tier, max_local_cpu_size in GiB (default %.1f: small enough to evict)
+              --layers N    attention layers of the model (default %d; %d KV heads × %d, bf16)
+              --seed S      the workload's random seed (default %d)
+              --json        print one JSON object instead of the report (no progress bar)
+              --quiet       no progress bar
+            Exit status: 0 when every retrieved byte matched, 1 when any did not, 2 for bad arguments.
+            """.formatted(Settings.DEFAULT_REQUESTS, Settings.DEFAULT_CPU_GB, Settings.DEFAULT_LAYERS,
+            Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_SEED);
+
     private DemoCommand() {
     }
 
     public static void main(String[] args) {
-        if (args.length > 0) {
-            System.err.println("usage: ./lmcache4j demo   (takes no arguments yet; got " + String.join(" ", args) + ")");
-            System.exit(2);
+        int status = run(args, System.out, System.err);
+        System.out.flush();
+        if (status != 0) {
+            System.exit(status);
         }
-        System.out.println("lmcache4j demo: the engine is not built yet, so the demo reports what this machine offers it.");
-        MachineReport.print(System.out);
+    }
+
+    /** Parsed options. */
+    record Options(Settings settings, boolean json, boolean quiet) {
+    }
+
+    /** Runs the demo with these arguments; returns the exit status. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        Options options;
+        try {
+            options = parse(args);
+        } catch (HelpRequested h) {
+            out.print(USAGE);
+            return 0;
+        } catch (IllegalArgumentException e) {
+            err.println("lmcache4j demo: " + e.getMessage());
+            err.print(USAGE);
+            return 2;
+        }
+        Settings s = options.settings();
+        boolean bar = !options.quiet() && !options.json();
+        DemoReport report;
+        // The engine logs its start at INFO; the demo prints the same facts in its header, so only
+        // warnings and errors of lmcache4j's loggers get through while it runs.
+        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+        Level previousLevel = lmcacheLogs.getLevel();
+        lmcacheLogs.setLevel(Level.WARNING);
+        try (ServingSimulator simulator = new ServingSimulator(s)) {
+            if (!options.json()) {
+                out.println("== lmcache4j demo: a serving engine's prefix cache, end to end ==");
+                out.println(machine());
+                out.println(DemoReport.describe(s, simulator.pagedCache().numBlocks(), simulator.pagedBytes()));
+                out.println();
+                out.flush();
+            }
+            ProgressBar progress = new ProgressBar(err, bar);
+            report = simulator.run(progress);
+            progress.finish();
+        } catch (RuntimeException e) {
+            err.println();
+            err.println("lmcache4j demo: FAILED: " + e);
+            e.printStackTrace(err);
+            return 1;
+        } finally {
+            lmcacheLogs.setLevel(previousLevel);
+        }
+        out.print(options.json() ? report.json() + System.lineSeparator() : report.text());
+        out.flush();
+        if (!report.passed()) {
+            err.println("lmcache4j demo: FAILED: " + report.mismatchingBytes() + " mismatching bytes and "
+                    + report.disagreements() + " lookup/retrieve disagreements; the engine returned wrong KV");
+            return 1;
+        }
+        return 0;
+    }
+
+    /** Two lines of the machine report: the JDK and the CUDA runtime. */
+    static String machine() {
+        Runtime.Version v = Runtime.version();
+        return String.format(Locale.ROOT, "machine    JDK %s (%s), %d CPUs%ncuda       %s",
+                v, System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
+                MachineReport.describe(CudaRuntime.load()));
+    }
+
+    private static final class HelpRequested extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        HelpRequested() {
+            super(null, null, false, false);
+        }
+    }
+
+    static Options parse(String[] args) {
+        int requests = Settings.DEFAULT_REQUESTS;
+        double cpuGb = Settings.DEFAULT_CPU_GB;
+        int layers = Settings.DEFAULT_LAYERS;
+        long seed = Settings.DEFAULT_SEED;
+        boolean json = false;
+        boolean quiet = false;
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            String name = arg;
+            String value = null;
+            int eq = arg.indexOf('=');
+            if (arg.startsWith("--") && eq > 0) {
+                name = arg.substring(0, eq);
+                value = arg.substring(eq + 1);
+            }
+            switch (name) {
+                case "-h", "--help" -> throw new HelpRequested();
+                case "--json", "--quiet" -> {
+                    if (value != null) {
+                        throw new IllegalArgumentException(name + " takes no value, got '" + arg + "'");
+                    }
+                    if (name.equals("--json")) {
+                        json = true;
+                    } else {
+                        quiet = true;
+                    }
+                }
+                case "--requests", "--cpu-gb", "--layers", "--seed" -> {
+                    if (value == null) {
+                        if (i + 1 >= args.length) {
+                            throw new IllegalArgumentException(name + " needs a value");
+                        }
+                        value = args[++i];
+                    }
+                    switch (name) {
+                        case "--requests" -> requests = (int) whole(name, value, 1, 10_000_000);
+                        case "--layers" -> layers = (int) whole(name, value, 1, 1024);
+                        case "--seed" -> seed = whole(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
+                        default -> cpuGb = decimal(name, value);
+                    }
+                }
+                default -> throw new IllegalArgumentException(arg.startsWith("-") ? "unknown option '" + arg + "'"
+                        : "unexpected argument '" + arg + "'");
+            }
+        }
+        Settings s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
+                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed));
+        return new Options(s, json, quiet);
+    }
+
+    private static long whole(String option, String value, long min, long max) {
+        long n;
+        try {
+            n = Long.parseLong(value.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " needs a whole number, got '" + value + "'");
+        }
+        if (n < min || n > max) {
+            throw new IllegalArgumentException(option + " must be between " + min + " and " + max + ", got " + n);
+        }
+        return n;
+    }
+
+    private static double decimal(String option, String value) {
+        try {
+            double d = Double.parseDouble(value);
+            if (Double.isFinite(d) && d > 0) {
+                return d;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + " needs a positive number of GiB, got '" + value + "'");
+    }
+
+    /**
+     * A progress bar on stderr: one line redrawn at most ten times a second on a terminal, else a
+     * line at every tenth of the way (for logs).
+     */
+    static final class ProgressBar implements ServingSimulator.Progress {
+        private static final int WIDTH = 30;
+        private final PrintStream err;
+        private final boolean enabled;
+        private final boolean terminal;
+        private final long started = System.nanoTime();
+        private long lastDraw;
+        private int lastTenth;
+        private boolean drawn;
+
+        ProgressBar(PrintStream err, boolean enabled) {
+            this.err = err;
+            this.enabled = enabled;
+            this.terminal = err == System.err && System.console() != null && System.console().isTerminal();
+        }
+
+        @Override
+        public void update(int done, int total, long promptTokens, long reusedTokens) {
+            if (!enabled) {
+                return;
+            }
+            long now = System.nanoTime();
+            int tenth = (int) (10L * done / total);
+            if (terminal ? done < total && now - lastDraw < 100_000_000L : tenth == lastTenth) {
+                return;
+            }
+            lastDraw = now;
+            lastTenth = tenth;
+            int filled = (int) ((long) WIDTH * done / total);
+            err.printf(Locale.ROOT, "%s[%s%s] %3d%%  %,d/%,d requests  hit %.1f%%  %.1f s %s",
+                    terminal ? "\r" : "", "#".repeat(filled), ".".repeat(WIDTH - filled), 100L * done / total, done, total,
+                    promptTokens == 0 ? 0.0 : 100.0 * reusedTokens / promptTokens, (now - started) / 1e9,
+                    terminal ? "" : System.lineSeparator());
+            err.flush();
+            drawn = terminal;
+        }
+
+        void finish() {
+            if (drawn) {
+                err.println();
+                err.flush();
+            }
+        }
     }
 }

@@ -15,6 +15,9 @@ public final class CopyPlan {
     private long[] object = new long[64];
     private long[] length = new long[64];
     private long totalBytes;
+    /** Scratch for {@link CopyPlanner}: runs of consecutive tokens contiguous in the paged buffers. */
+    int[] tokenRunStart = new int[16];
+    int[] tokenRunLength = new int[16];
 
     /** Empties the plan, keeping its capacity. */
     public void clear() {
@@ -43,6 +46,15 @@ public final class CopyPlan {
         object[count] = objectOffset;
         length[count] = bytes;
         count++;
+    }
+
+    /** Makes room for {@code n} token runs, keeping those recorded. */
+    void ensureTokenRuns(int n) {
+        if (n > tokenRunStart.length) {
+            int grown = Math.max(n, tokenRunStart.length * 2);
+            tokenRunStart = Arrays.copyOf(tokenRunStart, grown);
+            tokenRunLength = Arrays.copyOf(tokenRunLength, grown);
+        }
     }
 
     /** Runs in the plan. */

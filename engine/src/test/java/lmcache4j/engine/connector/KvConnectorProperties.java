@@ -144,6 +144,44 @@ class KvConnectorProperties {
         }
     }
 
+    @Property
+    void aChunkPlanIsTheTokenByTokenPlan(@ForAll @IntRange(min = 1, max = 48) int tokens,
+                                         @ForAll @IntRange(min = 0, max = 47) int startPick,
+                                         @ForAll long seed, @ForAll PagedLayout layout, @ForAll boolean holes) {
+        int start = startPick % tokens;
+        try (Arena arena = Arena.ofConfined()) {
+            PagedKvCache kv = cache(arena, layout, seed);
+            long[] slots = slots(tokens, seed);
+            Random random = new Random(seed);
+            for (int t = 0; t < tokens && holes; t++) {
+                if (random.nextInt(5) == 0) {
+                    slots[t] = -1;
+                }
+            }
+            CopyPlan plan = new CopyPlan();
+            CopyPlanner.planChunk(kv, slots, start, tokens, CopyPlanner.Unmapped.SKIP, plan);
+            CopyPlan reference = new CopyPlan(); // one vector at a time, merged by CopyPlan.add
+            long vec = kv.vectorBytes();
+            for (int p = 0; p < layout.kvPlanes(); p++) {
+                for (int l = 0; l < LAYERS; l++) {
+                    for (int t = start; t < tokens; t++) {
+                        if (slots[t] >= 0) {
+                            reference.add(l, kv.offset(p, slots[t]), (((long) p * LAYERS + l) * (tokens - start) + t - start) * vec, vec);
+                        }
+                    }
+                }
+            }
+            assertEquals(reference.runs(), plan.runs(), plan + " vs " + reference);
+            assertEquals(reference.totalBytes(), plan.totalBytes());
+            for (int i = 0; i < plan.runs(); i++) {
+                assertEquals(reference.layer(i), plan.layer(i), "run " + i);
+                assertEquals(reference.pagedOffset(i), plan.pagedOffset(i), "run " + i);
+                assertEquals(reference.objectOffset(i), plan.objectOffset(i), "run " + i);
+                assertEquals(reference.length(i), plan.length(i), "run " + i);
+            }
+        }
+    }
+
     @Test
     void contiguousSlotsBecomeOneRunPerBlockAndPlane() {
         try (Arena arena = Arena.ofConfined()) {

@@ -1,0 +1,222 @@
+package lmcache4j.bench.demo;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.json.FlatJson;
+
+/**
+ * What a demo run did and measured, as a readable report ({@link #text()}) or one JSON object
+ * ({@link #json()}). Bandwidths are in GB/s (10⁹ bytes per second).
+ *
+ * @param storeCopyGbps    the engine's store bandwidth from its metrics: bytes the connector copied ÷ time spent copying
+ * @param retrieveCopyGbps the same for retrieves
+ * @param storeSteadyGbps  {@code storeCopyGbps} from the first eviction on, when the CPU tier's memory has all been
+ *                         written once (the first write of each page pays a page fault); NaN without evictions
+ * @param tierFullAt       the request after which the tier first evicted, or -1
+ * @param storeE2eGbps     bytes of the newly stored chunks ÷ wall time of the {@code store} calls (hashing,
+ *                         allocation, eviction, planning and bookkeeping included)
+ * @param retrieveE2eGbps  bytes retrieved ÷ wall time of the {@code retrieve} calls
+ * @param memcpyChunk      memcpy in chunk-sized pieces, same total bytes as the stores
+ * @param memcpyBlock      memcpy in pieces of one paged block of one layer and plane: the runs the connector copies
+ */
+public record DemoReport(ServingSimulator.Settings settings, int conversations, long sharedTokens, int pagedBlocks,
+                         long pagedBytes, long cpuBytes, long cpuChunks, Map<Workload.Kind, Integer> kinds,
+                         long promptTokens, long reusedTokens, long computedTokens, long storedTokens,
+                         long lookupHitTokens, int requestsWithHit, int disagreements, long verifiedBytes,
+                         long mismatchingBytes, List<String> problems,
+                         double storeCopyGbps, double retrieveCopyGbps, double storeSteadyGbps, int tierFullAt,
+                         double storeE2eGbps, double retrieveE2eGbps, long storedBytes, long retrievedBytes,
+                         MemcpyBaseline.Result memcpyChunk, MemcpyBaseline.Result memcpyBlock,
+                         long evictions, long evictionFailures, long cachedChunks, long cacheUsedBytes,
+                         double engineRetrieveHitRate, Phases phases) {
+
+    /** Where the time went, in nanoseconds. */
+    public record Phases(long lookup, long poison, long retrieve, long verify, long compute, long store, long wall,
+                         long memcpy) {
+    }
+
+    /** True when every retrieved byte was right and every retrieve agreed with its lookup. */
+    public boolean passed() {
+        return mismatchingBytes == 0 && disagreements == 0 && problems.isEmpty();
+    }
+
+    /** Tokens retrieved ÷ prompt tokens. */
+    public double hitRate() {
+        return promptTokens == 0 ? 0 : reusedTokens / (double) promptTokens;
+    }
+
+    public int requests() {
+        return settings.requests();
+    }
+
+    public double memcpyGbps() {
+        return memcpyChunk.gbps();
+    }
+
+    /** Header lines printed before the run: the model, the cache, the workload. */
+    public static String describe(ServingSimulator.Settings s, int pagedBlocks, long pagedBytes) {
+        Workload.Shape w = s.workload();
+        return String.format(Locale.ROOT, """
+                model      %s: %d layers × %d KV heads × %d, %s; %s of KV per token, %d-token chunks of %s
+                serving    paged KV cache in host memory (vLLM FlashAttention layout): %,d blocks of %d tokens (%s),
+                           random block table per request; lookup (pinning) → retrieve → verify → compute the rest → store
+                engine     CPU tier max_local_cpu_size %.2f GiB, LRU, host connector
+                workload   %,d requests, seed %d: %d system prompts shared by up to %d conversations at once,
+                           %d long documents queried repeatedly (popular ones more); requests up to %,d tokens""",
+                s.metadata().modelName(), s.layers(), s.kvHeads(), s.headSize(), ServingSimulator.DTYPE.torchName(),
+                HostArenas.formatBytes(s.bytesPerToken()), s.chunkSize(), HostArenas.formatBytes(s.chunkBytes()),
+                pagedBlocks, s.blockSize(), HostArenas.formatBytes(pagedBytes),
+                s.cpuGb(), s.requests(), s.seed(), w.systemPrompts(), w.maxConversations(), w.documents(), w.maxTokens());
+    }
+
+    /** The readable report. */
+    public String text() {
+        StringBuilder sb = new StringBuilder();
+        String mix = kinds.entrySet().stream().map(e -> String.format(Locale.ROOT, "%,d %s", e.getValue(), e.getKey().plural()))
+                .collect(Collectors.joining(", "));
+        Phases p = phases;
+        sb.append("== result ==\n");
+        line(sb, "requests", "%,d: %s (%,d conversations)", requests(), mix, conversations);
+        line(sb, "prompts", "%,d prompt tokens, %,d tokens of KV computed (prompt remainders and answers)",
+                promptTokens, computedTokens);
+        line(sb, "reused", "%,d tokens retrieved instead of recomputed: hit rate %.1f%% of prompt tokens;",
+                reusedTokens, 100 * hitRate());
+        line(sb, "", "%,d of %,d requests found a cached prefix", requestsWithHit, requests());
+        line(sb, "stored", "%,d new tokens (%,d chunks, %s); chunks already cached are skipped",
+                storedTokens, storedTokens / settings.chunkSize(), HostArenas.formatBytes(storedBytes));
+        line(sb, "verified", "%s of retrieved KV (%,d bytes), byte by byte against the model: %,d mismatching bytes",
+                HostArenas.formatBytes(verifiedBytes), verifiedBytes, mismatchingBytes);
+        line(sb, "lookup", disagreements == 0
+                ? "every retrieve loaded exactly the tokens its pinned lookup found (%,d tokens)"
+                : "%2$,d retrieves loaded a different number of tokens than their lookup found", lookupHitTokens, disagreements);
+        line(sb, "CPU tier", "%s (%,d chunks): %,d evictions; %,d chunks (%s) cached at the end",
+                HostArenas.formatBytes(cpuBytes), cpuChunks, evictions, cachedChunks, HostArenas.formatBytes(cacheUsedBytes));
+        sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
+        sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
+        sb.append("           in this process of as many bytes as the stores, between two touched off-heap buffers\n");
+        line(sb, "  store", "%6.2f copy, %.2f end to end; %s", storeCopyGbps, storeE2eGbps,
+                Double.isNaN(storeSteadyGbps) ? "no eviction: every store wrote fresh pages of the tier"
+                        : String.format(Locale.ROOT, "%.2f copy after the tier first filled (request %d)",
+                        storeSteadyGbps, tierFullAt));
+        if (!Double.isNaN(storeSteadyGbps)) {
+            line(sb, "", "       (until then stores write the tier's fresh pages and pay their page faults)");
+        }
+        line(sb, "  retrieve", "%6.2f copy, %.2f end to end", retrieveCopyGbps, retrieveE2eGbps);
+        line(sb, "  memcpy", "%6.2f in %s pieces (chunk-sized: the JDK copies pieces of 2.5 MiB or more with",
+                memcpyChunk.gbps(), HostArenas.formatBytes(memcpyChunk.pieceBytes()));
+        line(sb, "", "       non-temporal stores), %.2f in %s pieces (one block of one layer: the runs the connector",
+                memcpyBlock.gbps(), HostArenas.formatBytes(memcpyBlock.pieceBytes()));
+        line(sb, "", "       can copy, since consecutive blocks of a request are scattered in the paged cache)");
+        line(sb, "  ratios", "store %.2f, retrieve %.2f of block-piece memcpy; %.2f and %.2f of chunk-piece memcpy%s",
+                storeVsBlockMemcpy(), retrieveCopyGbps / memcpyBlock.gbps(), storeVsMemcpy(), retrieveCopyGbps / memcpyChunk.gbps(),
+                Double.isNaN(storeSteadyGbps) ? "" : " (store: after the tier filled)");
+        line(sb, "time", "%.1f s serving: model compute %.1f s, verify %.1f s, poison %.1f s, engine retrieve %.1f s,%n"
+                        + "           store %.1f s, lookup %.2f s; then the memcpy baseline %.1f s (touching its buffers included)",
+                p.wall() / 1e9, p.compute() / 1e9, p.verify() / 1e9, p.poison() / 1e9, p.retrieve() / 1e9,
+                p.store() / 1e9, p.lookup() / 1e9, p.memcpy() / 1e9);
+        sb.append('\n');
+        if (passed()) {
+            sb.append(String.format(Locale.ROOT, "PASS: all %s of retrieved KV matched the model byte for byte.%n",
+                    HostArenas.formatBytes(verifiedBytes)));
+        } else {
+            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+            sb.append(String.format(Locale.ROOT, "FAIL: %,d mismatching bytes, %,d lookup/retrieve disagreements. "
+                    + "The engine returned wrong KV.%n", mismatchingBytes, disagreements));
+            problems.forEach(pr -> sb.append("  ").append(pr).append('\n'));
+            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+        }
+        return sb.toString();
+    }
+
+    /** The steady store bandwidth (all of it without evictions) ÷ chunk-piece memcpy. */
+    public double storeVsMemcpy() {
+        return steadyStore() / memcpyChunk.gbps();
+    }
+
+    /** The steady store bandwidth ÷ block-piece memcpy. */
+    public double storeVsBlockMemcpy() {
+        return steadyStore() / memcpyBlock.gbps();
+    }
+
+    private double steadyStore() {
+        return Double.isNaN(storeSteadyGbps) ? storeCopyGbps : storeSteadyGbps;
+    }
+
+    private static void line(StringBuilder sb, String label, String format, Object... args) {
+        sb.append(String.format(Locale.ROOT, "%-10s ", label)).append(String.format(Locale.ROOT, format, args)).append('\n');
+    }
+
+    /** The report as one JSON object. */
+    public String json() {
+        FlatJson j = new FlatJson();
+        j.integer("requests", requests());
+        j.number("hit_rate", hitRate(), 4);
+        j.integer("verified_bytes", verifiedBytes);
+        j.integer("mismatches", mismatchingBytes);
+        j.number("store_gbps", storeCopyGbps, 3);
+        j.number("retrieve_gbps", retrieveCopyGbps, 3);
+        j.number("memcpy_gbps", memcpyChunk.gbps(), 3);
+        j.number("store_steady_gbps", storeSteadyGbps, 3);
+        j.integer("tier_full_at_request", tierFullAt);
+        j.number("store_e2e_gbps", storeE2eGbps, 3);
+        j.number("retrieve_e2e_gbps", retrieveE2eGbps, 3);
+        j.number("memcpy_block_gbps", memcpyBlock.gbps(), 3);
+        j.number("store_vs_memcpy", storeVsMemcpy(), 3);
+        j.number("retrieve_vs_memcpy", retrieveCopyGbps / memcpyChunk.gbps(), 3);
+        j.number("store_vs_block_memcpy", storeVsBlockMemcpy(), 3);
+        j.number("retrieve_vs_block_memcpy", retrieveCopyGbps / memcpyBlock.gbps(), 3);
+        j.bool("passed", passed());
+        j.integer("lookup_retrieve_disagreements", disagreements);
+        for (Workload.Kind k : Workload.Kind.values()) {
+            j.integer("requests_" + k.name().toLowerCase(Locale.ROOT), kinds.getOrDefault(k, 0));
+        }
+        j.integer("requests_with_hit", requestsWithHit);
+        j.integer("conversations", conversations);
+        j.integer("prompt_tokens", promptTokens);
+        j.integer("tokens_reused", reusedTokens);
+        j.integer("tokens_computed", computedTokens);
+        j.integer("tokens_stored", storedTokens);
+        j.integer("lookup_hit_tokens", lookupHitTokens);
+        j.number("engine_retrieve_hit_rate", engineRetrieveHitRate, 4);
+        j.integer("stored_bytes", storedBytes);
+        j.integer("retrieved_bytes", retrievedBytes);
+        j.integer("memcpy_bytes", memcpyChunk.bytes());
+        j.integer("memcpy_piece_bytes", memcpyChunk.pieceBytes());
+        j.integer("memcpy_block_piece_bytes", memcpyBlock.pieceBytes());
+        j.integer("memcpy_buffer_bytes", memcpyChunk.bufferBytes());
+        j.integer("evictions", evictions);
+        j.integer("eviction_failures", evictionFailures);
+        j.integer("cached_chunks_end", cachedChunks);
+        j.integer("cpu_tier_bytes", cpuBytes);
+        j.integer("cpu_tier_chunks", cpuChunks);
+        j.integer("layers", settings.layers());
+        j.integer("kv_heads", settings.kvHeads());
+        j.integer("head_size", settings.headSize());
+        j.string("dtype", ServingSimulator.DTYPE.torchName());
+        j.integer("block_size", settings.blockSize());
+        j.integer("chunk_size", settings.chunkSize());
+        j.integer("chunk_bytes", settings.chunkBytes());
+        j.integer("paged_blocks", pagedBlocks);
+        j.integer("seed", settings.seed());
+        j.number("wall_s", phases.wall() / 1e9, 3);
+        j.number("compute_s", phases.compute() / 1e9, 3);
+        j.number("verify_s", phases.verify() / 1e9, 3);
+        j.number("retrieve_s", phases.retrieve() / 1e9, 3);
+        j.number("store_s", phases.store() / 1e9, 3);
+        j.number("lookup_s", phases.lookup() / 1e9, 3);
+        j.string("bandwidth_method", "store_gbps/retrieve_gbps: engine metrics, bytes the connector copied / time in copies, "
+                + "whole run; store_steady_gbps: the same from the first eviction on (the tier's memory all touched); "
+                + "*_e2e_gbps: bytes stored (retrieved) / wall time of the store (retrieve) calls; memcpy_gbps: "
+                + "MemorySegment.copy of chunk-sized pieces between two touched off-heap buffers, same total bytes as the "
+                + "stores; memcpy_block_gbps: the same in pieces of one paged block of one layer and plane; "
+                + "store_vs_*: store_steady_gbps (store_gbps without evictions) / memcpy");
+        if (!problems.isEmpty()) {
+            j.string("problems", String.join("; ", problems));
+        }
+        return j.toString();
+    }
+}

@@ -1,0 +1,359 @@
+package lmcache4j.bench.demo;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.connector.PagedLayout;
+import lmcache4j.engine.metrics.MetricsSnapshot;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+
+/**
+ * A serving engine in miniature, driving an {@link LMCacheEngine} as vLLM's LMCache connector does.
+ * It owns a paged KV cache in host memory (vLLM's FlashAttention layout) with a pool of free
+ * blocks, and serves the {@link Workload}'s requests one after another:
+ * <ol>
+ *   <li>lookup of the prompt with a lookup id, which pins the cached prefix;</li>
+ *   <li>a random block table for the whole sequence (prompt and answer) from the free blocks; the
+ *       blocks that will receive cached KV are first filled with a poison pattern, so that stale
+ *       KV left by an earlier request cannot pass for a correct retrieve;</li>
+ *   <li>retrieve of the prompt (mask all true) naming the lookup id, which releases the pins;</li>
+ *   <li>verification of every retrieved byte against {@link KvModel}'s recomputation, and of the
+ *       retrieved token count against the lookup's (they agree: the pins prevent eviction in
+ *       between);</li>
+ *   <li>"prefill" of the rest of the prompt and "decode" of the answer: {@link KvModel#compute};</li>
+ *   <li>store of prompt + answer (mask null; chunks already cached are skipped by the engine);</li>
+ *   <li>the blocks go back to the pool.</li>
+ * </ol>
+ * The CPU tier is small next to the workload's KV, so the engine evicts (LRU) as it goes.
+ */
+public final class ServingSimulator implements AutoCloseable {
+    static final DType DTYPE = DType.BFLOAT16;
+    static final PagedLayout LAYOUT = PagedLayout.FLASH_ATTENTION;
+    static final byte POISON = (byte) 0xA5;
+    /** The paged cache has this many times the blocks the longest request needs, so block tables are scattered. */
+    static final double PAGED_HEADROOM = 1.5;
+
+    /**
+     * The demo's knobs.
+     *
+     * @param requests  requests to serve
+     * @param cpuGb     the CPU tier ({@code max_local_cpu_size}, GiB as in LMCache)
+     * @param layers    attention layers
+     * @param kvHeads   KV heads
+     * @param headSize  elements per head
+     * @param blockSize tokens per paged-cache block
+     * @param chunkSize tokens per engine chunk
+     * @param seed      the workload's (and block tables') random seed
+     * @param workload  the workload's shape
+     */
+    public record Settings(int requests, double cpuGb, int layers, int kvHeads, int headSize, int blockSize,
+                           int chunkSize, long seed, Workload.Shape workload) {
+        public static final int DEFAULT_REQUESTS = 240;
+        public static final double DEFAULT_CPU_GB = 1.0;
+        public static final int DEFAULT_LAYERS = 8;
+        public static final int DEFAULT_KV_HEADS = 8;
+        public static final int DEFAULT_HEAD_SIZE = 128;
+        public static final int DEFAULT_BLOCK_SIZE = 16;
+        public static final int DEFAULT_CHUNK_SIZE = 256;
+        public static final long DEFAULT_SEED = 42;
+
+        public Settings {
+            if (requests < 1) {
+                throw new IllegalArgumentException("requests must be at least 1, was " + requests);
+            }
+            if (layers < 1 || kvHeads < 1 || headSize < 4 || headSize % 4 != 0 || blockSize < 1 || chunkSize < 1) {
+                throw new IllegalArgumentException("layers, KV heads and block/chunk sizes must be positive and the head "
+                        + "size a multiple of 4, got " + layers + ", " + kvHeads + ", " + headSize + ", " + blockSize + ", " + chunkSize);
+            }
+            if (!(cpuGb > 0) || cpuGb * (1L << 30) < chunkBytes(layers, kvHeads, headSize, chunkSize)) {
+                throw new IllegalArgumentException("--cpu-gb " + cpuGb + " holds no chunk: one chunk of " + chunkSize
+                        + " tokens is " + chunkBytes(layers, kvHeads, headSize, chunkSize) + " bytes with " + layers + " layers");
+            }
+        }
+
+        public static Settings defaults() {
+            return new Settings(DEFAULT_REQUESTS, DEFAULT_CPU_GB, DEFAULT_LAYERS, DEFAULT_KV_HEADS, DEFAULT_HEAD_SIZE,
+                    DEFAULT_BLOCK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_SEED, Workload.Shape.defaults(DEFAULT_SEED));
+        }
+
+        public ModelMetadata metadata() {
+            return new ModelMetadata("lmcache4j/demo-" + layers + "L-" + kvHeads + "x" + headSize, 1, 0, DTYPE,
+                    layers, kvHeads, headSize, false);
+        }
+
+        /** Bytes of one full chunk. */
+        public long chunkBytes() {
+            return chunkBytes(layers, kvHeads, headSize, chunkSize);
+        }
+
+        /** Bytes of KV per token. */
+        public long bytesPerToken() {
+            return 2L * layers * kvHeads * headSize * DTYPE.byteSize();
+        }
+
+        /** Blocks in the paged cache. */
+        public int pagedBlocks() {
+            int longest = (workload.maxTokens() + blockSize - 1) / blockSize;
+            return (int) Math.ceil(longest * PAGED_HEADROOM);
+        }
+
+        private static long chunkBytes(int layers, int kvHeads, int headSize, int chunkSize) {
+            return 2L * layers * chunkSize * kvHeads * headSize * DTYPE.byteSize();
+        }
+    }
+
+    /** Told after each request; for a progress bar. */
+    @FunctionalInterface
+    public interface Progress {
+        void update(int done, int total, long promptTokens, long reusedTokens);
+    }
+
+    private final Settings settings;
+    private final Workload workload;
+    private final HostArena pagedMemory;
+    private final PagedKvCache kv;
+    private final BlockPool blocks;
+    private final LMCacheEngine engine;
+    private final long bytesPerToken;
+    private final Tally tally = new Tally();
+
+    /** What has been counted so far. */
+    static final class Tally {
+        final Map<Workload.Kind, Integer> kinds = new EnumMap<>(Workload.Kind.class);
+        long promptTokens;
+        long reusedTokens;
+        long computedTokens;
+        long storedTokens;
+        long lookupHitTokens;
+        int requestsWithHit;
+        int disagreements;
+        long verifiedBytes;
+        long mismatchingBytes;
+        final List<String> problems = new ArrayList<>();
+        long lookupNanos;
+        long poisonNanos;
+        long retrieveNanos;
+        long verifyNanos;
+        long computeNanos;
+        long storeNanos;
+    }
+
+    public ServingSimulator(Settings settings) {
+        this.settings = settings;
+        this.workload = new Workload(settings.workload());
+        this.bytesPerToken = settings.bytesPerToken();
+        int numBlocks = settings.pagedBlocks();
+        long layerBytes = PagedKvCache.layerBytes(LAYOUT, numBlocks, settings.blockSize(), settings.kvHeads(),
+                settings.headSize(), DTYPE);
+        this.pagedMemory = HostArena.allocate(layerBytes * settings.layers(), hostOptions());
+        try {
+            List<MemorySegment> layers = new ArrayList<>();
+            for (int l = 0; l < settings.layers(); l++) {
+                layers.add(pagedMemory.segment().asSlice(l * layerBytes, layerBytes));
+            }
+            this.kv = new PagedKvCache(layers, LAYOUT, numBlocks, settings.blockSize(), settings.kvHeads(),
+                    settings.headSize(), DTYPE);
+            this.blocks = new BlockPool(numBlocks, settings.seed() ^ 0x5EED);
+            LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of())
+                    .set("chunk_size", settings.chunkSize())
+                    .set("max_local_cpu_size", settings.cpuGb())
+                    .set("hash_seed", String.valueOf(settings.seed()))
+                    .build();
+            this.engine = LMCacheEngine.create(config, settings.metadata(), KvConnector.host(), List.of());
+        } catch (RuntimeException e) {
+            pagedMemory.close();
+            throw e;
+        }
+    }
+
+    /** Host memory for the simulator's own buffers: page-aligned mmap with huge page advice, as the CPU tier's. */
+    static HostArenaOptions hostOptions() {
+        return HostArenaOptions.DEFAULT.withCudaPinned(false).withHugePages(true);
+    }
+
+    public Settings settings() {
+        return settings;
+    }
+
+    public PagedKvCache pagedCache() {
+        return kv;
+    }
+
+    /** Bytes of the paged cache, every layer. */
+    public long pagedBytes() {
+        return pagedMemory.byteSize();
+    }
+
+    /** Serves every request, measures memcpy, and reports. */
+    public DemoReport run(Progress progress) {
+        long started = System.nanoTime();
+        MetricsSnapshot tierFull = null;
+        int tierFullAt = -1;
+        for (int i = 0; i < settings.requests(); i++) {
+            serve(workload.next());
+            if (tierFull == null && engine.storage().cpu().evictions() > 0) {
+                // The tier has had to evict: all of its memory has been written once, so page faults are over.
+                tierFull = engine.metrics().snapshot();
+                tierFullAt = i + 1;
+            }
+            progress.update(i + 1, settings.requests(), tally.promptTokens, tally.reusedTokens);
+        }
+        long wallNanos = System.nanoTime() - started;
+        MetricsSnapshot m = engine.metrics().snapshot();
+        double storeSteadyGbps = tierFull == null ? Double.NaN
+                : copyGbps(tierFull.storedBytes(), tierFull.storeGbps(), m.storedBytes(), m.storeGbps());
+        long memcpyBytes = Math.max(m.storedBytes(), settings.chunkBytes());
+        MemcpyBaseline.Result chunkCopy;
+        MemcpyBaseline.Result blockCopy;
+        long memcpyStarted = System.nanoTime();
+        try (MemcpyBaseline memcpy = new MemcpyBaseline(memcpyBytes, hostOptions())) {
+            chunkCopy = memcpy.measure(memcpyBytes, settings.chunkBytes());
+            blockCopy = memcpy.measure(memcpyBytes, settings.blockSize() * kv.vectorBytes());
+        }
+        long memcpyNanos = System.nanoTime() - memcpyStarted;
+        if (engine.health() != 0) {
+            tally.problems.add("the engine's health check failed (allocator invariants): see the log");
+        }
+        long cpuBytes = engine.storage().cpu().allocator().stats().capacityBytes();
+        return new DemoReport(settings, workload.conversationsStarted(), workload.sharedTokens(), kv.numBlocks(),
+                pagedMemory.byteSize(), cpuBytes,
+                LocalCpuBackend.chunkBudget(cpuBytes, settings.chunkBytes(), TensorMemoryAllocator.DEFAULT_ALIGNMENT),
+                new EnumMap<>(tally.kinds), tally.promptTokens, tally.reusedTokens, tally.computedTokens,
+                tally.storedTokens, tally.lookupHitTokens, tally.requestsWithHit, tally.disagreements,
+                tally.verifiedBytes, tally.mismatchingBytes, List.copyOf(tally.problems),
+                m.storeGbps(), m.retrieveGbps(), storeSteadyGbps, tierFullAt,
+                gbps(tally.storedTokens * bytesPerToken, tally.storeNanos),
+                gbps(tally.reusedTokens * bytesPerToken, tally.retrieveNanos),
+                m.storedBytes(), m.retrievedBytes(), chunkCopy, blockCopy,
+                m.localCpuEvictions(), m.localCpuEvictionFailures(), m.hotCacheCount(), m.localCacheUsageBytes(),
+                m.requestedTokens() == 0 ? 0 : m.hitTokens() / (double) m.requestedTokens(),
+                new DemoReport.Phases(tally.lookupNanos, tally.poisonNanos, tally.retrieveNanos, tally.verifyNanos,
+                        tally.computeNanos, tally.storeNanos, wallNanos, memcpyNanos));
+    }
+
+    /**
+     * The engine's copy-only bandwidth between two metric snapshots: the metrics hold cumulative bytes
+     * and bytes ÷ copy time, so the interval's copy time is the difference of bytes ÷ GB/s.
+     */
+    public static double copyGbps(long bytesBefore, double gbpsBefore, long bytesAfter, double gbpsAfter) {
+        double nanosBefore = bytesBefore == 0 ? 0 : bytesBefore / gbpsBefore;
+        double nanos = (bytesAfter == 0 ? 0 : bytesAfter / gbpsAfter) - nanosBefore;
+        return nanos <= 0 ? Double.NaN : (bytesAfter - bytesBefore) / nanos;
+    }
+
+    private void serve(Workload.Request r) {
+        Tally t = tally;
+        t.kinds.merge(r.kind(), 1, Integer::sum);
+        int[] prompt = r.prompt();
+        int[] sequence = r.sequence();
+        long[] hashes = KvModel.prefixHashes(sequence);
+        String lookupId = "request-" + r.index();
+        t.promptTokens += prompt.length;
+
+        long t0 = System.nanoTime();
+        int hit = engine.lookup(prompt, Map.of(), lookupId);
+        long t1 = System.nanoTime();
+        t.lookupNanos += t1 - t0;
+        t.lookupHitTokens += hit;
+
+        int[] table = blocks.allocate((sequence.length + settings.blockSize() - 1) / settings.blockSize());
+        try {
+            long[] slots = BlockPool.slots(table, settings.blockSize(), sequence.length);
+            poison(table, hit);
+            long t2 = System.nanoTime();
+            t.poisonNanos += t2 - t1;
+
+            boolean[] mask = new boolean[prompt.length];
+            Arrays.fill(mask, true);
+            boolean[] loaded = engine.retrieve(prompt, mask, kv, slots, Map.of(), lookupId);
+            long t3 = System.nanoTime();
+            t.retrieveNanos += t3 - t2;
+
+            int retrieved = 0;
+            while (retrieved < loaded.length && loaded[retrieved]) {
+                retrieved++;
+            }
+            for (int i = retrieved; i < loaded.length; i++) {
+                if (loaded[i]) {
+                    problem(r, "the retrieve's mask has a hole: token " + i + " loaded after the prefix ended at " + retrieved);
+                    break;
+                }
+            }
+            if (retrieved != hit) {
+                t.disagreements++;
+                problem(r, "lookup found " + hit + " cached tokens but retrieve loaded " + retrieved
+                        + " (the lookup's pins should have kept them)");
+            }
+            t.reusedTokens += retrieved;
+            if (retrieved > 0) {
+                t.requestsWithHit++;
+            }
+            long bad = KvModel.mismatchingBytes(kv, hashes, slots, 0, retrieved);
+            long t4 = System.nanoTime();
+            t.verifyNanos += t4 - t3;
+            t.verifiedBytes += retrieved * bytesPerToken;
+            if (bad != 0) {
+                t.mismatchingBytes += bad;
+                problem(r, bad + " of the " + retrieved * bytesPerToken + " retrieved bytes differ from the model's KV");
+            }
+
+            KvModel.compute(kv, hashes, slots, retrieved, sequence.length);
+            long t5 = System.nanoTime();
+            t.computeNanos += t5 - t4;
+            t.computedTokens += sequence.length - retrieved;
+
+            t.storedTokens += engine.store(sequence, null, kv, slots, Map.of());
+            t.storeNanos += System.nanoTime() - t5;
+        } finally {
+            blocks.free(table);
+        }
+    }
+
+    /** Fills the blocks that will receive the {@code tokens} cached tokens, every layer and plane. */
+    private void poison(int[] table, int tokens) {
+        int b = settings.blockSize();
+        long runBytes = b * kv.vectorBytes();
+        for (int i = 0; i < (tokens + b - 1) / b; i++) {
+            long firstSlot = (long) table[i] * b;
+            for (MemorySegment layer : kv.layers()) {
+                for (int p = 0; p < LAYOUT.kvPlanes(); p++) {
+                    layer.asSlice(kv.offset(p, firstSlot), runBytes).fill(POISON);
+                }
+            }
+        }
+    }
+
+    private void problem(Workload.Request r, String what) {
+        if (tally.problems.size() < 20) {
+            tally.problems.add("request " + r.index() + " (" + r.subject() + ", " + r.prompt().length + " prompt tokens): " + what);
+        }
+    }
+
+    private static double gbps(long bytes, long nanos) {
+        return nanos == 0 ? 0 : bytes / (double) nanos;
+    }
+
+    /** Closes the engine (failing, with the list, if any object leaked) and frees the paged cache. */
+    @Override
+    public void close() {
+        try {
+            engine.close();
+        } finally {
+            pagedMemory.close();
+        }
+    }
+}

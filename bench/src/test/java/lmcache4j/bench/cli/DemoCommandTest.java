@@ -1,0 +1,84 @@
+package lmcache4j.bench.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code ./lmcache4j demo} end to end on a tiny configuration (two layers, a few requests): every
+ * retrieved byte verified, hits, the JSON keys, and the exit status of bad arguments. No timing
+ * assertions.
+ */
+class DemoCommandTest {
+    private record Run(int exit, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int exit = DemoCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static double number(String json, String key) {
+        Matcher m = Pattern.compile("\"" + key + "\": (-?[0-9.]+|null)").matcher(json);
+        assertTrue(m.find(), "no " + key + " in " + json);
+        return m.group(1).equals("null") ? Double.NaN : Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void aTinyRunVerifiesEveryRetrievedByteAndReportsItAsJson() {
+        Run r = run("--json", "--requests", "16", "--layers", "2", "--cpu-gb", "0.07", "--seed", "7");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        String json = r.out().strip();
+        assertTrue(json.startsWith("{") && json.endsWith("}") && json.lines().count() == 1, json);
+        for (String key : new String[] {"requests", "hit_rate", "verified_bytes", "mismatches", "store_gbps",
+                "retrieve_gbps", "memcpy_gbps"}) {
+            number(json, key);
+        }
+        assertEquals(16, number(json, "requests"));
+        assertEquals(0, number(json, "mismatches"), json);
+        assertEquals(0, number(json, "lookup_retrieve_disagreements"), json);
+        assertTrue(number(json, "hit_rate") > 0, json);
+        assertTrue(number(json, "verified_bytes") > 0, json);
+        assertTrue(number(json, "evictions") > 0, "a 0.07 GiB tier (35 chunks of 2 MiB) must evict: " + json);
+        assertTrue(json.contains("\"passed\": true"), json);
+        assertEquals("", r.err(), "--json draws no progress bar");
+    }
+
+    @Test
+    void theReadableReportSaysWhatWasVerified() {
+        Run r = run("--quiet", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04");
+        assertEquals(0, r.exit(), r.err() + r.out());
+        assertTrue(r.out().contains("== result =="), r.out());
+        assertTrue(r.out().contains("0 mismatching bytes"), r.out());
+        assertTrue(r.out().contains("PASS: all"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("machine    JDK ")), "the brief machine lines: " + r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("cuda       ")), "the brief machine lines: " + r.out());
+    }
+
+    @Test
+    void badArgumentsExitWith2() {
+        Run unknown = run("--fast");
+        assertEquals(2, unknown.exit());
+        assertTrue(unknown.err().contains("unknown option '--fast'"), unknown.err());
+        assertTrue(unknown.err().contains("usage: ./lmcache4j demo"), unknown.err());
+        assertEquals(2, run("--requests", "0").exit());
+        assertEquals(2, run("--requests").exit());
+        assertEquals(2, run("--cpu-gb", "lots").exit());
+        Run tooSmall = run("--cpu-gb", "0.001");
+        assertEquals(2, tooSmall.exit());
+        assertTrue(tooSmall.err().contains("holds no chunk"), tooSmall.err());
+        Run help = run("--help");
+        assertEquals(0, help.exit());
+        assertTrue(help.out().startsWith("usage: ./lmcache4j demo"), help.out());
+    }
+}

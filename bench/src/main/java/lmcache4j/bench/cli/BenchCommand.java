@@ -15,6 +15,7 @@ import lmcache4j.bench.allocator.AllocatorBench.Report;
 import lmcache4j.bench.allocator.AllocatorBench.Result;
 import lmcache4j.bench.allocator.BenchedAllocator;
 import lmcache4j.bench.allocator.BenchedAllocator.Kind;
+import lmcache4j.bench.json.FlatJson;
 
 /**
  * {@code ./lmcache4j bench allocator [--json] [--runs N] [--ops N] [--seed N] ...}: the allocator
@@ -278,16 +279,16 @@ public final class BenchCommand {
     static String json(Report report) {
         AllocationTrace trace = report.trace();
         AllocationTrace.Config c = trace.config();
-        Json j = new Json();
+        FlatJson j = new FlatJson();
         for (Kind k : Kind.values()) {
-            j.number(k.key() + "_ns_per_pair", report.result(k).map(Result::median));
+            j.number(k.key() + "_ns_per_pair", report.result(k).map(Result::median), 3);
         }
         Optional<Result> tensor = report.result(Kind.TENSOR);
         j.integer("fragments_max", tensor.map(Result::fragmentsMax));
         j.integer("fragments_end", tensor.map(Result::fragmentsEnd));
         j.integer("fragments_max_simulated", Optional.of((long) trace.maxFreeBlocks()));
         j.integer("largest_free_block_end_bytes", tensor.map(Result::largestFreeEnd));
-        j.number("occupancy_end", tensor.map(Result::occupancyEnd));
+        j.number("occupancy_end", tensor.map(Result::occupancyEnd), 3);
         for (Kind k : Kind.values()) {
             if (k.targetNs().isPresent()) {
                 j.integer(k.key() + "_target_ns", Optional.of((long) k.targetNs().getAsInt()));
@@ -297,7 +298,7 @@ public final class BenchCommand {
         report.result(Kind.MALLOC).ifPresent(m -> {
             for (Result r : report.results()) {
                 if (r.kind() != Kind.MALLOC) {
-                    j.number(r.kind().key() + "_vs_malloc", Optional.of(r.median() / m.median()));
+                    j.number(r.kind().key() + "_vs_malloc", Optional.of(r.median() / m.median()), 3);
                 }
             }
         });
@@ -308,9 +309,9 @@ public final class BenchCommand {
         j.integer("pairs_per_run", Optional.of(trace.pairs()));
         j.integer("steady_pairs_per_run", Optional.of(trace.steadyPairs()));
         j.integer("pool_bytes", Optional.of(c.poolBytes()));
-        j.number("occupancy_target", Optional.of(c.occupancy()));
-        j.number("partial_fraction", Optional.of((double) trace.partialRequests() / trace.pairs()));
-        j.number("mean_request_bytes", Optional.of(trace.meanRequestBytes()));
+        j.number("occupancy_target", Optional.of(c.occupancy()), 3);
+        j.number("partial_fraction", Optional.of((double) trace.partialRequests() / trace.pairs()), 3);
+        j.number("mean_request_bytes", Optional.of(trace.meanRequestBytes()), 3);
         j.integer("live_at_steady_start", Optional.of((long) trace.liveAtSteadyStart()));
         j.integer("max_live", Optional.of((long) trace.maxLive()));
         j.string("models", models());
@@ -325,24 +326,24 @@ public final class BenchCommand {
                 + "*_end: at the end of the steady phase, before the drain");
         StringBuilder allocators = new StringBuilder("{");
         for (Result r : report.results()) {
-            Json a = new Json();
+            FlatJson a = new FlatJson();
             a.string("name", r.kind().displayName());
             a.string("description", r.description());
-            a.number("median_ns_per_pair", Optional.of(r.median()));
-            a.number("min_ns_per_pair", Optional.of(r.min()));
-            a.number("max_ns_per_pair", Optional.of(r.max()));
-            a.number("whole_median_ns_per_pair", Optional.of(r.wholeMedian()));
-            a.array("runs_ns_per_pair", r.nsPerPair());
-            a.array("runs_whole_ns_per_pair", r.wholeNsPerPair());
+            a.number("median_ns_per_pair", Optional.of(r.median()), 3);
+            a.number("min_ns_per_pair", Optional.of(r.min()), 3);
+            a.number("max_ns_per_pair", Optional.of(r.max()), 3);
+            a.number("whole_median_ns_per_pair", Optional.of(r.wholeMedian()), 3);
+            a.numbers("runs_ns_per_pair", r.nsPerPair(), 3);
+            a.numbers("runs_whole_ns_per_pair", r.wholeNsPerPair(), 3);
             a.integer("fragments_max", present(r.fragmentsMax()));
             a.integer("fragments_end", present(r.fragmentsEnd()));
             a.integer("largest_free_block_end_bytes", present(r.largestFreeEnd()));
-            a.number("occupancy_end", Double.isNaN(r.occupancyEnd()) ? Optional.empty() : Optional.of(r.occupancyEnd()));
+            a.number("occupancy_end", Double.isNaN(r.occupancyEnd()) ? Optional.empty() : Optional.of(r.occupancyEnd()), 3);
             a.integer("footprint_bytes_end", present(r.footprintBytes()));
             if (!r.notes().isEmpty()) {
                 a.string("notes", r.notes());
             }
-            allocators.append(allocators.length() > 1 ? ", " : "").append(Json.quote(r.kind().key())).append(": ").append(a);
+            allocators.append(allocators.length() > 1 ? ", " : "").append(FlatJson.quote(r.kind().key())).append(": ").append(a);
         }
         j.raw("allocators", allocators.append('}').toString());
         return j.toString();
@@ -352,66 +353,4 @@ public final class BenchCommand {
         return value >= 0 ? Optional.of(value) : Optional.empty();
     }
 
-    /** A flat JSON object writer: keys in insertion order, absent values as null. */
-    private static final class Json {
-        private final StringBuilder sb = new StringBuilder("{");
-
-        private Json key(String key) {
-            sb.append(sb.length() > 1 ? ", " : "").append(quote(key)).append(": ");
-            return this;
-        }
-
-        void number(String key, Optional<Double> value) {
-            key(key).sb.append(value.filter(Double::isFinite)
-                    .map(v -> String.format(Locale.ROOT, "%.3f", v)).orElse("null"));
-        }
-
-        void integer(String key, Optional<Long> value) {
-            key(key).sb.append(value.map(String::valueOf).orElse("null"));
-        }
-
-        void bool(String key, Optional<Boolean> value) {
-            key(key).sb.append(value.map(String::valueOf).orElse("null"));
-        }
-
-        void string(String key, String value) {
-            key(key).sb.append(quote(value));
-        }
-
-        void array(String key, double[] values) {
-            key(key).sb.append(Arrays.stream(values).mapToObj(v -> String.format(Locale.ROOT, "%.3f", v))
-                    .collect(Collectors.joining(", ", "[", "]")));
-        }
-
-        void raw(String key, String json) {
-            key(key).sb.append(json);
-        }
-
-        static String quote(String s) {
-            StringBuilder q = new StringBuilder("\"");
-            for (int i = 0; i < s.length(); i++) {
-                char ch = s.charAt(i);
-                switch (ch) {
-                    case '"' -> q.append("\\\"");
-                    case '\\' -> q.append("\\\\");
-                    case '\n' -> q.append("\\n");
-                    case '\t' -> q.append("\\t");
-                    case '\r' -> q.append("\\r");
-                    default -> {
-                        if (ch < 0x20) {
-                            q.append(String.format("\\u%04x", (int) ch));
-                        } else {
-                            q.append(ch);
-                        }
-                    }
-                }
-            }
-            return q.append('"').toString();
-        }
-
-        @Override
-        public String toString() {
-            return sb + "}";
-        }
-    }
 }

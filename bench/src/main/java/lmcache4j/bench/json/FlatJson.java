@@ -26,6 +26,23 @@ public final class FlatJson {
         return this;
     }
 
+    /** A whole number, or null when absent. */
+    public FlatJson integer(String key, java.util.Optional<Long> value) {
+        key(key).sb.append(value.map(String::valueOf).orElse("null"));
+        return this;
+    }
+
+    /** A number with {@code decimals} digits after the point, or null when absent. */
+    public FlatJson number(String key, java.util.Optional<Double> value, int decimals) {
+        return number(key, value.orElse(Double.NaN), decimals);
+    }
+
+    /** A boolean, or null when absent. */
+    public FlatJson bool(String key, java.util.Optional<Boolean> value) {
+        key(key).sb.append(value.map(String::valueOf).orElse("null"));
+        return this;
+    }
+
     public FlatJson bool(String key, boolean value) {
         key(key).sb.append(value);
         return this;

@@ -54,6 +54,7 @@ public final class MemoryObj {
     private final MemorySegment segment;
     private final Arena privateArena;
     private final Throwable allocationSite;
+    private final Object ledgerEntry;
 
     /**
      * Made by allocators only.
@@ -64,9 +65,11 @@ public final class MemoryObj {
      * @param segment        the object's bytes: exactly {@code shape × dtype} long
      * @param privateArena   in strict mode, the arena that backs this object alone; else null
      * @param allocationSite where it was allocated, when leak debugging records it; else null
+     * @param ledgerEntry    the owner's bookkeeping record of this allocation, or null
      */
     public MemoryObj(MemoryOwner owner, long address, long physicalSize, TensorShape shape, DType dtype,
-                     MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite) {
+                     MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite,
+                     Object ledgerEntry) {
         this.owner = Objects.requireNonNull(owner, "owner");
         this.shape = Objects.requireNonNull(shape, "shape");
         this.dtype = Objects.requireNonNull(dtype, "dtype");
@@ -76,6 +79,7 @@ public final class MemoryObj {
         this.physicalSize = physicalSize;
         this.privateArena = privateArena;
         this.allocationSite = allocationSite;
+        this.ledgerEntry = ledgerEntry;
         this.id = IDS.incrementAndGet();
     }
 
@@ -273,6 +277,11 @@ public final class MemoryObj {
     /** Where the object was allocated, when leak debugging is on; else null. */
     public Throwable allocationSite() {
         return allocationSite;
+    }
+
+    /** The owner's bookkeeping record of this allocation, or null. For the owner. */
+    public Object ledgerEntry() {
+        return ledgerEntry;
     }
 
     /**

@@ -5,34 +5,59 @@ import java.io.StringWriter;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.MemoryObjMisuseException;
-import org.agrona.collections.Long2LongHashMap;
-import org.agrona.collections.Long2ObjectHashMap;
 
 /**
- * The live objects of one allocator, keyed by slot (an address, a page index or an id): which
- * allocation owns each slot now. Lets an allocator refuse a free that does not match a live
- * allocation (double free, stale object, wrong allocator), reclaim a leaked slot only if it still
- * belongs to the leaked allocation, and list what is live when it closes. Primitive storage, no
- * garbage per entry: a dense {@code long[]} for a fixed number of slots (pages), else an Agrona
- * map. Not thread-safe: the allocator's lock guards it.
+ * The live allocations of one allocator: which allocation owns each slot now. Lets an allocator
+ * refuse a free that does not match a live allocation (double free, stale object, wrong
+ * allocator), reclaim a leaked slot only if it still belongs to the leaked allocation, and list
+ * what is live when it closes.
+ *
+ * <p>Two forms, neither hashing on the hot path:
+ * <ul>
+ *   <li>{@link #dense(int)}: for a fixed number of slots (pages), the owning id per slot in a
+ *       {@code long[]};</li>
+ *   <li>{@link #linked()}: for arbitrary slots (addresses, ids), one {@link Entry} per allocation,
+ *       made by {@link #newEntry(long)} before the object and kept in it
+ *       ({@link MemoryObj#ledgerEntry()}), linked into a list of the live ones: O(1) to add and
+ *       remove.</li>
+ * </ul>
+ * Not thread-safe: the allocator's lock guards it.
  */
 public final class AllocationLedger {
     private static final long NONE = 0; // ids start at 1
 
+    /** One allocation of a linked ledger. */
+    public static final class Entry {
+        private final AllocationLedger ledger;
+        private final long slot;
+        private long id = NONE;
+        private long bytes;
+        private String debug;
+        private Entry prev;
+        private Entry next;
+
+        private Entry(AllocationLedger ledger, long slot) {
+            this.ledger = ledger;
+            this.slot = slot;
+        }
+
+        /** Whether the allocation is still live in its ledger. */
+        public boolean isLive() {
+            return id != NONE;
+        }
+    }
+
     private final long[] dense;
-    private final Long2LongHashMap sparse;
-    /** Descriptions and allocation sites by id, kept only when sites are recorded. */
-    private final Long2ObjectHashMap<String> debugById = new Long2ObjectHashMap<>();
+    private Entry head;
     private int live;
     private long usedBytes;
 
     private AllocationLedger(long[] dense) {
         this.dense = dense;
-        this.sparse = dense == null ? new Long2LongHashMap(NONE) : null;
     }
 
-    /** A ledger for slots that are arbitrary longs (addresses, ids). */
-    public static AllocationLedger sparse() {
+    /** A ledger for arbitrary slots, one linked entry per allocation. */
+    public static AllocationLedger linked() {
         return new AllocationLedger(null);
     }
 
@@ -41,60 +66,96 @@ public final class AllocationLedger {
         return new AllocationLedger(new long[slots]);
     }
 
-    private long owner(long slot) {
-        return dense != null ? dense[(int) slot] : sparse.get(slot);
-    }
-
-    private void setOwner(long slot, long id) {
-        if (dense != null) {
-            dense[(int) slot] = id;
-        } else if (id == NONE) {
-            sparse.remove(slot);
-        } else {
-            sparse.put(slot, id);
-        }
+    /** The entry to give the object about to be made for {@code slot} (null for a dense ledger). */
+    public Entry newEntry(long slot) {
+        return dense == null ? new Entry(this, slot) : null;
     }
 
     /** Records {@code obj} as the owner of {@code slot}. */
     public void add(long slot, MemoryObj obj) {
-        long previous = owner(slot);
-        if (previous != NONE) {
-            throw new IllegalStateException("allocator bug: slot " + slot + " handed to " + obj
-                    + " while MemoryObj#" + previous + " still owns it");
+        if (dense != null) {
+            if (dense[(int) slot] != NONE) {
+                throw new IllegalStateException("allocator bug: slot " + slot + " handed to " + obj
+                        + " while MemoryObj#" + dense[(int) slot] + " still owns it");
+            }
+            dense[(int) slot] = obj.id();
+        } else {
+            Entry e = entryOf(obj);
+            if (e == null || e.ledger != this || e.slot != slot || e.isLive()) {
+                throw new IllegalStateException("allocator bug: " + obj + " carries no fresh ledger entry for slot " + slot);
+            }
+            e.id = obj.id();
+            e.bytes = obj.physicalSize();
+            e.next = head;
+            if (head != null) {
+                head.prev = e;
+            }
+            head = e;
+            if (obj.allocationSite() != null) {
+                e.debug = obj + "\n" + stackTrace(obj.allocationSite());
+            }
         }
-        setOwner(slot, obj.id());
         live++;
         usedBytes += obj.physicalSize();
-        if (obj.allocationSite() != null) {
-            debugById.put(obj.id(), obj + "\n" + stackTrace(obj.allocationSite()));
-        }
     }
 
     /**
-     * Removes {@code obj}'s entry; the caller then frees the slot.
+     * Removes {@code obj}'s record; the caller then frees the slot.
      *
      * @throws MemoryObjMisuseException when the slot is not {@code obj}'s
      */
     public void remove(long slot, MemoryObj obj) {
-        if (!removeIfOwned(slot, obj.id(), obj.physicalSize())) {
-            long owner = owner(slot);
-            throw new MemoryObjMisuseException("free of " + obj + " refused: slot " + slot + " is "
-                    + (owner == NONE ? "not allocated (double free?)" : "owned by MemoryObj#" + owner) + " in this allocator");
+        boolean removed = dense != null ? removeDense(slot, obj.id(), obj.physicalSize())
+                : entryOf(obj) != null && entryOf(obj).ledger == this && unlink(entryOf(obj));
+        if (!removed) {
+            throw new MemoryObjMisuseException("free of " + obj + " refused: slot " + slot
+                    + " is not this allocation's in this allocator (double free?)");
         }
     }
 
-    /** Removes the entry if {@code slot} is still owned by allocation {@code id} of {@code bytes}; used to reclaim leaks. */
+    /** Removes a dense slot's record if allocation {@code id} of {@code bytes} still owns it; for leaks. */
     public boolean removeIfOwned(long slot, long id, long bytes) {
-        if (owner(slot) != id) {
+        return dense != null && removeDense(slot, id, bytes);
+    }
+
+    /** Removes a linked entry if it is still live; for leaks. */
+    public boolean removeIfLive(Entry entry) {
+        return entry != null && entry.ledger == this && unlink(entry);
+    }
+
+    private boolean removeDense(long slot, long id, long bytes) {
+        if (dense[(int) slot] != id) {
             return false;
         }
-        setOwner(slot, NONE);
+        dense[(int) slot] = NONE;
         live--;
         usedBytes -= bytes;
-        if (!debugById.isEmpty()) {
-            debugById.remove(id);
-        }
         return true;
+    }
+
+    private boolean unlink(Entry e) {
+        if (!e.isLive()) {
+            return false;
+        }
+        if (e.prev != null) {
+            e.prev.next = e.next;
+        } else {
+            head = e.next;
+        }
+        if (e.next != null) {
+            e.next.prev = e.prev;
+        }
+        e.prev = null;
+        e.next = null;
+        e.id = NONE;
+        e.debug = null;
+        live--;
+        usedBytes -= e.bytes;
+        return true;
+    }
+
+    private static Entry entryOf(MemoryObj obj) {
+        return obj.ledgerEntry() instanceof Entry e ? e : null;
     }
 
     /** Live objects. */
@@ -110,35 +171,28 @@ public final class AllocationLedger {
     /** A listing of the live objects, at most {@code max} of them, with sites when recorded. */
     public String describeLive(int max) {
         StringBuilder sb = new StringBuilder();
-        int[] shown = {0};
-        forEachLive((slot, id) -> {
-            if (shown[0]++ < max) {
-                String debug = debugById.get(id);
-                sb.append("  ").append(debug != null ? debug : "MemoryObj#" + id + " at slot " + slot
-                        + " (run with -Dlmcache4j.leakDetection=paranoid for its allocation site)").append('\n');
+        int shown = 0;
+        if (dense != null) {
+            for (int i = 0; i < dense.length; i++) {
+                if (dense[i] != NONE && shown++ < max) {
+                    sb.append("  MemoryObj#").append(dense[i]).append(" in page ").append(i).append(HINT).append('\n');
+                }
             }
-        });
-        if (shown[0] > max) {
-            sb.append("  … and ").append(shown[0] - max).append(" more\n");
+        } else {
+            for (Entry e = head; e != null; e = e.next) {
+                if (shown++ < max) {
+                    sb.append("  ").append(e.debug != null ? e.debug
+                            : "MemoryObj#" + e.id + " at slot " + e.slot + ", " + e.bytes + " bytes" + HINT).append('\n');
+                }
+            }
+        }
+        if (shown > max) {
+            sb.append("  … and ").append(shown - max).append(" more\n");
         }
         return sb.toString();
     }
 
-    private interface SlotVisitor {
-        void visit(long slot, long id);
-    }
-
-    private void forEachLive(SlotVisitor visitor) {
-        if (dense != null) {
-            for (int i = 0; i < dense.length; i++) {
-                if (dense[i] != NONE) {
-                    visitor.visit(i, dense[i]);
-                }
-            }
-        } else {
-            sparse.forEach(visitor::visit);
-        }
-    }
+    private static final String HINT = " (run with -Dlmcache4j.leakDetection=paranoid for its allocation site)";
 
     private static String stackTrace(Throwable t) {
         StringWriter w = new StringWriter();

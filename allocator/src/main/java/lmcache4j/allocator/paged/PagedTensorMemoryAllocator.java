@@ -270,7 +270,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
         } else {
             segment = region.asSlice(page * pageSize, raw); // a partial chunk sees only its bytes
         }
-        MemoryObj obj = new MemoryObj(this, page * pageSize, pageSize, shape, dtype, format, segment, own, site);
+        MemoryObj obj = new MemoryObj(this, page * pageSize, pageSize, shape, dtype, format, segment, own, site, null);
         ledger.add(page, obj);
         return obj;
     }

@@ -30,7 +30,7 @@ import lmcache4j.allocator.internal.MemoryOwner;
 public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
     private final String name;
     private final ReentrantLock lock = new ReentrantLock();
-    private final AllocationLedger ledger = AllocationLedger.sparse();
+    private final AllocationLedger ledger = AllocationLedger.linked();
     private final LongAdder pinned = new LongAdder();
     private long allocations;
     private boolean closed;
@@ -62,8 +62,9 @@ public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
         lock.lock();
         try {
             ensureOpen();
-            MemoryObj obj = new MemoryObj(this, 0, bytes, shape, dtype, format, Arena.ofAuto().allocate(bytes, 8), null, null);
-            ledger.add(obj.id(), obj);
+            MemoryObj obj = new MemoryObj(this, 0, bytes, shape, dtype, format, Arena.ofAuto().allocate(bytes, 8), null, null,
+                    ledger.newEntry(0));
+            ledger.add(0, obj);
             allocations++;
             return Optional.of(obj);
         } finally {
@@ -93,7 +94,7 @@ public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
     public void reclaim(MemoryObj obj) {
         lock.lock();
         try {
-            ledger.remove(obj.id(), obj);
+            ledger.remove(0, obj);
         } finally {
             lock.unlock();
         }

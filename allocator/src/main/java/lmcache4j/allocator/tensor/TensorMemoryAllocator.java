@@ -49,7 +49,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private final boolean strict;
     private final ReentrantLock lock = new ReentrantLock();
     private final FreeBlockIndex free = new FreeBlockIndex();
-    private final AllocationLedger ledger = AllocationLedger.sparse();
+    private final AllocationLedger ledger = AllocationLedger.linked();
     private final Regions regions = new Regions();
     private final LongAdder pinned = new LongAdder();
     private long capacity;
@@ -297,21 +297,22 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
         } else {
             segment = regions.slice(offset, raw);
         }
-        MemoryObj obj = new MemoryObj(this, offset, physical, shape, dtype, format, segment, own, site);
+        MemoryObj obj = new MemoryObj(this, offset, physical, shape, dtype, format, segment, own, site,
+                ledger.newEntry(slot(offset)));
         ledger.add(slot(offset), obj);
         return obj;
     }
 
     private void trackLeak(MemoryObj obj) {
         if (LeakDetection.shouldTrack()) {
-            LeakDetection.register(obj, new LeakReclaimer(this, obj.address(), obj.id(), obj.physicalSize(),
-                    obj.privateArena(), obj.toString()));
+            LeakDetection.register(obj, new LeakReclaimer(this, obj.address(), (AllocationLedger.Entry) obj.ledgerEntry(),
+                    obj.physicalSize(), obj.privateArena(), obj.toString()));
         }
     }
 
     /** Runs when a tracked object became unreachable; reclaims its slot if it was never released. */
-    private record LeakReclaimer(TensorMemoryAllocator owner, long offset, long id, long size, Arena arena,
-                                 String description) implements Runnable {
+    private record LeakReclaimer(TensorMemoryAllocator owner, long offset, AllocationLedger.Entry entry, long size,
+                                 Arena arena, String description) implements Runnable {
         @Override
         public void run() {
             owner.reclaimLeak(this);
@@ -321,7 +322,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private void reclaimLeak(LeakReclaimer leak) {
         lock.lock();
         try {
-            if (closed || !ledger.removeIfOwned(slot(leak.offset()), leak.id(), leak.size())) {
+            if (closed || !ledger.removeIfLive(leak.entry())) {
                 return; // released properly
             }
             if (leak.arena() != null) {

@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicLong;
 
 import lmcache4j.allocator.internal.MemoryOwner;
 
@@ -24,7 +23,6 @@ import lmcache4j.allocator.internal.MemoryOwner;
  * pin and unpin take no lock.
  */
 public final class MemoryObj {
-    private static final AtomicLong IDS = new AtomicLong();
     private static final VarHandle STATE;
 
     static {
@@ -60,6 +58,7 @@ public final class MemoryObj {
      * Made by allocators only.
      *
      * @param owner          the allocator the memory goes back to
+     * @param id             the allocation's id, unique in the process (see {@code IdSequence})
      * @param address        the slice's offset in the owner's address space
      * @param physicalSize   bytes reserved for the object (alignment or page included)
      * @param segment        the object's bytes: exactly {@code shape × dtype} long
@@ -67,7 +66,7 @@ public final class MemoryObj {
      * @param allocationSite where it was allocated, when leak debugging records it; else null
      * @param ledgerEntry    the owner's bookkeeping record of this allocation, or null
      */
-    public MemoryObj(MemoryOwner owner, long address, long physicalSize, TensorShape shape, DType dtype,
+    public MemoryObj(MemoryOwner owner, long id, long address, long physicalSize, TensorShape shape, DType dtype,
                      MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite,
                      Object ledgerEntry) {
         this.owner = Objects.requireNonNull(owner, "owner");
@@ -80,7 +79,7 @@ public final class MemoryObj {
         this.privateArena = privateArena;
         this.allocationSite = allocationSite;
         this.ledgerEntry = ledgerEntry;
-        this.id = IDS.incrementAndGet();
+        this.id = id;
     }
 
     // ---- lifecycle --------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.IdSequence;
 import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
@@ -47,6 +48,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     private final int[] ring;
     private int head;
     private int freePages;
+    private final IdSequence ids = new IdSequence();
     private final AllocationLedger ledger;
     private final LongAdder pinned = new LongAdder();
     private long allocations;
@@ -270,7 +272,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
         } else {
             segment = region.asSlice(page * pageSize, raw); // a partial chunk sees only its bytes
         }
-        MemoryObj obj = new MemoryObj(this, page * pageSize, pageSize, shape, dtype, format, segment, own, site, null);
+        MemoryObj obj = new MemoryObj(this, ids.next(), page * pageSize, pageSize, shape, dtype, format, segment, own, site, null);
         ledger.add(page, obj);
         return obj;
     }

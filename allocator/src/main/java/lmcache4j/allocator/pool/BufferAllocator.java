@@ -17,6 +17,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.IdSequence;
 import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.MemoryOwner;
 
@@ -30,6 +31,7 @@ import lmcache4j.allocator.internal.MemoryOwner;
 public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
     private final String name;
     private final ReentrantLock lock = new ReentrantLock();
+    private final IdSequence ids = new IdSequence();
     private final AllocationLedger ledger = AllocationLedger.linked();
     private final LongAdder pinned = new LongAdder();
     private long allocations;
@@ -62,7 +64,7 @@ public final class BufferAllocator implements MemoryAllocator, MemoryOwner {
         lock.lock();
         try {
             ensureOpen();
-            MemoryObj obj = new MemoryObj(this, 0, bytes, shape, dtype, format, Arena.ofAuto().allocate(bytes, 8), null, null,
+            MemoryObj obj = new MemoryObj(this, ids.next(), 0, bytes, shape, dtype, format, Arena.ofAuto().allocate(bytes, 8), null, null,
                     ledger.newEntry(0));
             ledger.add(0, obj);
             allocations++;

@@ -20,6 +20,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.internal.AllocationLedger;
+import lmcache4j.allocator.internal.IdSequence;
 import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
@@ -49,6 +50,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private final boolean strict;
     private final ReentrantLock lock = new ReentrantLock();
     private final FreeBlockIndex free = new FreeBlockIndex();
+    private final IdSequence ids = new IdSequence();
     private final AllocationLedger ledger = AllocationLedger.linked();
     private final Regions regions = new Regions();
     private final LongAdder pinned = new LongAdder();
@@ -297,7 +299,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
         } else {
             segment = regions.slice(offset, raw);
         }
-        MemoryObj obj = new MemoryObj(this, offset, physical, shape, dtype, format, segment, own, site,
+        MemoryObj obj = new MemoryObj(this, ids.next(), offset, physical, shape, dtype, format, segment, own, site,
                 ledger.newEntry(slot(offset)));
         ledger.add(slot(offset), obj);
         return obj;

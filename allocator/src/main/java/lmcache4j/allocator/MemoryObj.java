@@ -283,22 +283,6 @@ public final class MemoryObj {
         return ledgerEntry;
     }
 
-    /**
-     * Marks the memory as gone without a release, for an owner reclaiming an object that became
-     * unreachable while still referenced or one the owner frees on close. Returns false when it
-     * was already released.
-     */
-    public boolean forceRelease() {
-        long s;
-        do {
-            s = (long) STATE.getVolatile(this);
-            if (s < 0) {
-                return false;
-            }
-        } while (!STATE.compareAndSet(this, s, RELEASED));
-        return true;
-    }
-
     private static long refs(long s) {
         return s & COUNT_MASK;
     }

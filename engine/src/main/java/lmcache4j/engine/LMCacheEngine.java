@@ -173,7 +173,8 @@ public final class LMCacheEngine implements AutoCloseable {
      *
      * @param mask           null, or one entry per token of the form F…FT…T (Falses a multiple of the chunk size)
      * @param requestConfigs the request's configs; {@code lmcache.tag.*} entries tag the keys
-     * @return the number of tokens stored (a prefix of those asked for when memory ran out)
+     * @return the number of tokens newly stored: chunks already cached are skipped, and when memory
+     *         runs out only the chunks before that point are stored
      */
     public int store(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping, Map<String, String> requestConfigs) {
         ensureOpen("store");
@@ -381,15 +382,12 @@ public final class LMCacheEngine implements AutoCloseable {
         }
         int requestedTokens = requested;
         int retrievedTokens = found.stream().mapToInt(ChunkRange::length).sum();
-        LayerwiseRetrieve[] self = new LayerwiseRetrieve[1];
-        self[0] = new LayerwiseRetrieve(connector, kv, slotMapping, tokens.length, found, byLayer, copier(), () -> {
+        return new LayerwiseRetrieve(connector, kv, slotMapping, tokens.length, found, byLayer, copier(), copied -> {
             if (lookupId != null) {
                 lookupUnpin(lookupId);
             }
-            long copied = self[0] == null ? 0 : self[0].copiedBytes();
             metrics.recordRetrieve(requestedTokens, retrievedTokens, copied, 0, System.nanoTime() - started);
         });
-        return self[0];
     }
 
     private java.util.concurrent.Executor copier() {

@@ -27,14 +27,14 @@ public final class LayerwiseRetrieve implements AutoCloseable {
     private final List<List<MemoryObj>> objs;
     private final Executor copier;
     private final boolean[] loaded;
-    private final Runnable onDone;
+    private final java.util.function.LongConsumer onDone;
     private int nextLayer;
     private CompletableFuture<Long> inFlight;
     private long copiedBytes;
     private boolean released;
 
     LayerwiseRetrieve(KvConnector connector, PagedKvCache kv, long[] slots, int tokenCount, List<ChunkRange> chunks,
-                      List<List<MemoryObj>> objs, Executor copier, Runnable onDone) {
+                      List<List<MemoryObj>> objs, Executor copier, java.util.function.LongConsumer onDone) {
         this.connector = connector;
         this.kv = kv;
         this.slots = slots;
@@ -120,7 +120,7 @@ public final class LayerwiseRetrieve implements AutoCloseable {
             inFlight.exceptionally(e -> 0L).join();
         } finally {
             objs.forEach(layer -> layer.forEach(MemoryObj::release));
-            onDone.run();
+            onDone.accept(copiedBytes);
         }
     }
 }

@@ -48,14 +48,6 @@ final class Regions {
         return end;
     }
 
-    int count() {
-        return count;
-    }
-
-    HostArena arena(int i) {
-        return arenas[i];
-    }
-
     /** Closes every region, keeping the first failure and going on with the rest. */
     void closeAll() {
         RuntimeException first = null;

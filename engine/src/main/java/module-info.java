@@ -13,6 +13,8 @@ module lmcache4j.engine {
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.metrics;
+    exports lmcache4j.engine.remote;
+    exports lmcache4j.engine.remote.fs;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.policy;

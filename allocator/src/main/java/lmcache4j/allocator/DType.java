@@ -105,6 +105,9 @@ public enum DType {
      * @throws IllegalArgumentException for a code outside 0..8
      */
     public static Optional<DType> fromMetadataCode(int code) {
+        if (code < 0) { // types without a code are stored as -1: never match them
+            throw new IllegalArgumentException("unknown dtype code " + code + " in remote metadata; valid: 0-8");
+        }
         if (code == METADATA_CODE_NONE) {
             return Optional.empty();
         }

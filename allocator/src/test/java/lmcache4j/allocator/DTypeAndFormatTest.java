@@ -32,6 +32,7 @@ class DTypeAndFormatTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DType.fromKeyName("fp4"));
         assertTrue(e.getMessage().contains("'fp4'") && e.getMessage().contains("bfloat16"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> DType.fromMetadataCode(9));
+        assertThrows(IllegalArgumentException.class, () -> DType.fromMetadataCode(-1), "-1 marks types without a code");
         assertThrows(IllegalStateException.class, DType.INT32::metadataCode);
     }
 

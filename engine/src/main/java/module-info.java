@@ -7,6 +7,7 @@ module lmcache4j.engine {
     requires org.agrona;
     requires HdrHistogram;
     requires org.snakeyaml.engine.v2;
+    requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
@@ -17,5 +18,6 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote.fs;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
+    exports lmcache4j.engine.storage.disk;
     exports lmcache4j.engine.storage.policy;
 }

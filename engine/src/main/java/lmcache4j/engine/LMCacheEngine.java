@@ -6,18 +6,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
 
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
-import lmcache4j.allocator.pool.LazyGrowingAllocator;
-import lmcache4j.allocator.pool.MixedMemoryAllocator;
-import lmcache4j.allocator.tensor.TensorMemoryAllocator;
-import lmcache4j.cuda.posix.Posix;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
@@ -108,61 +101,22 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        MemoryAllocator pool = cpuPool(config, metadata);
+        MemoryAllocator pool = EngineTiers.cpuPool(config, metadata);
         LocalCpuBackend cpu = new LocalCpuBackend(pool, config.cachePolicy(), config.localCpu(), config.blockingTimeoutSecs());
-        StorageManager storage = new StorageManager(cpu, extraTiers);
+        List<StorageBackend> tiers = new ArrayList<>();
+        try {
+            EngineTiers.diskTier(config, metadata, cpu).ifPresent(tiers::add);
+        } catch (RuntimeException e) {
+            cpu.close();
+            throw e;
+        }
+        tiers.addAll(extraTiers);
+        StorageManager storage = new StorageManager(cpu, tiers);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
                 + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + pool.stats().capacityBytes()
                 + " bytes, copies on " + connector.executorName() + ", chunk " + config.chunkSize() + " tokens");
         return engine;
-    }
-
-    private static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {
-        long bytes = config.maxLocalCpuSizeBytes();
-        long chunk = metadata.chunkBytes(config.chunkSize());
-        if (bytes < chunk) {
-            throw new IllegalArgumentException("max_local_cpu_size " + config.maxLocalCpuSizeGb() + " GB holds no full chunk of "
-                    + chunk + " bytes (" + metadata.numLayers() + " layers × " + config.chunkSize() + " tokens)");
-        }
-        // Prefaulted at start (as pinned memory is): first writes would otherwise pay page faults inside stores.
-        HostArenaOptions options = HostArenaOptions.DEFAULT.withHugePages(true).withPrefault(true);
-        OptionalInt node = numaNode(config, metadata);
-        if (node.isPresent()) {
-            options = options.withNumaNode(node.getAsInt());
-        }
-        HostArenaOptions arenaOptions = options;
-        MemoryAllocator kv;
-        if (config.enableLazyMemoryAllocator() && config.maxLocalCpuSizeGb() > config.lazyMemorySafeSizeGb()) {
-            kv = new LazyGrowingAllocator("LocalCPUBackend", bytes, TensorMemoryAllocator.DEFAULT_ALIGNMENT,
-                    config.lazyMemoryInitialRatio(), config.lazyMemoryStepRatio(), config.lazyMemoryExpandTriggerRatio(),
-                    size -> HostArena.allocate(size, arenaOptions));
-        } else {
-            kv = TensorMemoryAllocator.create("LocalCPUBackend", HostArena.allocate(bytes, arenaOptions),
-                    TensorMemoryAllocator.DEFAULT_ALIGNMENT);
-        }
-        return new MixedMemoryAllocator("LocalCPUBackend", kv);
-    }
-
-    /** {@code numa_mode}: none; {@code auto} = the node this thread runs on; {@code manual} = extra_config mapping. */
-    private static OptionalInt numaNode(LMCacheEngineConfig config, ModelMetadata metadata) {
-        Optional<String> mode = config.numaMode();
-        if (mode.isEmpty()) {
-            return OptionalInt.empty();
-        }
-        if (mode.get().equals("auto")) {
-            return OptionalInt.of(Posix.getcpu().node());
-        }
-        Object mapping = config.extra("gpu_to_numa_mapping").orElseThrow(() -> new IllegalArgumentException(
-                "numa_mode manual needs extra_config.gpu_to_numa_mapping (device index → NUMA node)"));
-        if (mapping instanceof Map<?, ?> m) {
-            Object node = m.get(String.valueOf(metadata.workerId()));
-            if (node instanceof Number n) {
-                return OptionalInt.of(n.intValue());
-            }
-        }
-        throw new IllegalArgumentException("extra_config.gpu_to_numa_mapping has no node for device "
-                + metadata.workerId() + ": " + mapping);
     }
 
     // ---- store ------------------------------------------------------------------------------
@@ -255,36 +209,40 @@ public final class LMCacheEngine implements AutoCloseable {
         long started = System.nanoTime();
         boolean[] loaded = new boolean[tokens.length];
         List<ChunkRange> ranges = ranges(tokens, mask, requestConfigs);
-        List<CacheKey> keys = new ArrayList<>(ranges.size());
         int requested = 0;
         for (ChunkRange r : ranges) {
-            keys.add(r.key());
             requested += r.length();
         }
-        List<MemoryObj> objs = List.of();
         long copied = 0;
         long copyNanos = 0;
         int retrieved = 0;
         try {
-            objs = storage.batchedGet(keys);
-            long t0 = System.nanoTime();
-            for (int i = 0; i < objs.size(); i++) {
-                ChunkRange range = ranges.get(i);
-                MemoryObj obj = objs.get(i);
-                TensorShape expected = KvConnector.chunkShape(kv, range.length());
-                if (!obj.shape().equals(expected) || obj.dtype() != kv.dtype() || obj.format() != KvConnector.chunkFormat(kv)) {
-                    LOG.log(Level.WARNING, "retrieve stops at token " + range.start() + ": stored " + obj
-                            + " does not fit this cache (expected " + expected + ")");
+            // One chunk at a time: a chunk read from a lower tier needs CPU memory, so holding the
+            // whole prefix at once could wait for memory that only this retrieve holds.
+            for (ChunkRange range : ranges) {
+                Optional<MemoryObj> found = storage.get(range.key());
+                if (found.isEmpty()) {
                     break;
                 }
-                copied += connector.toPaged(obj, kv, slotMapping, range.start(), range.end());
+                MemoryObj obj = found.get();
+                try {
+                    TensorShape expected = KvConnector.chunkShape(kv, range.length());
+                    if (!obj.shape().equals(expected) || obj.dtype() != kv.dtype() || obj.format() != KvConnector.chunkFormat(kv)) {
+                        LOG.log(Level.WARNING, "retrieve stops at token " + range.start() + ": stored " + obj
+                                + " does not fit this cache (expected " + expected + ")");
+                        break;
+                    }
+                    long t0 = System.nanoTime();
+                    copied += connector.toPaged(obj, kv, slotMapping, range.start(), range.end());
+                    connector.finish(); // the object goes back below: its copy must be done
+                    copyNanos += System.nanoTime() - t0;
+                } finally {
+                    obj.release();
+                }
                 java.util.Arrays.fill(loaded, range.start(), range.end(), true);
                 retrieved += range.length();
             }
-            connector.finish();
-            copyNanos = System.nanoTime() - t0;
         } finally {
-            objs.forEach(MemoryObj::release);
             if (lookupId != null) {
                 lookupUnpin(lookupId);
             }

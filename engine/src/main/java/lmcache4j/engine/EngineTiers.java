@@ -1,0 +1,94 @@
+package lmcache4j.engine;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+import lmcache4j.allocator.MemoryAllocator;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.pool.LazyGrowingAllocator;
+import lmcache4j.allocator.pool.MixedMemoryAllocator;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.cuda.posix.Posix;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.storage.StorageBackend;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+
+/** Builds an engine's tiers from its config: the CPU pool (and its memory) and the disk tier. */
+final class EngineTiers {
+    private EngineTiers() {
+    }
+
+    /**
+     * The disk tier when {@code local_disk} and {@code max_local_disk_size} are set: with several
+     * directories, worker {@code i} takes directory {@code i mod n} ({@code local_disk_path_sharding:
+     * by_gpu}). {@code extra_config}: {@code use_odirect} (LMCache's), and lmcache4j's
+     * {@code local_disk.fsync} (default false), {@code local_disk.io_threads} (4, as LMCache) and
+     * {@code local_disk.max_queued_puts} (64).
+     */
+    static Optional<StorageBackend> diskTier(LMCacheEngineConfig config, ModelMetadata metadata, LocalCpuBackend cpu) {
+        List<java.nio.file.Path> dirs = config.localDiskPaths();
+        if (dirs.isEmpty() || config.maxLocalDiskSizeBytes() <= 0) {
+            return Optional.empty();
+        }
+        java.nio.file.Path dir = dirs.get(metadata.workerId() % dirs.size());
+        try {
+            lmcache4j.engine.storage.disk.ChunkFiles files = new lmcache4j.engine.storage.disk.ChunkFiles(dir,
+                    config.extraBoolean("use_odirect", false), config.extraBoolean("local_disk.fsync", false));
+            return Optional.of(new lmcache4j.engine.storage.disk.LocalDiskBackend(files, cpu, config.maxLocalDiskSizeBytes(),
+                    config.cachePolicy(), (int) config.extraDouble("local_disk.io_threads", 4),
+                    (int) config.extraDouble("local_disk.max_queued_puts", 64)));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot open the disk tier at " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {
+        long bytes = config.maxLocalCpuSizeBytes();
+        long chunk = metadata.chunkBytes(config.chunkSize());
+        if (bytes < chunk) {
+            throw new IllegalArgumentException("max_local_cpu_size " + config.maxLocalCpuSizeGb() + " GB holds no full chunk of "
+                    + chunk + " bytes (" + metadata.numLayers() + " layers × " + config.chunkSize() + " tokens)");
+        }
+        // Prefaulted at start (as pinned memory is): first writes would otherwise pay page faults inside stores.
+        HostArenaOptions options = HostArenaOptions.DEFAULT.withHugePages(true).withPrefault(true);
+        OptionalInt node = numaNode(config, metadata);
+        if (node.isPresent()) {
+            options = options.withNumaNode(node.getAsInt());
+        }
+        HostArenaOptions arenaOptions = options;
+        MemoryAllocator kv;
+        if (config.enableLazyMemoryAllocator() && config.maxLocalCpuSizeGb() > config.lazyMemorySafeSizeGb()) {
+            kv = new LazyGrowingAllocator("LocalCPUBackend", bytes, TensorMemoryAllocator.DEFAULT_ALIGNMENT,
+                    config.lazyMemoryInitialRatio(), config.lazyMemoryStepRatio(), config.lazyMemoryExpandTriggerRatio(),
+                    size -> HostArena.allocate(size, arenaOptions));
+        } else {
+            kv = TensorMemoryAllocator.create("LocalCPUBackend", HostArena.allocate(bytes, arenaOptions),
+                    TensorMemoryAllocator.DEFAULT_ALIGNMENT);
+        }
+        return new MixedMemoryAllocator("LocalCPUBackend", kv);
+    }
+
+    /** {@code numa_mode}: none; {@code auto} = the node this thread runs on; {@code manual} = extra_config mapping. */
+    private static OptionalInt numaNode(LMCacheEngineConfig config, ModelMetadata metadata) {
+        Optional<String> mode = config.numaMode();
+        if (mode.isEmpty()) {
+            return OptionalInt.empty();
+        }
+        if (mode.get().equals("auto")) {
+            return OptionalInt.of(Posix.getcpu().node());
+        }
+        Object mapping = config.extra("gpu_to_numa_mapping").orElseThrow(() -> new IllegalArgumentException(
+                "numa_mode manual needs extra_config.gpu_to_numa_mapping (device index → NUMA node)"));
+        if (mapping instanceof Map<?, ?> m) {
+            Object node = m.get(String.valueOf(metadata.workerId()));
+            if (node instanceof Number n) {
+                return OptionalInt.of(n.intValue());
+            }
+        }
+        throw new IllegalArgumentException("extra_config.gpu_to_numa_mapping has no node for device "
+                + metadata.workerId() + ": " + mapping);
+    }
+}

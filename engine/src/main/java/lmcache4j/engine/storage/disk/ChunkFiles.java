@@ -1,0 +1,492 @@
+package lmcache4j.engine.storage.disk;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.OpenOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
+
+import com.sun.nio.file.ExtendedOpenOption;
+
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.CacheKeys;
+
+/**
+ * The file layer of the local disk tier: one file per chunk in one directory.
+ *
+ * <p>A file is a {@link ChunkFileHeader#BYTES 4 KiB} header (layout in {@link ChunkFileFormat})
+ * followed by the payload, zero-padded to a 4 KiB multiple, so that the header, the aligned body
+ * and the last (bounce-buffered) block can all be transferred with O_DIRECT. Every file is written
+ * the same way whether or not O_DIRECT is used, so either mode reads the other's files.
+ *
+ * <p>Writes go to {@code <name>.lmc.tmp-<pid>-<n>}, are fsynced when asked, then renamed over
+ * {@link #pathFor(CacheKey)} atomically: a reader or a restart sees either no file or a complete
+ * one. {@link #recover()} deletes the temp files a crash leaves behind. Payload CRC32C is checked on
+ * every read, not at recovery.
+ *
+ * <p>Whether O_DIRECT is used is decided once, in the constructor, by a probe write and read. It is
+ * still skipped for an object whose memory is not 4 KiB-aligned (then that one transfer is
+ * buffered). Payload bytes go straight between the object's off-heap segment and the file; only
+ * the header and the payload's last partial block pass through a small per-thread aligned buffer.
+ *
+ * <p>Thread-safe: concurrent writes and reads of different or equal keys are fine (the last
+ * rename wins). {@link #recover()} must run before writes start: it deletes every temp file.
+ */
+public final class ChunkFiles {
+    private static final System.Logger LOG = System.getLogger(ChunkFiles.class.getName());
+    private static final int ALIGN = ChunkFileHeader.ALIGNMENT;
+    /** Largest single transfer: a multiple of the alignment that a ByteBuffer can hold. */
+    private static final long MAX_TRANSFER = 1L << 30;
+    private static final long PID = ProcessHandle.current().pid();
+    private static final AtomicLong TEMP_SEQUENCE = new AtomicLong();
+    /** Per thread: [0, 4096) the header, [4096, 8192) the tail block. 4 KiB-aligned. */
+    private static final ThreadLocal<MemorySegment> SCRATCH =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(2L * ALIGN, ALIGN));
+    private static final Set<OpenOption> WRITE_BUFFERED =
+            Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+    private static final Set<OpenOption> WRITE_DIRECT = Set.of(StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
+    private static final Set<OpenOption> READ_BUFFERED = Set.of(StandardOpenOption.READ);
+    private static final Set<OpenOption> READ_DIRECT = Set.of(StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+
+    private final Path directory;
+    private final boolean fsync;
+    private final boolean directIo;
+    private final String ioDescription;
+    private final UnaryOperator<Path> tempPathOf;
+
+    /**
+     * Opens (creating if needed) the chunk directory and decides whether O_DIRECT is used.
+     *
+     * @param directory  the directory of chunk files
+     * @param useODirect whether to use O_DIRECT when this file system supports it
+     * @param fsync      whether each write is fsynced (file and directory) before it returns
+     * @throws UncheckedIOException naming the directory when it cannot be created or written
+     */
+    public ChunkFiles(Path directory, boolean useODirect, boolean fsync) {
+        this(directory, useODirect, fsync,
+                target -> target.resolveSibling(target.getFileName() + ".tmp-" + PID + "-" + TEMP_SEQUENCE.incrementAndGet()));
+    }
+
+    /** For tests: {@code tempPathOf} maps a final path to the temp file a write goes through. */
+    ChunkFiles(Path directory, boolean useODirect, boolean fsync, UnaryOperator<Path> tempPathOf) {
+        this.directory = Objects.requireNonNull(directory, "directory").toAbsolutePath().normalize();
+        this.fsync = fsync;
+        this.tempPathOf = Objects.requireNonNull(tempPathOf, "tempPathOf");
+        try {
+            Files.createDirectories(this.directory);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the chunk directory " + this.directory + ": " + describe(e), e);
+        }
+        if (!Files.isDirectory(this.directory)) {
+            throw new UncheckedIOException(new IOException("the chunk directory " + this.directory + " is not a directory"));
+        }
+        Probe probe = probe(this.directory, useODirect);
+        this.directIo = probe.direct();
+        this.ioDescription = probe.description();
+        LOG.log(System.Logger.Level.INFO, "chunk files in {0}: {1}", this.directory, ioDescription);
+    }
+
+    private record Probe(boolean direct, String description) {
+    }
+
+    /** Checks that the directory takes a file, then whether O_DIRECT works in it. */
+    private static Probe probe(Path dir, boolean useODirect) {
+        Path file = dir.resolve(".probe" + ChunkFileNames.TEMP_MARKER + PID + "-" + TEMP_SEQUENCE.incrementAndGet());
+        String fsType = "unknown file system";
+        long blockSize = -1;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(2L * ALIGN, ALIGN);
+            for (int i = 0; i < ALIGN; i++) {
+                buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+            }
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                writeFully(ch, buf.asSlice(0, ALIGN), 0);
+            } catch (IOException e) {
+                throw new UncheckedIOException("the chunk directory " + dir + " is not writable: writing the probe file "
+                        + file + " failed: " + describe(e), e);
+            }
+            if (!useODirect) {
+                return new Probe(false, "buffered I/O (O_DIRECT not requested)");
+            }
+            try {
+                FileStore store = Files.getFileStore(file);
+                fsType = store.type();
+                blockSize = store.getBlockSize();
+            } catch (IOException | UnsupportedOperationException e) {
+                return new Probe(false, "buffered I/O (O_DIRECT requested, but the file system's block size is unknown: "
+                        + describe(e) + ")");
+            }
+            if (blockSize <= 0 || blockSize > ALIGN || ALIGN % blockSize != 0) {
+                return new Probe(false, "buffered I/O (O_DIRECT requested, but " + fsType + "'s block size " + blockSize
+                        + " does not divide the " + ALIGN + "-byte alignment of chunk files)");
+            }
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                    ExtendedOpenOption.DIRECT)) {
+                writeFully(ch, buf.asSlice(0, ALIGN), 0);
+                MemorySegment back = buf.asSlice(ALIGN, ALIGN);
+                back.fill((byte) 0);
+                if (readFully(ch, back, 0) != ALIGN || back.mismatch(buf.asSlice(0, ALIGN)) != -1) {
+                    return new Probe(false, "buffered I/O (O_DIRECT requested, but an aligned write/read on " + fsType
+                            + " did not read back what it wrote)");
+                }
+                return new Probe(true, "direct I/O (O_DIRECT probe succeeded on " + fsType + ", block size " + blockSize + ")");
+            } catch (IOException | UnsupportedOperationException e) {
+                return new Probe(false, "buffered I/O (O_DIRECT requested, but the probe on " + fsType + " failed: "
+                        + describe(e) + ")");
+            }
+        } finally {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                LOG.log(System.Logger.Level.WARNING, "cannot delete the probe file " + file + ": " + describe(e));
+            }
+        }
+    }
+
+    /** The chunk directory (absolute). */
+    public Path directory() {
+        return directory;
+    }
+
+    /** Whether transfers use O_DIRECT (decided once by the constructor's probe). */
+    public boolean directIo() {
+        return directIo;
+    }
+
+    /** Which I/O mode is used and why, as logged at start. */
+    public String ioDescription() {
+        return ioDescription;
+    }
+
+    /** Whether each write is fsynced before it returns. */
+    public boolean fsync() {
+        return fsync;
+    }
+
+    /**
+     * The file of {@code key}: {@code <dir>/<key string, '/' → '-', other unsafe characters
+     * escaped>.lmc}. Injective (see {@link ChunkFileNames}).
+     */
+    public Path pathFor(CacheKey key) {
+        return directory.resolve(ChunkFileNames.fileName(key.toKeyString()));
+    }
+
+    /**
+     * Writes {@code obj}'s bytes and metadata as {@code key}'s chunk file: header and payload to a
+     * temp file, fsync if enabled, atomic rename onto {@link #pathFor(CacheKey)} (replacing an older
+     * file of the key). The caller keeps its reference to {@code obj} for the duration.
+     *
+     * @return the bytes the file takes on disk
+     * @throws IOException naming the file, the operation and the cause; the temp file is gone
+     */
+    public long write(CacheKey key, MemoryObj obj) throws IOException {
+        Path target = pathFor(key);
+        MemorySegment payload = obj.segment();
+        long length = payload.byteSize();
+        MemorySegment scratch = SCRATCH.get();
+        ChunkFileFormat.encode(scratch, key.toKeyString().getBytes(StandardCharsets.UTF_8), obj.format(), obj.dtype(),
+                obj.shape(), length, ChunkFileFormat.crc32c(payload));
+        long body = length & -(long) ALIGN;
+        long tail = length - body;
+        long fileBytes = ChunkFileHeader.BYTES + body + (tail == 0 ? 0 : ALIGN);
+        boolean direct = directIo && payload.address() % ALIGN == 0;
+        Path temp = tempPathOf.apply(target);
+        String step = "creating the temp file";
+        boolean renamed = false;
+        try {
+            try (FileChannel ch = FileChannel.open(temp, direct ? WRITE_DIRECT : WRITE_BUFFERED)) {
+                step = "writing the header";
+                writeFully(ch, scratch.asSlice(0, ALIGN), 0);
+                step = "writing the payload";
+                writeFully(ch, payload.asSlice(0, body), ChunkFileHeader.BYTES);
+                if (tail != 0) {
+                    MemorySegment block = scratch.asSlice(ALIGN, ALIGN);
+                    MemorySegment.copy(payload, body, block, 0, tail);
+                    block.asSlice(tail).fill((byte) 0);
+                    writeFully(ch, block, ChunkFileHeader.BYTES + body);
+                }
+                if (fsync) {
+                    step = "fsyncing the temp file";
+                    ch.force(true);
+                }
+                step = "closing the temp file";
+            }
+            step = "renaming the temp file onto the chunk file";
+            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            renamed = true;
+            if (fsync) {
+                step = "fsyncing the directory after the rename";
+                try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
+                    dir.force(true);
+                }
+            }
+            return fileBytes;
+        } catch (IOException e) {
+            // Not durable, so not written: leave neither the temp file nor an unsynced final file.
+            discard(renamed ? target : temp, e);
+            throw new IOException("cannot write chunk file " + target + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
+                    + step + " failed (temp file " + temp + "): " + describe(e), e);
+        } catch (RuntimeException | Error e) {
+            discard(renamed ? target : temp, e);
+            throw e;
+        }
+    }
+
+    private static void discard(Path file, Throwable failure) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException suppressed) {
+            failure.addSuppressed(suppressed);
+        }
+    }
+
+    /**
+     * Reads and checks a file's header.
+     *
+     * @return the header, or empty when {@code file} is not a valid lmcache4j chunk file (no magic,
+     *         another version, a truncated or damaged header)
+     * @throws IOException naming the file when it cannot be opened or read
+     */
+    public Optional<ChunkFileHeader> readHeader(Path file) throws IOException {
+        ChunkFileFormat.Parsed parsed = inspect(file);
+        return parsed.verdict() == ChunkFileFormat.Verdict.VALID ? Optional.of(parsed.header()) : Optional.empty();
+    }
+
+    /** Reads and decodes the header of {@code file}, saying why it is not valid. */
+    ChunkFileFormat.Parsed inspect(Path file) throws IOException {
+        MemorySegment scratch = SCRATCH.get().asSlice(0, ALIGN);
+        try (FileChannel ch = FileChannel.open(file, READ_BUFFERED)) {
+            return ChunkFileFormat.decode(scratch, readFully(ch, scratch, 0));
+        } catch (IOException e) {
+            throw new IOException("cannot read the header of chunk file " + file + ": " + describe(e), e);
+        }
+    }
+
+    /**
+     * Reads the payload of {@code file} into the first {@code header.payloadLength()} bytes of
+     * {@code dst.segment()} and verifies its CRC32C. The header on disk is read again (from the same
+     * open file) and must match {@code header}, so a file replaced since the index learnt of it is
+     * caught.
+     *
+     * @throws CorruptChunkException on a checksum mismatch, a truncated file or a header that no
+     *                               longer matches; the caller deletes the file and counts a miss
+     * @throws IOException           naming the file when it cannot be opened or read (for example
+     *                               deleted meanwhile)
+     * @throws IllegalArgumentException when {@code dst} is smaller than the payload
+     */
+    public void readPayload(Path file, ChunkFileHeader header, MemoryObj dst) throws IOException, CorruptChunkException {
+        MemorySegment target = dst.segment();
+        long length = header.payloadLength();
+        if (target.byteSize() < length) {
+            throw new IllegalArgumentException("cannot read chunk file " + file + " into " + dst + ": its payload is "
+                    + length + " bytes, the object holds " + target.byteSize());
+        }
+        MemorySegment scratch = SCRATCH.get();
+        boolean direct = directIo && target.address() % ALIGN == 0;
+        long body = length & -(long) ALIGN;
+        long tail = length - body;
+        String step = "opening";
+        try (FileChannel ch = FileChannel.open(file, direct ? READ_DIRECT : READ_BUFFERED)) {
+            step = "reading the size of";
+            long size = ch.size();
+            if (size != header.fileBytes()) {
+                throw new CorruptChunkException(file, "it is " + size + " bytes, its header says " + header.fileBytes()
+                        + " (truncated or overwritten)");
+            }
+            step = "reading the header of";
+            MemorySegment head = scratch.asSlice(0, ALIGN);
+            ChunkFileFormat.Parsed onDisk = ChunkFileFormat.decode(head, readFully(ch, head, 0));
+            if (onDisk.verdict() != ChunkFileFormat.Verdict.VALID) {
+                throw new CorruptChunkException(file, onDisk.reason());
+            }
+            ChunkFileHeader h = onDisk.header();
+            if (!h.keyString().equals(header.keyString()) || h.format() != header.format() || h.dtype() != header.dtype()
+                    || !h.shape().equals(header.shape()) || h.payloadLength() != length) {
+                throw new CorruptChunkException(file, "its header on disk " + h + " no longer matches the expected " + header);
+            }
+            step = "reading the payload of";
+            long got = readFully(ch, target.asSlice(0, body), ChunkFileHeader.BYTES);
+            if (got != body) {
+                throw new CorruptChunkException(file, "payload truncated at " + (ChunkFileHeader.BYTES + got) + " bytes");
+            }
+            if (tail != 0) {
+                MemorySegment block = scratch.asSlice(ALIGN, ALIGN);
+                if (readFully(ch, block, ChunkFileHeader.BYTES + body) < tail) {
+                    throw new CorruptChunkException(file, "payload truncated in its last block");
+                }
+                MemorySegment.copy(block, 0, target, body, tail);
+            }
+            int crc = ChunkFileFormat.crc32c(target.asSlice(0, length));
+            if (crc != h.crc32c()) {
+                throw new CorruptChunkException(file, String.format("payload CRC32C mismatch: header %08x, data %08x",
+                        h.crc32c(), crc));
+            }
+        } catch (IOException e) {
+            throw new IOException("cannot read chunk file " + file + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
+                    + step + " it failed: " + describe(e), e);
+        }
+    }
+
+    /**
+     * Scans the directory after a start: keeps every complete, valid chunk file and deletes the
+     * rest (temp files of unfinished writes, damaged or truncated files, files whose key does not
+     * parse or does not match their name, and files that are not ours). Subdirectories are left
+     * alone. Payload checksums are not verified here (they are on every read). Call before any
+     * write: temp files of writes in progress would be deleted too.
+     *
+     * @throws IOException naming the directory or file when listing, reading or deleting fails
+     */
+    public RecoveryReport recover() throws IOException {
+        List<RecoveredChunk> chunks = new ArrayList<>();
+        int partial = 0;
+        int corrupt = 0;
+        int foreign = 0;
+        try (DirectoryStream<Path> entries = listing()) {
+            for (Path file : entries) {
+                BasicFileAttributes attrs;
+                try {
+                    attrs = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                } catch (IOException e) {
+                    throw new IOException("cannot recover chunk directory " + directory + ": reading the attributes of "
+                            + file + " failed: " + describe(e), e);
+                }
+                if (attrs.isDirectory()) {
+                    continue;
+                }
+                String name = file.getFileName().toString();
+                if (ChunkFileNames.isTemp(name)) {
+                    remove(file, "a partial write");
+                    partial++;
+                    continue;
+                }
+                if (!attrs.isRegularFile() || !name.endsWith(ChunkFileNames.SUFFIX)) {
+                    remove(file, "not an lmcache4j chunk file");
+                    foreign++;
+                    continue;
+                }
+                ChunkFileFormat.Parsed parsed = inspect(file);
+                if (parsed.verdict() == ChunkFileFormat.Verdict.FOREIGN) {
+                    remove(file, parsed.reason());
+                    foreign++;
+                    continue;
+                }
+                String problem = parsed.verdict() == ChunkFileFormat.Verdict.CORRUPT ? parsed.reason() : null;
+                CacheKey key = null;
+                if (problem == null) {
+                    try {
+                        key = CacheKeys.parse(parsed.header().keyString());
+                    } catch (IllegalArgumentException e) {
+                        problem = e.getMessage();
+                    }
+                }
+                if (problem == null && attrs.size() != parsed.header().fileBytes()) {
+                    problem = "it is " + attrs.size() + " bytes, its header says " + parsed.header().fileBytes();
+                }
+                if (problem == null && !pathFor(key).equals(file)) {
+                    problem = "its name does not match its key '" + parsed.header().keyString() + "'";
+                }
+                if (problem != null) {
+                    remove(file, problem);
+                    corrupt++;
+                    continue;
+                }
+                chunks.add(new RecoveredChunk(key, parsed.header(), file, attrs.size()));
+            }
+        } catch (DirectoryIteratorException e) {
+            throw new IOException("cannot recover chunk directory " + directory + ": listing it failed: "
+                    + describe(e.getCause()), e.getCause());
+        }
+        RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign);
+        LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial, "
+                + "{4} corrupt, {5} foreign files", directory, chunks.size(), report.totalBytes(), partial, corrupt, foreign);
+        return report;
+    }
+
+    /**
+     * Deletes a chunk file; a file already gone is not an error.
+     *
+     * @throws IOException naming the file when it exists and cannot be deleted
+     */
+    public void delete(Path file) throws IOException {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            throw new IOException("cannot delete chunk file " + file + ": " + describe(e), e);
+        }
+    }
+
+    private DirectoryStream<Path> listing() throws IOException {
+        try {
+            return Files.newDirectoryStream(directory);
+        } catch (IOException e) {
+            throw new IOException("cannot recover chunk directory " + directory + ": listing it failed: " + describe(e), e);
+        }
+    }
+
+    private void remove(Path file, String why) throws IOException {
+        LOG.log(System.Logger.Level.DEBUG, "removing {0} from the chunk directory: {1}", file, why);
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            throw new IOException("cannot recover chunk directory " + directory + ": deleting " + file + " (" + why
+                    + ") failed: " + describe(e), e);
+        }
+    }
+
+    /** Writes all of {@code src} at {@code position}, in transfers a ByteBuffer can hold. */
+    private static void writeFully(FileChannel ch, MemorySegment src, long position) throws IOException {
+        long done = 0;
+        long size = src.byteSize();
+        while (done < size) {
+            var bb = src.asSlice(done, Math.min(size - done, MAX_TRANSFER)).asByteBuffer();
+            while (bb.hasRemaining()) {
+                int n = ch.write(bb, position + done);
+                done += n;
+            }
+        }
+    }
+
+    /** Reads into {@code dst} from {@code position} until it is full or the file ends; returns the bytes read. */
+    private static long readFully(FileChannel ch, MemorySegment dst, long position) throws IOException {
+        long done = 0;
+        long size = dst.byteSize();
+        while (done < size) {
+            var bb = dst.asSlice(done, Math.min(size - done, MAX_TRANSFER)).asByteBuffer();
+            while (bb.hasRemaining()) {
+                int n = ch.read(bb, position + done);
+                if (n < 0) {
+                    return done;
+                }
+                done += n;
+            }
+        }
+        return done;
+    }
+
+    /** An exception as "Type: message", which for file-system errors names the file and the errno text. */
+    private static String describe(Throwable e) {
+        String msg = e.getMessage();
+        return e.getClass().getSimpleName() + (msg == null ? "" : ": " + msg);
+    }
+}

@@ -1,0 +1,124 @@
+package lmcache4j.engine.storage.disk;
+
+import static lmcache4j.engine.storage.TestChunks.chunk;
+import static lmcache4j.engine.storage.TestChunks.key;
+import static lmcache4j.engine.storage.TestChunks.keys;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.StorageManager;
+import lmcache4j.engine.storage.TestChunks;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LocalDiskBackendTest {
+    private static final long FILE_BYTES = 4096 + TestChunks.CHUNK_BYTES;
+
+    private static LocalDiskBackend disk(Path dir, LocalCpuBackend cpu, int chunks) throws IOException {
+        return new LocalDiskBackend(new ChunkFiles(dir, false, false), cpu, chunks * FILE_BYTES, "LRU", 2, 16);
+    }
+
+    private static void put(StorageManager storage, LocalCpuBackend cpu, int from, int to) {
+        List<MemoryObj> objs = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            objs.add(chunk(cpu, i, AllocationMode.EVICT).orElseThrow());
+        }
+        storage.batchedPut(keys(from, to), objs, Optional.empty());
+    }
+
+    @Test
+    void chunksSpillToDiskAndComeBackAfterARestart(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, 16);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            for (int i = 0; i < 8; i++) { // the CPU tier holds 4; the disk gets all 8
+                put(storage, cpu, i, i + 1);
+                disk.awaitPuts(); // a chunk being written is shared, so not evictable until then
+            }
+            assertEquals(8, disk.stats().chunks());
+            assertTrue(cpu.size() <= 4);
+            for (int i = 0; i < 8; i++) { // evicted chunks are read back from disk, one at a time
+                MemoryObj got = storage.get(key(i)).orElseThrow();
+                assertEquals(i, TestChunks.marker(got));
+                got.release();
+            }
+        }
+        // A new process: the index is rebuilt from the files.
+        LocalCpuBackend cpu2 = TestChunks.cpuTier(4, "LRU", 2);
+        LocalDiskBackend reopened = disk(dir, cpu2, 16);
+        try (StorageManager storage = new StorageManager(cpu2, List.of(reopened))) {
+            assertEquals(8, reopened.recovery().chunks().size());
+            assertEquals(8, storage.batchedContains(keys(0, 8), false).hits());
+            MemoryObj obj = storage.get(key(5)).orElseThrow();
+            assertEquals(5, TestChunks.marker(obj));
+            obj.release();
+        }
+    }
+
+    @Test
+    void aCorruptFileIsAMissThatDeletesItNeverCorruptKv(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, 8);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            put(storage, cpu, 0, 1);
+            disk.awaitPuts();
+            Path file = findChunkFile(dir);
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.wrap(new byte[] {42}), Files.size(file) - 100); // flip payload bytes
+            }
+            cpu.remove(key(0));
+            assertTrue(storage.get(key(0)).isEmpty(), "a checksum mismatch is a miss");
+            assertEquals(1, disk.stats().corruptReads());
+            assertFalse(Files.exists(file), "the corrupt file is deleted");
+            assertEquals(0, cpu.allocator().stats().liveObjects(), "and no reference leaked");
+        }
+    }
+
+    @Test
+    void theDirectoryNeverExceedsItsCapacity(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, 3);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            for (int i = 0; i < 6; i++) {
+                put(storage, cpu, i, i + 1);
+                disk.awaitPuts();
+                assertTrue(directoryBytes(dir) <= 3 * FILE_BYTES, "directory over capacity after chunk " + i);
+            }
+            assertEquals(3, disk.stats().chunks());
+            assertEquals(3, disk.stats().evictions());
+            assertFalse(disk.contains(key(0), false), "LRU evicted the oldest");
+            assertTrue(disk.contains(key(5), false));
+        }
+    }
+
+    private static Path findChunkFile(Path dir) throws IOException {
+        try (var files = Files.list(dir)) {
+            return files.filter(Files::isRegularFile).findFirst().orElseThrow();
+        }
+    }
+
+    private static long directoryBytes(Path dir) throws IOException {
+        try (var files = Files.list(dir)) {
+            return files.filter(Files::isRegularFile).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    return 0;
+                }
+            }).sum();
+        }
+    }
+}

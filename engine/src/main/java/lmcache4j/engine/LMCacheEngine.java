@@ -60,6 +60,7 @@ public final class LMCacheEngine implements AutoCloseable {
     private final EngineMetrics metrics;
     private final AllocationMode storeMode;
     private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
+    private final Map<String, Prefetched> prefetches = new ConcurrentHashMap<>();
     private volatile boolean closed;
     /** The thread that runs layerwise copies, so they overlap the caller's compute; made on first use. */
     private volatile java.util.concurrent.ExecutorService layerCopier;
@@ -199,7 +200,8 @@ public final class LMCacheEngine implements AutoCloseable {
      * Loads the longest stored prefix of {@code tokens} (from the mask's {@code False} prefix on)
      * into {@code kv} at {@code slotMapping}; tokens whose slot is -1 are left alone.
      *
-     * @param lookupId the id of a pinning {@link #lookup} of this request whose pins to release, or null
+     * @param lookupId the request's id, or null: the pins of its {@link #lookup} and the chunks its
+     *                 {@link #prefetch} holds are released at the end
      * @return one entry per token: true where KV was loaded
      */
     public boolean[] retrieve(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
@@ -245,6 +247,7 @@ public final class LMCacheEngine implements AutoCloseable {
         } finally {
             if (lookupId != null) {
                 lookupUnpin(lookupId);
+                releasePrefetch(lookupId);
             }
         }
         metrics.recordRetrieve(requested, retrieved, copied, copyNanos, System.nanoTime() - started);
@@ -366,6 +369,98 @@ public final class LMCacheEngine implements AutoCloseable {
         return c;
     }
 
+    // ---- prefetch ---------------------------------------------------------------------------
+
+    /** Objects a prefetch loaded and holds for its request until the retrieve or a cleanup. */
+    private static final class Prefetched {
+        private final List<MemoryObj> held = new ArrayList<>();
+        private boolean released;
+
+        synchronized void hold(MemoryObj obj) {
+            if (released) {
+                obj.release(); // the request was cleaned up while this chunk was loading
+            } else {
+                held.add(obj);
+            }
+        }
+
+        synchronized void release() {
+            released = true;
+            held.forEach(MemoryObj::release);
+            held.clear();
+        }
+    }
+
+    /**
+     * Loads the stored prefix of {@code tokens} from the disk tier into the CPU tier ahead of the
+     * retrieve, on the disk tier's I/O threads at prefetch priority. The loaded chunks are held for
+     * {@code requestId} (so they cannot be evicted before use) until {@link #retrieve} names the
+     * same id or {@link #releasePrefetch} is called. A chunk that is nowhere, or for which the CPU
+     * tier has no memory to spare, ends the prefix.
+     *
+     * @return the number of leading tokens in the CPU tier once the prefetch is done
+     */
+    public java.util.concurrent.CompletableFuture<Integer> prefetch(int[] tokens, Map<String, String> requestConfigs,
+                                                                    String requestId) {
+        ensureOpen("prefetch");
+        Objects.requireNonNull(tokens, "tokens");
+        Objects.requireNonNull(requestId, "requestId");
+        Optional<lmcache4j.engine.storage.disk.LocalDiskBackend> disk = storage.tier(
+                lmcache4j.engine.storage.disk.LocalDiskBackend.NAME).map(t -> (lmcache4j.engine.storage.disk.LocalDiskBackend) t);
+        Prefetched holder = new Prefetched();
+        Prefetched previous = prefetches.put(requestId, holder);
+        if (previous != null) {
+            previous.release();
+        }
+        List<ChunkRange> ranges = ranges(tokens, null, requestConfigs);
+        List<java.util.concurrent.CompletableFuture<Optional<MemoryObj>>> loads = new ArrayList<>();
+        List<ChunkRange> loading = new ArrayList<>();
+        for (ChunkRange range : ranges) {
+            if (storage.cpu().contains(range.key(), false)) {
+                loads.add(null); // already in the CPU tier
+            } else if (disk.isPresent() && disk.get().contains(range.key(), false)) {
+                loads.add(disk.get().prefetch(range.key()));
+            } else {
+                break;
+            }
+            loading.add(range);
+        }
+        java.util.concurrent.CompletableFuture<?>[] pending = loads.stream().filter(Objects::nonNull)
+                .toArray(java.util.concurrent.CompletableFuture[]::new);
+        return java.util.concurrent.CompletableFuture.allOf(pending).handle((ignored, failure) -> {
+            int tokensReady = 0;
+            boolean prefix = true;
+            for (int i = 0; i < loads.size(); i++) {
+                java.util.concurrent.CompletableFuture<Optional<MemoryObj>> load = loads.get(i);
+                if (load == null) { // already in the CPU tier
+                    if (prefix) {
+                        tokensReady = loading.get(i).end();
+                    }
+                    continue;
+                }
+                Optional<MemoryObj> obj = load.isCompletedExceptionally() ? Optional.empty() : load.join();
+                if (obj.isEmpty()) {
+                    prefix = false;
+                } else if (prefix) {
+                    storage.cpu().batchedSubmitPut(List.of(loading.get(i).key()), List.of(obj.get()));
+                    holder.hold(obj.get());
+                    tokensReady = loading.get(i).end();
+                } else {
+                    obj.get().release(); // loaded past a gap: not part of the prefix
+                }
+            }
+            return tokensReady;
+        });
+    }
+
+    /** Releases what a {@link #prefetch} holds for {@code requestId}; does nothing if it holds nothing. */
+    public void releasePrefetch(String requestId) {
+        Prefetched holder = prefetches.remove(requestId);
+        if (holder != null) {
+            holder.release();
+        }
+    }
+
     // ---- lookup -----------------------------------------------------------------------------
 
     /**
@@ -459,6 +554,9 @@ public final class LMCacheEngine implements AutoCloseable {
         closed = true;
         for (String id : List.copyOf(lookupPins.keySet())) {
             lookupUnpin(id);
+        }
+        for (String id : List.copyOf(prefetches.keySet())) {
+            releasePrefetch(id);
         }
         if (layerCopier != null) {
             layerCopier.shutdown();

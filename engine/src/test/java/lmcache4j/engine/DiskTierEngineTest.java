@@ -63,6 +63,33 @@ class DiskTierEngineTest {
         }
     }
 
+    @Test
+    void prefetchLoadsTheDiskPrefixIntoTheCpuTierAndHoldsItUntilTheRetrieve(@TempDir Path dir) throws Exception {
+        int[] tokens = SyntheticKv.tokens(128, 22); // 2 chunks: the whole CPU tier
+        long[] slots = SyntheticKv.slots(128, BLOCKS, 22);
+        try (Arena arena = Arena.ofShared(); LMCacheEngine engine = engine(dir)) {
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            SyntheticKv.compute(kv, tokens, slots, 0, 128);
+            engine.store(tokens, null, kv, slots, Map.of());
+            awaitDisk(engine);
+            assertEquals(128, engine.storage().cpu().clear(), "the CPU tier drops both chunks; the disk keeps them");
+            assertEquals(128, engine.prefetch(tokens, Map.of(), "req").get(10, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(2, engine.storage().cpu().size(), "the prefix is in the CPU tier now");
+            assertEquals(0, engine.storage().cpu().clear(), "and held for the request: not evictable");
+            PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+            assertTrue(allTrue(engine.retrieve(tokens, null, target, slots, Map.of(), "req")));
+            assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 128));
+            var stats = engine.storage().cpu().allocator().stats();
+            assertEquals(engine.storage().cpu().size(), stats.liveObjects(), "the retrieve released the prefetch");
+            // A request cleaned up without a retrieve releases what its prefetch loaded.
+            engine.storage().cpu().clear();
+            assertEquals(128, engine.prefetch(tokens, Map.of(), "abandoned").get(10, java.util.concurrent.TimeUnit.SECONDS));
+            engine.releasePrefetch("abandoned");
+            assertEquals(128, engine.storage().cpu().clear(), "released: evictable again");
+            assertEquals(0, engine.storage().cpu().allocator().stats().liveObjects());
+        }
+    }
+
     private static boolean allTrue(boolean[] mask) {
         for (boolean b : mask) {
             if (!b) {

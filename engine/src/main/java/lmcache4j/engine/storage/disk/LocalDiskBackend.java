@@ -314,6 +314,30 @@ public final class LocalDiskBackend implements StorageBackend {
      */
     @Override
     public Optional<MemoryObj> getBlocking(CacheKey key) {
+        return read(key, AllocationMode.EVICT_AND_WAIT);
+    }
+
+    /**
+     * Reads {@code key} into the CPU tier on an I/O thread ahead of a retrieve (prefetch priority,
+     * before deletes and puts). Completes with the object and a reference for the caller, or empty
+     * when the chunk is absent, unreadable, or the CPU tier has no memory to spare right now (a
+     * prefetch never waits for memory).
+     */
+    public java.util.concurrent.CompletableFuture<Optional<MemoryObj>> prefetch(CacheKey key) {
+        java.util.concurrent.CompletableFuture<Optional<MemoryObj>> result = new java.util.concurrent.CompletableFuture<>();
+        if (!io.submit(IoExecutor.Priority.PREFETCH, () -> {
+            try {
+                result.complete(read(key, AllocationMode.EVICT));
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
+            }
+        })) {
+            result.complete(Optional.empty());
+        }
+        return result;
+    }
+
+    private Optional<MemoryObj> read(CacheKey key, AllocationMode mode) {
         Entry e;
         lock.lock();
         try {
@@ -329,7 +353,7 @@ public final class LocalDiskBackend implements StorageBackend {
         boolean ok = false;
         try {
             ChunkFileHeader h = e.header;
-            Optional<MemoryObj> allocated = cpu.allocate(h.shape(), h.dtype(), h.format(), AllocationMode.EVICT_AND_WAIT);
+            Optional<MemoryObj> allocated = cpu.allocate(h.shape(), h.dtype(), h.format(), mode);
             if (allocated.isEmpty()) {
                 return Optional.empty();
             }

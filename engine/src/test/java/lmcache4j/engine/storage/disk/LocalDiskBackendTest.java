@@ -104,6 +104,39 @@ class LocalDiskBackendTest {
         }
     }
 
+    @Test
+    void aDiskThatFailsUnderneathCostsCountedMissesNeverAnExceptionOrALeak(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, 8);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            try (var files = Files.list(dir)) {
+                for (Path p : files.toList()) {
+                    Files.delete(p);
+                }
+            }
+            Files.delete(dir); // the directory vanishes under the running tier
+            put(storage, cpu, 0, 1);
+            disk.awaitPuts();
+            assertEquals(1, disk.stats().ioFailures(), "the failed write is counted");
+            assertTrue(storage.contains(key(0), false).isPresent(), "the CPU tier still has the chunk");
+            assertEquals(cpu.size(), cpu.allocator().stats().liveObjects(), "the write job's reference was released");
+        }
+    }
+
+    @Test
+    void aFullPutQueueDropsStoresFromTheDiskTierWithoutWaiting(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(24, "LRU", 2);
+        LocalDiskBackend disk = new LocalDiskBackend(new ChunkFiles(dir, false, true), cpu, 64 * FILE_BYTES, "LRU", 1, 1);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            put(storage, cpu, 0, 20); // one call: the queue holds one put while the thread writes another
+            disk.awaitPuts();
+            var stats = disk.stats();
+            assertTrue(stats.droppedPuts() > 0, "a put queue of 1 cannot take 20 stores at once: " + stats);
+            assertEquals(20, stats.droppedPuts() + stats.writes(), "every store was written or counted as dropped");
+            assertEquals(cpu.size(), cpu.allocator().stats().liveObjects(), "dropped stores hold no reference");
+        }
+    }
+
     private static Path findChunkFile(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
             return files.filter(Files::isRegularFile).findFirst().orElseThrow();

@@ -1,6 +1,11 @@
 package lmcache4j.bench.cli;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.Locale;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -17,28 +22,38 @@ import lmcache4j.cuda.CudaRuntime;
  * and repeatedly queried long documents through lookup → retrieve → compute the rest → store
  * against an engine whose CPU tier is small enough to evict, verifies every retrieved byte against
  * a deterministic KV model, and reports hits, bytes verified, mismatches and bandwidth next to
- * memcpy measured in the same process.
+ * memcpy measured in the same process. A disk tier sits below the CPU tier by default (in a fresh
+ * temporary directory deleted at the end; {@code --disk DIR} keeps its chunks in DIR, where a next
+ * run recovers and serves them; {@code --no-disk} leaves it out).
  *
  * <p>Exit status 0 when every retrieved byte matched, 1 when any did not (or the run failed), 2 for
  * a usage error. The progress bar goes to stderr; the report (or JSON) to stdout.
  */
 public final class DemoCommand {
     static final String USAGE = """
-            usage: ./lmcache4j demo [--requests N] [--cpu-gb X] [--layers N] [--seed S] [--json] [--quiet]
+            usage: ./lmcache4j demo [--requests N] [--cpu-gb X] [--layers N] [--seed S]
+                                    [--disk DIR | --no-disk] [--disk-gb X] [--json] [--quiet]
             Serves a generated workload (shared system prompts, multi-turn conversations, long documents
             queried repeatedly) through lmcache4j's engine from a simulated serving engine with a paged KV
             cache in host memory; verifies every retrieved byte against a deterministic KV model and
             reports requests, hit rate, tokens reused, bytes verified, mismatches, store/retrieve GB/s
-            and memcpy GB/s measured in the same process, and CPU-tier evictions.
+            and memcpy GB/s measured in the same process, CPU-tier evictions, and the disk tier's chunks
+            written, read back (retrieve hits served from disk), evicted and recovered at start.
               --requests N  requests to serve (default %d)
               --cpu-gb X    the CPU tier, max_local_cpu_size in GiB (default %.1f: small enough to evict)
               --layers N    attention layers of the model (default %d; %d KV heads × %d, bf16)
               --seed S      the workload's random seed (default %d)
+              --disk DIR    the disk tier's directory (created if needed, kept): a second run with the same
+                            DIR recovers the chunks the first left there and serves them (default: a fresh
+                            temporary directory, deleted at the end)
+              --no-disk     no disk tier: the CPU tier only
+              --disk-gb X   the disk tier, max_local_disk_size in GiB (default %.1f: less than the workload
+                            stores, so it evicts too); O_DIRECT where the file system allows it
               --json        print one JSON object instead of the report (no progress bar)
               --quiet       no progress bar
             Exit status: 0 when every retrieved byte matched, 1 when any did not, 2 for bad arguments.
             """.formatted(Settings.DEFAULT_REQUESTS, Settings.DEFAULT_CPU_GB, Settings.DEFAULT_LAYERS,
-            Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_SEED);
+            Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_SEED, Settings.DEFAULT_DISK_GB);
 
     private DemoCommand() {
     }
@@ -51,8 +66,13 @@ public final class DemoCommand {
         }
     }
 
-    /** Parsed options. */
-    record Options(Settings settings, boolean json, boolean quiet) {
+    /**
+     * Parsed options.
+     *
+     * @param disk   {@code --disk DIR}, or null
+     * @param noDisk {@code --no-disk}
+     */
+    record Options(Settings settings, boolean json, boolean quiet, Path disk, boolean noDisk, double diskGb) {
     }
 
     /** Runs the demo with these arguments; returns the exit status. */
@@ -68,7 +88,29 @@ public final class DemoCommand {
             err.print(USAGE);
             return 2;
         }
+        Path temporaryDisk = null;
         Settings s = options.settings();
+        try {
+            if (options.disk() != null) {
+                Files.createDirectories(options.disk());
+                s = s.withDisk(options.disk(), options.diskGb());
+            } else if (!options.noDisk()) {
+                temporaryDisk = Files.createTempDirectory("lmcache4j-demo-disk-");
+                s = s.withDisk(temporaryDisk, options.diskGb());
+            }
+        } catch (IOException | IllegalArgumentException e) {
+            err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "") + e.getMessage());
+            deleteQuietly(temporaryDisk, err);
+            return 2;
+        }
+        try {
+            return serve(s, options, out, err);
+        } finally {
+            deleteQuietly(temporaryDisk, err);
+        }
+    }
+
+    private static int serve(Settings s, Options options, PrintStream out, PrintStream err) {
         boolean bar = !options.quiet() && !options.json();
         DemoReport report;
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
@@ -105,6 +147,24 @@ public final class DemoCommand {
         return 0;
     }
 
+    /** Deletes the temporary disk directory and its chunk files (no subdirectories are made there). */
+    private static void deleteQuietly(Path dir, PrintStream err) {
+        if (dir == null) {
+            return;
+        }
+        try (var files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(f -> {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (IOException | UncheckedIOException e) {
+            err.println("lmcache4j demo: could not delete the temporary disk directory " + dir + ": " + e.getMessage());
+        }
+    }
+
     /** Two lines of the machine report: the JDK and the CUDA runtime. */
     static String machine() {
         Runtime.Version v = Runtime.version();
@@ -128,6 +188,9 @@ public final class DemoCommand {
         long seed = Settings.DEFAULT_SEED;
         boolean json = false;
         boolean quiet = false;
+        Path disk = null;
+        boolean noDisk = false;
+        double diskGb = Settings.DEFAULT_DISK_GB;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             String name = arg;
@@ -139,17 +202,17 @@ public final class DemoCommand {
             }
             switch (name) {
                 case "-h", "--help" -> throw new HelpRequested();
-                case "--json", "--quiet" -> {
+                case "--json", "--quiet", "--no-disk" -> {
                     if (value != null) {
                         throw new IllegalArgumentException(name + " takes no value, got '" + arg + "'");
                     }
-                    if (name.equals("--json")) {
-                        json = true;
-                    } else {
-                        quiet = true;
+                    switch (name) {
+                        case "--json" -> json = true;
+                        case "--quiet" -> quiet = true;
+                        default -> noDisk = true;
                     }
                 }
-                case "--requests", "--cpu-gb", "--layers", "--seed" -> {
+                case "--requests", "--cpu-gb", "--layers", "--seed", "--disk", "--disk-gb" -> {
                     if (value == null) {
                         if (i + 1 >= args.length) {
                             throw new IllegalArgumentException(name + " needs a value");
@@ -160,6 +223,13 @@ public final class DemoCommand {
                         case "--requests" -> requests = (int) whole(name, value, 1, 10_000_000);
                         case "--layers" -> layers = (int) whole(name, value, 1, 1024);
                         case "--seed" -> seed = whole(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
+                        case "--disk" -> {
+                            if (value.isBlank()) {
+                                throw new IllegalArgumentException("--disk needs a directory");
+                            }
+                            disk = Path.of(value);
+                        }
+                        case "--disk-gb" -> diskGb = decimal(name, value);
                         default -> cpuGb = decimal(name, value);
                     }
                 }
@@ -168,8 +238,13 @@ public final class DemoCommand {
             }
         }
         Settings s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
-                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed));
-        return new Options(s, json, quiet);
+                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb);
+        if (disk != null && noDisk) {
+            throw new IllegalArgumentException("--disk and --no-disk exclude each other");
+        }
+        // Checks --disk-gb against the chunk size now (a usage error), before any directory is made.
+        s.withDisk(Path.of("."), diskGb);
+        return new Options(s, json, quiet, disk, noDisk, diskGb);
     }
 
     private static long whole(String option, String value, long min, long max) {

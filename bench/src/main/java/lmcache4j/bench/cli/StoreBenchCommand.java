@@ -81,7 +81,7 @@ public final class StoreBenchCommand {
         return 0;
     }
 
-    private static int intArg(String[] args, int i, String option, int min, int max) {
+    static int intArg(String[] args, int i, String option, int min, int max) {
         if (i >= args.length) {
             throw new IllegalArgumentException(option + " needs a value");
         }

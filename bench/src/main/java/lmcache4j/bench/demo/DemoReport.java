@@ -1,5 +1,6 @@
 package lmcache4j.bench.demo;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -22,21 +23,42 @@ import lmcache4j.bench.json.FlatJson;
  * @param retrieveE2eGbps  bytes retrieved ÷ wall time of the {@code retrieve} calls
  * @param memcpyChunk      memcpy in chunk-sized pieces, same total bytes as the stores
  * @param memcpyBlock      memcpy in pieces of one paged block of one layer and plane: the runs the connector copies
+ * @param disagreements    retrieves that loaded fewer tokens than their pinned lookup found (an engine error)
+ * @param retrievesBeyondLookup retrieves that loaded more: a chunk whose disk write was still queued at the lookup
+ *                         reached the disk before the retrieve (not an error; its bytes are verified too)
+ * @param disk             the disk tier's counters after its queued writes finished, or null without a disk tier
  */
 public record DemoReport(ServingSimulator.Settings settings, int conversations, long sharedTokens, int pagedBlocks,
                          long pagedBytes, long cpuBytes, long cpuChunks, Map<Workload.Kind, Integer> kinds,
                          long promptTokens, long reusedTokens, long computedTokens, long storedTokens,
-                         long lookupHitTokens, int requestsWithHit, int disagreements, long verifiedBytes,
+                         long lookupHitTokens, int requestsWithHit, int disagreements, int retrievesBeyondLookup,
+                         long verifiedBytes,
                          long mismatchingBytes, List<String> problems,
                          double storeCopyGbps, double retrieveCopyGbps, double storeSteadyGbps, int tierFullAt,
                          double storeE2eGbps, double retrieveE2eGbps, long storedBytes, long retrievedBytes,
                          MemcpyBaseline.Result memcpyChunk, MemcpyBaseline.Result memcpyBlock,
                          long evictions, long evictionFailures, long cachedChunks, long cacheUsedBytes,
-                         double engineRetrieveHitRate, Phases phases) {
+                         double engineRetrieveHitRate, Phases phases, Disk disk) {
 
-    /** Where the time went, in nanoseconds. */
+    /** Where the time went, in nanoseconds; {@code diskDrain}: waiting for the disk tier's queued writes after serving. */
     public record Phases(long lookup, long poison, long retrieve, long verify, long compute, long store, long wall,
-                         long memcpy) {
+                         long memcpy, long diskDrain) {
+    }
+
+    /**
+     * The disk tier ({@link lmcache4j.engine.storage.disk.LocalDiskBackend}'s stats).
+     *
+     * @param recoveredChunks chunk files an earlier run left in the directory, found valid at start
+     * @param writes          chunk files written by this run
+     * @param reads           chunks read back from disk (retrieve hits the CPU tier no longer held)
+     * @param droppedPuts     stores that skipped the disk tier because its write queue was full
+     * @param rejectedPuts    writes refused because nothing more could be evicted (all pinned)
+     * @param chunks          chunk files on disk at the end
+     * @param usedBytes       their bytes
+     */
+    public record Disk(Path directory, long capacityBytes, int recoveredChunks, long recoveredBytes, long writes,
+                       long reads, long evictions, long droppedPuts, long rejectedPuts, long ioFailures,
+                       long corruptReads, int chunks, long usedBytes, boolean directIo) {
     }
 
     /** True when every retrieved byte was right and every retrieve agreed with its lookup. */
@@ -64,13 +86,14 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                 model      %s: %d layers × %d KV heads × %d, %s; %s of KV per token, %d-token chunks of %s
                 serving    paged KV cache in host memory (vLLM FlashAttention layout): %,d blocks of %d tokens (%s),
                            random block table per request; lookup (pinning) → retrieve → verify → compute the rest → store
-                engine     CPU tier max_local_cpu_size %.2f GiB, LRU, host connector
+                engine     CPU tier max_local_cpu_size %.2f GiB, LRU, host connector; %s
                 workload   %,d requests, seed %d: %d system prompts shared by up to %d conversations at once,
                            %d long documents queried repeatedly (popular ones more); requests up to %,d tokens""",
                 s.metadata().modelName(), s.layers(), s.kvHeads(), s.headSize(), ServingSimulator.DTYPE.torchName(),
                 HostArenas.formatBytes(s.bytesPerToken()), s.chunkSize(), HostArenas.formatBytes(s.chunkBytes()),
                 pagedBlocks, s.blockSize(), HostArenas.formatBytes(pagedBytes),
-                s.cpuGb(), s.requests(), s.seed(), w.systemPrompts(), w.maxConversations(), w.documents(), w.maxTokens());
+                s.cpuGb(), s.hasDisk() ? String.format(Locale.ROOT, "disk tier max_local_disk_size %.2f GiB in%n           %s",
+                        s.diskGb(), s.diskDir().toAbsolutePath()) : "no disk tier", s.requests(), s.seed(), w.systemPrompts(), w.maxConversations(), w.documents(), w.maxTokens());
     }
 
     /** The readable report. */
@@ -90,11 +113,30 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                 storedTokens, storedTokens / settings.chunkSize(), HostArenas.formatBytes(storedBytes));
         line(sb, "verified", "%s of retrieved KV (%,d bytes), byte by byte against the model: %,d mismatching bytes",
                 HostArenas.formatBytes(verifiedBytes), verifiedBytes, mismatchingBytes);
-        line(sb, "lookup", disagreements == 0
-                ? "every retrieve loaded exactly the tokens its pinned lookup found (%,d tokens)"
-                : "%2$,d retrieves loaded a different number of tokens than their lookup found", lookupHitTokens, disagreements);
+        if (disagreements != 0) {
+            line(sb, "lookup", "%,d retrieves loaded fewer tokens than their pinned lookup found", disagreements);
+        } else if (retrievesBeyondLookup == 0) {
+            line(sb, "lookup", "every retrieve loaded exactly the tokens its pinned lookup found (%,d tokens)", lookupHitTokens);
+        } else {
+            line(sb, "lookup", "every retrieve loaded at least the tokens its pinned lookup found (%,d tokens); %,d loaded more:",
+                    lookupHitTokens, retrievesBeyondLookup);
+            line(sb, "", "chunks whose queued disk write finished between the lookup and the retrieve");
+        }
         line(sb, "CPU tier", "%s (%,d chunks): %,d evictions; %,d chunks (%s) cached at the end",
                 HostArenas.formatBytes(cpuBytes), cpuChunks, evictions, cachedChunks, HostArenas.formatBytes(cacheUsedBytes));
+        if (disk != null) {
+            Disk d = disk;
+            line(sb, "disk tier", "%s, %s I/O: %,d chunks written (%s), %,d read back (retrieve hits served from disk,",
+                    HostArenas.formatBytes(d.capacityBytes()), d.directIo() ? "O_DIRECT" : "buffered (O_DIRECT unsupported here)",
+                    d.writes(), HostArenas.formatBytes(d.writes() * diskFileBytes()), d.reads());
+            line(sb, "", "%,d tokens), %,d evictions; %,d chunks (%s) on disk at the end; recovered at start: %,d chunks (%s)",
+                    d.reads() * settings.chunkSize(), d.evictions(), d.chunks(), HostArenas.formatBytes(d.usedBytes()),
+                    d.recoveredChunks(), HostArenas.formatBytes(d.recoveredBytes()));
+            if (d.droppedPuts() + d.rejectedPuts() + d.ioFailures() + d.corruptReads() > 0) {
+                line(sb, "", "%,d stores skipped the disk (write queue full), %,d writes refused (no room), %,d I/O failures, "
+                        + "%,d corrupt reads", d.droppedPuts(), d.rejectedPuts(), d.ioFailures(), d.corruptReads());
+            }
+        }
         sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
         sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
         sb.append("           in this process of as many bytes as the stores, between two touched off-heap buffers\n");
@@ -118,6 +160,9 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                         + "           store %.1f s, lookup %.2f s; then the memcpy baseline %.1f s (touching its buffers included)",
                 p.wall() / 1e9, p.compute() / 1e9, p.verify() / 1e9, p.poison() / 1e9, p.retrieve() / 1e9,
                 p.store() / 1e9, p.lookup() / 1e9, p.memcpy() / 1e9);
+        if (disk != null) {
+            line(sb, "", "(and %.2f s after serving waiting for the disk tier's queued writes)", p.diskDrain() / 1e9);
+        }
         sb.append('\n');
         if (passed()) {
             sb.append(String.format(Locale.ROOT, "PASS: all %s of retrieved KV matched the model byte for byte.%n",
@@ -130,6 +175,11 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
             sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
         }
         return sb.toString();
+    }
+
+    /** Bytes one full chunk's file takes: a 4 KiB header and the payload in whole 4 KiB blocks. */
+    private long diskFileBytes() {
+        return 4096 + (settings.chunkBytes() + 4095) / 4096 * 4096;
     }
 
     /** The steady store bandwidth (all of it without evictions) ÷ chunk-piece memcpy. */
@@ -171,6 +221,7 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.number("retrieve_vs_block_memcpy", retrieveCopyGbps / memcpyBlock.gbps(), 3);
         j.bool("passed", passed());
         j.integer("lookup_retrieve_disagreements", disagreements);
+        j.integer("retrieves_beyond_lookup", retrievesBeyondLookup);
         for (Workload.Kind k : Workload.Kind.values()) {
             j.integer("requests_" + k.name().toLowerCase(Locale.ROOT), kinds.getOrDefault(k, 0));
         }
@@ -208,6 +259,21 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.number("retrieve_s", phases.retrieve() / 1e9, 3);
         j.number("store_s", phases.store() / 1e9, 3);
         j.number("lookup_s", phases.lookup() / 1e9, 3);
+        j.bool("disk_enabled", disk != null);
+        j.integer("disk_writes", disk == null ? 0 : disk.writes());
+        j.integer("disk_reads", disk == null ? 0 : disk.reads());
+        j.integer("disk_recovered_chunks", disk == null ? 0 : disk.recoveredChunks());
+        j.integer("disk_recovered_bytes", disk == null ? 0 : disk.recoveredBytes());
+        j.integer("disk_evictions", disk == null ? 0 : disk.evictions());
+        j.integer("disk_dropped_puts", disk == null ? 0 : disk.droppedPuts());
+        j.integer("disk_rejected_puts", disk == null ? 0 : disk.rejectedPuts());
+        j.integer("disk_io_failures", disk == null ? 0 : disk.ioFailures());
+        j.integer("disk_corrupt_reads", disk == null ? 0 : disk.corruptReads());
+        j.integer("disk_chunks_end", disk == null ? 0 : disk.chunks());
+        j.integer("disk_bytes_end", disk == null ? 0 : disk.usedBytes());
+        j.integer("disk_capacity_bytes", disk == null ? 0 : disk.capacityBytes());
+        j.bool("disk_direct_io", disk != null && disk.directIo());
+        j.number("disk_drain_s", phases.diskDrain() / 1e9, 3);
         j.string("bandwidth_method", "store_gbps/retrieve_gbps: engine metrics, bytes the connector copied / time in copies, "
                 + "whole run; store_steady_gbps: the same from the first eviction on (the tier's memory all touched); "
                 + "*_e2e_gbps: bytes stored (retrieved) / wall time of the store (retrieve) calls; memcpy_gbps: "

@@ -6,10 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code ./lmcache4j demo} end to end on a tiny configuration (two layers, a few requests): every
@@ -55,12 +58,53 @@ class DemoCommandTest {
     }
 
     @Test
+    void aSecondRunWithTheSameDiskDirectoryServesWhatTheFirstLeftThere(@TempDir Path tmp) throws Exception {
+        Path dir = tmp.resolve("disk"); // does not exist yet: --disk creates it
+        String[] args = {"--json", "--requests", "16", "--layers", "2", "--cpu-gb", "0.07", "--seed", "7",
+            "--disk", dir.toString(), "--disk-gb", "0.5"};
+        Run first = run(args);
+        assertEquals(0, first.exit(), first.err() + first.out());
+        String one = first.out().strip();
+        assertTrue(one.contains("\"disk_enabled\": true"), one);
+        assertEquals(0, number(one, "mismatches"), one);
+        assertEquals(0, number(one, "disk_recovered_chunks"), one);
+        assertTrue(number(one, "disk_writes") > 0, "the first run spills chunks to disk: " + one);
+        try (var files = Files.list(dir)) {
+            assertTrue(files.anyMatch(f -> f.getFileName().toString().endsWith(".lmc")), "chunk files stay in " + dir);
+        }
+
+        Run second = run(args);
+        assertEquals(0, second.exit(), second.err() + second.out());
+        String two = second.out().strip();
+        assertEquals(0, number(two, "mismatches"), "chunks read from disk are verified too: " + two);
+        assertEquals(0, number(two, "lookup_retrieve_disagreements"), two);
+        assertTrue(number(two, "disk_recovered_chunks") > 0, "the second run recovers the first run's chunks: " + two);
+        assertTrue(number(two, "disk_reads") > 0, "and serves some of them from disk: " + two);
+        assertTrue(number(two, "hit_rate") > number(one, "hit_rate"), "so it reuses more: " + one + "\n" + two);
+    }
+
+    @Test
+    void noDiskLeavesTheDiskTierOutAndBadDiskOptionsExitWith2(@TempDir Path tmp) {
+        Run noDisk = run("--json", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04", "--no-disk");
+        assertEquals(0, noDisk.exit(), noDisk.err() + noDisk.out());
+        assertTrue(noDisk.out().contains("\"disk_enabled\": false"), noDisk.out());
+        assertEquals(0, number(noDisk.out(), "disk_writes"), noDisk.out());
+        assertEquals(2, run("--disk", tmp.toString(), "--no-disk").exit());
+        assertEquals(2, run("--disk-gb", "0").exit());
+        Run tiny = run("--disk-gb", "0.001");
+        assertEquals(2, tiny.exit());
+        assertTrue(tiny.err().contains("holds no chunk file"), tiny.err());
+    }
+
+    @Test
     void theReadableReportSaysWhatWasVerified() {
         Run r = run("--quiet", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04");
         assertEquals(0, r.exit(), r.err() + r.out());
         assertTrue(r.out().contains("== result =="), r.out());
         assertTrue(r.out().contains("0 mismatching bytes"), r.out());
         assertTrue(r.out().contains("PASS: all"), r.out());
+        assertTrue(r.out().contains("disk tier  "), "the default run has a disk tier: " + r.out());
+        assertTrue(r.out().contains("read back (retrieve hits served from disk"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.startsWith("machine    JDK ")), "the brief machine lines: " + r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.startsWith("cuda       ")), "the brief machine lines: " + r.out());
     }

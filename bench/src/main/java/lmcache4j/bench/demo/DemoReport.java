@@ -141,12 +141,9 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
         sb.append("           in this process of as many bytes as the stores, between two touched off-heap buffers\n");
         line(sb, "  store", "%6.2f copy, %.2f end to end; %s", storeCopyGbps, storeE2eGbps,
-                Double.isNaN(storeSteadyGbps) ? "no eviction: every store wrote fresh pages of the tier"
+                Double.isNaN(storeSteadyGbps) ? "no eviction: the tier never filled"
                         : String.format(Locale.ROOT, "%.2f copy after the tier first filled (request %d)",
                         storeSteadyGbps, tierFullAt));
-        if (!Double.isNaN(storeSteadyGbps)) {
-            line(sb, "", "       (until then stores write the tier's fresh pages and pay their page faults)");
-        }
         line(sb, "  retrieve", "%6.2f copy, %.2f end to end", retrieveCopyGbps, retrieveE2eGbps);
         line(sb, "  memcpy", "%6.2f in %s pieces (chunk-sized: the JDK copies pieces of 2.5 MiB or more with",
                 memcpyChunk.gbps(), HostArenas.formatBytes(memcpyChunk.pieceBytes()));

@@ -45,6 +45,24 @@ final class EngineTiers {
         }
     }
 
+    /**
+     * The remote tier when {@code remote_url} is set, over the connector its scheme names;
+     * {@code extra_config.ping_interval} (30 s) and {@code ping_timeout} (5 s) drive its health
+     * monitor. Only {@code remote_serde: naive} is served so far.
+     */
+    static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, LocalCpuBackend cpu) {
+        if (config.remoteUrl().isEmpty()) {
+            return Optional.empty();
+        }
+        if (!config.remoteSerde().equals("naive")) {
+            throw new IllegalArgumentException("remote_serde '" + config.remoteSerde()
+                    + "' is not implemented yet; use naive");
+        }
+        return Optional.of(new lmcache4j.engine.remote.RemoteBackend(
+                lmcache4j.engine.remote.RemoteConnectors.create(config.remoteUrl().get()), cpu,
+                config.blockingTimeoutSecs(), config.extraDouble("ping_interval", 30), config.extraDouble("ping_timeout", 5)));
+    }
+
     static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {
         long bytes = config.maxLocalCpuSizeBytes();
         long chunk = metadata.chunkBytes(config.chunkSize());

@@ -107,7 +107,9 @@ public final class LMCacheEngine implements AutoCloseable {
         List<StorageBackend> tiers = new ArrayList<>();
         try {
             EngineTiers.diskTier(config, metadata, cpu).ifPresent(tiers::add);
+            EngineTiers.remoteTier(config, cpu).ifPresent(tiers::add);
         } catch (RuntimeException e) {
+            tiers.forEach(StorageBackend::close);
             cpu.close();
             throw e;
         }

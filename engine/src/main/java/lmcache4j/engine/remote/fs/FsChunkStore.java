@@ -220,11 +220,15 @@ public final class FsChunkStore {
      *                                  temporary file is deleted
      */
     public void put(CacheKey key, MemoryObj obj) throws IOException {
-        RemoteMetadata metadata = RemoteMetadata.forObject(obj);
+        put(key, RemoteMetadata.forObject(obj), obj.segment());
+    }
+
+    /** As {@link #put(CacheKey, MemoryObj)} for a header and payload given separately. */
+    public void put(CacheKey key, RemoteMetadata metadata, java.lang.foreign.MemorySegment payloadBytes) throws IOException {
         Path target = pathFor(key);
         Path tmp = tmpPathFor(key);
         ByteBuffer header = ByteBuffer.wrap(metadata.toBytes());
-        ByteBuffer payload = obj.segment().asByteBuffer();
+        ByteBuffer payload = payloadBytes.asByteBuffer();
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                     StandardOpenOption.TRUNCATE_EXISTING)) {

@@ -1,0 +1,272 @@
+package lmcache4j.engine.remote;
+
+import java.lang.System.Logger.Level;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.StorageBackend;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+
+/**
+ * The remote tier (LMCache's {@code RemoteBackend}, spec §4.1–4.2) over one {@link RemoteConnector}.
+ * Puts are asynchronous and deduplicated by in-flight key; gets wait at most
+ * {@code blocking_timeout_secs} (a timeout is a miss, and an object that arrives later is
+ * released); every connector failure is a miss or a dropped, counted put: the engine's callers
+ * never see a remote exception.
+ *
+ * <p>Health: every {@code ping_interval} seconds the connector is pinged with a
+ * {@code ping_timeout}; an unhealthy remote is swapped for a {@link BlackholeConnector} (puts
+ * dropped and counted, gets miss) and swapped back when it answers again.
+ */
+public final class RemoteBackend implements StorageBackend {
+    /** LMCache's backend name. */
+    public static final String NAME = "RemoteBackend";
+    private static final System.Logger LOG = System.getLogger(RemoteBackend.class.getName());
+
+    private final RemoteConnector remote;
+    private final BlackholeConnector blackhole;
+    private final AtomicReference<RemoteConnector> active;
+    private final LocalCpuBackend cpu;
+    private final long timeoutNanos;
+    private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
+    private final Thread monitor;
+    private volatile boolean closed;
+
+    private final LongAdder puts = new LongAdder();
+    private final LongAdder putBytes = new LongAdder();
+    private final LongAdder droppedPuts = new LongAdder();
+    private final LongAdder failedPuts = new LongAdder();
+    private final LongAdder gets = new LongAdder();
+    private final LongAdder getBytes = new LongAdder();
+    private final LongAdder timeouts = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+    private final LongAdder pingFailures = new LongAdder();
+
+    /**
+     * @param cpu                 the CPU tier gets allocate through
+     * @param blockingTimeoutSecs {@code blocking_timeout_secs}: the longest a get or exists waits
+     * @param pingIntervalSecs    {@code extra_config.ping_interval}
+     * @param pingTimeoutSecs     {@code extra_config.ping_timeout}
+     */
+    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+                         double pingTimeoutSecs) {
+        this.remote = Objects.requireNonNull(remote, "remote");
+        this.cpu = Objects.requireNonNull(cpu, "cpu");
+        this.blackhole = new BlackholeConnector("blackhole:// (standing in for " + remote.url() + ")");
+        this.active = new AtomicReference<>(remote);
+        this.timeoutNanos = (long) (blockingTimeoutSecs * 1e9);
+        long interval = (long) (pingIntervalSecs * 1e9);
+        long pingTimeout = (long) (pingTimeoutSecs * 1e9);
+        this.monitor = Thread.ofPlatform().daemon().name("lmcache4j-remote-health").start(() -> monitor(interval, pingTimeout));
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    /** Whether the remote answered its last ping (else the blackhole stands in). */
+    public boolean healthy() {
+        return active.get() == remote;
+    }
+
+    private void monitor(long intervalNanos, long pingTimeoutNanos) {
+        while (!closed) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(intervalNanos);
+            } catch (InterruptedException e) {
+                return;
+            }
+            boolean ok;
+            try {
+                remote.ping().get(pingTimeoutNanos, TimeUnit.NANOSECONDS);
+                ok = true;
+            } catch (InterruptedException e) {
+                return;
+            } catch (Exception e) {
+                ok = false;
+                pingFailures.increment();
+            }
+            RemoteConnector next = ok ? remote : blackhole;
+            RemoteConnector previous = active.getAndSet(next);
+            if (previous != next) {
+                LOG.log(ok ? Level.INFO : Level.WARNING, ok ? remote.url() + " answers again: remote tier back"
+                        : remote.url() + " did not answer a ping: puts are dropped and gets miss until it does");
+            }
+        }
+    }
+
+    // ---- lookups ----------------------------------------------------------------------------
+
+    @Override
+    public boolean contains(CacheKey key, boolean pin) {
+        return await(active.get().exists(key)).orElse(false);
+    }
+
+    @Override
+    public boolean existsInPutTasks(CacheKey key) {
+        return putsInFlight.contains(key);
+    }
+
+    /** Pins mean nothing to a remote store (LMCache's no-op). */
+    @Override
+    public boolean pin(CacheKey key) {
+        return true;
+    }
+
+    @Override
+    public boolean unpin(CacheKey key) {
+        return true;
+    }
+
+    @Override
+    public void touchCache() {
+    }
+
+    // ---- put --------------------------------------------------------------------------------
+
+    @Override
+    public void batchedSubmitPut(List<? extends CacheKey> keys, List<MemoryObj> objs) {
+        if (keys.size() != objs.size()) {
+            throw new IllegalArgumentException(keys.size() + " keys but " + objs.size() + " objects");
+        }
+        RemoteConnector target = active.get();
+        for (int i = 0; i < keys.size(); i++) {
+            CacheKey key = keys.get(i);
+            MemoryObj obj = objs.get(i);
+            if (closed || target == blackhole) {
+                droppedPuts.increment();
+                continue;
+            }
+            if (!putsInFlight.add(key)) {
+                continue;
+            }
+            RemoteMetadata metadata;
+            try {
+                metadata = RemoteMetadata.forObject(obj);
+            } catch (RuntimeException e) { // a dtype or shape LMCache's header cannot carry
+                putsInFlight.remove(key);
+                failedPuts.increment();
+                continue;
+            }
+            obj.retain(); // held until the connector has sent the bytes
+            CompletableFuture<Void> sent;
+            try {
+                sent = target.put(key, metadata, obj.segment());
+            } catch (RuntimeException e) {
+                sent = CompletableFuture.failedFuture(e);
+            }
+            sent.whenComplete((ok, failure) -> {
+                putsInFlight.remove(key);
+                if (failure == null) {
+                    puts.increment();
+                    putBytes.add(obj.byteSize());
+                } else {
+                    failedPuts.increment();
+                }
+                obj.release();
+            });
+        }
+    }
+
+    // ---- get --------------------------------------------------------------------------------
+
+    @Override
+    public Optional<MemoryObj> getBlocking(CacheKey key) {
+        CompletableFuture<Optional<MemoryObj>> future;
+        try {
+            future = active.get().get(key, metadata -> cpu.allocate(metadata.toShape(),
+                    metadata.dtype().orElse(DType.UINT8), metadata.format(), AllocationMode.EVICT_AND_WAIT));
+        } catch (RuntimeException e) {
+            failures.increment();
+            return Optional.empty();
+        }
+        Optional<Optional<MemoryObj>> result = await(future);
+        if (result.isEmpty()) {
+            // Timed out or failed: an object that still arrives must not leak.
+            future.whenComplete((obj, failure) -> {
+                if (obj != null) {
+                    obj.ifPresent(MemoryObj::release);
+                }
+            });
+            return Optional.empty();
+        }
+        result.get().ifPresent(obj -> {
+            gets.increment();
+            getBytes.add(obj.byteSize());
+        });
+        return result.get();
+    }
+
+    @Override
+    public boolean remove(CacheKey key) {
+        return await(active.get().remove(key)).orElse(false);
+    }
+
+    /** The future's value within the deadline; empty on timeout or failure (counted). */
+    private <T> Optional<T> await(CompletableFuture<T> future) {
+        try {
+            return Optional.ofNullable(future.get(timeoutNanos, TimeUnit.NANOSECONDS));
+        } catch (TimeoutException e) {
+            timeouts.increment();
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Optional.empty();
+        } catch (Exception e) {
+            failures.increment();
+            return Optional.empty();
+        }
+    }
+
+    // ---- accounting -------------------------------------------------------------------------
+
+    /** The tier's counters. */
+    public record Stats(boolean healthy, long puts, long putBytes, long droppedPuts, long failedPuts, long gets,
+                        long getBytes, long timeouts, long failures, long pingFailures, int putsInFlight) {
+    }
+
+    public Stats stats() {
+        return new Stats(healthy(), puts.sum(), putBytes.sum(), droppedPuts.sum(), failedPuts.sum(), gets.sum(),
+                getBytes.sum(), timeouts.sum(), failures.sum(), pingFailures.sum(), putsInFlight.size());
+    }
+
+    /** Waits until every put in flight has completed; for tests and orderly shutdown. */
+    public void awaitPuts() throws InterruptedException {
+        while (!putsInFlight.isEmpty()) {
+            Thread.sleep(1);
+        }
+    }
+
+    /** Stops the health monitor, waits up to the deadline for puts in flight, closes the connector. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        monitor.interrupt();
+        long deadline = System.nanoTime() + timeoutNanos;
+        try {
+            while (!putsInFlight.isEmpty() && System.nanoTime() - deadline < 0) {
+                Thread.sleep(1);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            remote.close();
+        }
+    }
+}

@@ -16,6 +16,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.metrics;
     exports lmcache4j.engine.remote;
     exports lmcache4j.engine.remote.fs;
+    exports lmcache4j.engine.remote.lm;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.disk;

@@ -60,6 +60,26 @@ class RemoteTierEngineTest {
     }
 
     @Test
+    void twoEnginesShareChunksThroughTheLmCacheServer() throws Exception {
+        int[] tokens = SyntheticKv.tokens(192, 34);
+        long[] slots = SyntheticKv.slots(192, BLOCKS, 34);
+        try (var server = lmcache4j.engine.remote.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
+                64L << 20, java.util.Optional.empty(), 16 << 20)) {
+            String url = "lm://127.0.0.1:" + server.port();
+            try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(url); LMCacheEngine second = engine(url)) {
+                PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+                SyntheticKv.compute(kv, tokens, slots, 0, 192);
+                first.store(tokens, null, kv, slots, Map.of());
+                remote(first).awaitPuts();
+                assertEquals(192, second.lookup(tokens, Map.of(), null));
+                PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+                assertTrue(second.retrieve(tokens, null, target, slots, Map.of(), null)[191]);
+                assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 192));
+            }
+        }
+    }
+
+    @Test
     void aRemoteThatDisappearsIsSwappedForABlackholeAndBackWithoutAnyCallerSeeingAnError(@TempDir Path root) throws Exception {
         Path dir = Files.createDirectories(root.resolve("shared"));
         int[] tokens = SyntheticKv.tokens(128, 33);

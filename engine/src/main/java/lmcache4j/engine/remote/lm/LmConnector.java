@@ -1,0 +1,362 @@
+package lmcache4j.engine.remote.lm;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.remote.RemoteConnector;
+import lmcache4j.engine.remote.RemoteMetadata;
+
+/**
+ * A {@link RemoteConnector} for LMCache's {@code lm://host:port} cache server ({@link LmCacheServer}
+ * or LMCache's own; spec §4.9). Optional query parameters: {@code token} (the server's shared
+ * secret, sent as AUTH on every new connection), {@code timeout_ms} (per operation, default
+ * 10000), {@code pool} (connections, default 4).
+ *
+ * <p>A pool of blocking connections, each used by one operation at a time, on a small executor
+ * with one thread per connection. Reply headers and payloads are read in loops until every byte
+ * has arrived (LMCache's client does a single {@code recv}). Put writes the header and the
+ * payload segment's own buffer (no heap copy); get reads straight into the allocated object's
+ * segment. A connection that fails or times out mid-operation is closed and replaced later.
+ */
+public final class LmConnector implements RemoteConnector {
+    /** The default per-operation timeout. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+    public static final int DEFAULT_POOL = 4;
+
+    private final InetSocketAddress address;
+    private final Optional<String> token;
+    private final Duration timeout;
+    private final ConcurrentLinkedQueue<SocketChannel> idle = new ConcurrentLinkedQueue<>();
+    private final Set<SocketChannel> all = ConcurrentHashMap.newKeySet();
+    private final ExecutorService executor;
+    private final ScheduledExecutorService watchdog;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    public LmConnector(InetSocketAddress address, Optional<String> token, Duration timeout, int poolSize) {
+        this.address = Objects.requireNonNull(address, "address");
+        this.token = Objects.requireNonNull(token, "token");
+        this.timeout = Objects.requireNonNull(timeout, "timeout");
+        if (poolSize < 1) {
+            throw new IllegalArgumentException("pool size must be >= 1, was " + poolSize);
+        }
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout must be positive, was " + timeout);
+        }
+        this.executor = Executors.newFixedThreadPool(poolSize,
+                Thread.ofPlatform().name("lm-connector-" + address.getPort() + "-", 0).daemon(true).factory());
+        this.watchdog = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().name("lm-connector-watchdog").daemon(true).factory());
+    }
+
+    /**
+     * A connector for {@code lm://host:port[?token=T&timeout_ms=N&pool=N]}. Connections are made
+     * lazily, so an unreachable server shows as failed operations (and a failing {@link #ping()}).
+     *
+     * @throws IllegalArgumentException naming what is wrong with the URI
+     */
+    public static LmConnector connect(URI uri) {
+        Objects.requireNonNull(uri, "uri");
+        if (!"lm".equalsIgnoreCase(uri.getScheme())) {
+            throw new IllegalArgumentException("not an lm:// URL: " + redact(uri) + " (expected lm://host:port)");
+        }
+        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+            throw new IllegalArgumentException("lm:// URL without a host: " + redact(uri) + " (expected lm://host:port)");
+        }
+        if (uri.getPort() < 1 || uri.getPort() > 65535) {
+            throw new IllegalArgumentException("lm:// URL without a valid port: " + redact(uri) + " (expected lm://host:port)");
+        }
+        if (uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/")) {
+            throw new IllegalArgumentException("lm:// URL has a path, which the protocol has no use for: " + redact(uri));
+        }
+        Map<String, String> q = query(uri);
+        Optional<String> token = Optional.ofNullable(q.remove("token"));
+        if (token.isPresent() && token.get().isEmpty()) {
+            throw new IllegalArgumentException("lm:// URL has an empty token");
+        }
+        Duration timeout = DEFAULT_TIMEOUT;
+        int pool = DEFAULT_POOL;
+        try {
+            if (q.containsKey("timeout_ms")) {
+                timeout = Duration.ofMillis(Long.parseLong(q.remove("timeout_ms")));
+            }
+            if (q.containsKey("pool")) {
+                pool = Integer.parseInt(q.remove("pool"));
+            }
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("lm:// URL has a non-numeric timeout_ms or pool: " + redact(uri));
+        }
+        if (!q.isEmpty()) {
+            throw new IllegalArgumentException("lm:// URL has unknown parameters " + q.keySet()
+                    + " (known: token, timeout_ms, pool)");
+        }
+        return new LmConnector(new InetSocketAddress(uri.getHost(), uri.getPort()), token, timeout, pool);
+    }
+
+    private static Map<String, String> query(URI uri) {
+        Map<String, String> q = new LinkedHashMap<>();
+        String raw = uri.getRawQuery();
+        if (raw == null || raw.isEmpty()) {
+            return q;
+        }
+        for (String part : raw.split("&")) {
+            if (part.isEmpty()) {
+                continue;
+            }
+            int eq = part.indexOf('=');
+            String k = URLDecoder.decode(eq < 0 ? part : part.substring(0, eq), StandardCharsets.UTF_8);
+            String v = eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8);
+            q.put(k, v);
+        }
+        return q;
+    }
+
+    private static String redact(URI uri) {
+        return uri.getRawQuery() == null ? uri.toString() : uri.toString().replace(uri.getRawQuery(), "...");
+    }
+
+    @Override
+    public String url() {
+        return "lm://" + address.getHostString() + ":" + address.getPort();
+    }
+
+    @Override
+    public CompletableFuture<Boolean> exists(CacheKey key) {
+        return submit(ch -> {
+            write(ch, LmProtocol.encodeClient(LmProtocol.EXIST, 0, key.toKeyString()));
+            return LmProtocol.replyCode(readReply(ch)) == LmProtocol.SUCCESS;
+        });
+    }
+
+    @Override
+    public CompletableFuture<Void> put(CacheKey key, RemoteMetadata metadata, MemorySegment payload) {
+        return submit(ch -> {
+            if (payload.byteSize() != metadata.length()) {
+                throw new IllegalArgumentException("payload is " + payload.byteSize() + " bytes, metadata says "
+                        + metadata.length());
+            }
+            byte[] head = LmProtocol.encodeClient(LmProtocol.PUT, metadata, key.toKeyString());
+            LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer());
+            return null;
+        });
+    }
+
+    @Override
+    public CompletableFuture<Optional<MemoryObj>> get(CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
+        return submit(ch -> {
+            write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
+            byte[] reply = readReply(ch);
+            if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
+                return Optional.<MemoryObj>empty();
+            }
+            RemoteMetadata meta;
+            try {
+                meta = LmProtocol.replyMetadata(reply);
+            } catch (IllegalArgumentException e) {
+                throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
+            }
+            Optional<MemoryObj> obj = allocate.apply(meta);
+            if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
+                obj.ifPresent(MemoryObj::release);
+                LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
+                return Optional.<MemoryObj>empty();
+            }
+            try {
+                LmProtocol.readFully(ch, obj.get().segment().asSlice(0, meta.length()).asByteBuffer());
+            } catch (IOException | RuntimeException e) {
+                obj.get().release();
+                throw e;
+            }
+            return obj;
+        });
+    }
+
+    @Override
+    public CompletableFuture<Boolean> remove(CacheKey key) {
+        return submit(ch -> {
+            write(ch, LmProtocol.encodeClient(LmProtocol.REMOVE, 0, key.toKeyString()));
+            return LmProtocol.replyCode(readReply(ch)) == LmProtocol.SUCCESS;
+        });
+    }
+
+    @Override
+    public CompletableFuture<Void> ping() {
+        return submit(ch -> {
+            write(ch, LmProtocol.encodeClient(LmProtocol.HEALTH, 0, ""));
+            int code = LmProtocol.replyCode(readReply(ch));
+            if (code != LmProtocol.SUCCESS) {
+                throw new IOException("lm:// server " + url() + " answered HEALTH with " + code);
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        executor.shutdownNow();
+        watchdog.shutdownNow();
+        for (SocketChannel ch : all) {
+            closeQuietly(ch);
+        }
+        idle.clear();
+    }
+
+    @Override
+    public String toString() {
+        return "LmConnector[" + url() + "]";
+    }
+
+    // ---- plumbing -------------------------------------------------------------------------------
+
+    @FunctionalInterface
+    private interface Op<T> {
+        T run(SocketChannel ch) throws Exception;
+    }
+
+    private <T> CompletableFuture<T> submit(Op<T> op) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        if (closed.get()) {
+            f.completeExceptionally(new IllegalStateException(this + " is closed"));
+            return f;
+        }
+        try {
+            executor.execute(() -> runOp(op, f));
+        } catch (RejectedExecutionException e) {
+            f.completeExceptionally(new IllegalStateException(this + " is closed", e));
+        }
+        return f;
+    }
+
+    private <T> void runOp(Op<T> op, CompletableFuture<T> f) {
+        SocketChannel ch = null;
+        AtomicBoolean timedOut = new AtomicBoolean();
+        ScheduledFuture<?> timer = null;
+        try {
+            if (closed.get()) {
+                throw new IllegalStateException(this + " is closed");
+            }
+            ch = acquire();
+            SocketChannel watched = ch;
+            timer = watchdog.schedule(() -> {
+                timedOut.set(true);
+                closeQuietly(watched);
+            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+            T result = op.run(ch);
+            timer.cancel(false);
+            if (timedOut.get() || closed.get()) {
+                throw new IOException("lm:// operation on " + url() + " timed out after " + timeout.toMillis() + " ms");
+            }
+            idle.add(ch);
+            ch = null;
+            f.complete(result);
+        } catch (Throwable e) {
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            if (ch != null) {
+                closeQuietly(ch);
+            }
+            if (timedOut.get()) {
+                f.completeExceptionally(new IOException("lm:// operation on " + url() + " timed out after "
+                        + timeout.toMillis() + " ms", e));
+            } else {
+                f.completeExceptionally(e);
+            }
+        }
+    }
+
+    private SocketChannel acquire() throws IOException {
+        SocketChannel ch;
+        while ((ch = idle.poll()) != null) {
+            if (ch.isOpen() && stillConnected(ch)) {
+                return ch;
+            }
+            closeQuietly(ch);
+        }
+        ch = SocketChannel.open();
+        all.add(ch);
+        SocketChannel opened = ch;
+        ScheduledFuture<?> timer = watchdog.schedule(() -> closeQuietly(opened), timeout.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            ch.connect(address);
+            if (token.isPresent()) {
+                byte[] t = token.get().getBytes(StandardCharsets.UTF_8);
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH, t.length, "")),
+                        ByteBuffer.wrap(t));
+                if (LmProtocol.replyCode(readReply(ch)) != LmProtocol.SUCCESS) {
+                    throw new IOException("lm:// server " + url() + " refused the token");
+                }
+            }
+            timer.cancel(false);
+            return ch;
+        } catch (IOException | RuntimeException e) {
+            timer.cancel(false);
+            closeQuietly(ch);
+            if (e instanceof IOException io && io.getMessage() != null && io.getMessage().contains("refused the token")) {
+                throw io;
+            }
+            throw new IOException("cannot connect to lm:// server " + url() + ": " + e, e);
+        }
+    }
+
+    /**
+     * Whether an idle connection is still usable: a non-blocking read that finds nothing. The
+     * server closes a connection after a bad PUT (which has no reply), so an idle connection may
+     * have been closed by the peer; end of stream, a reset, or unexpected bytes all retire it.
+     */
+    private static boolean stillConnected(SocketChannel ch) {
+        try {
+            ch.configureBlocking(false);
+            int n = ch.read(ByteBuffer.allocate(1));
+            ch.configureBlocking(true);
+            return n == 0;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    private void closeQuietly(SocketChannel ch) {
+        all.remove(ch);
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // nothing to do
+        }
+    }
+
+    private static void write(SocketChannel ch, byte[] bytes) throws IOException {
+        LmProtocol.writeFully(ch, ByteBuffer.wrap(bytes));
+    }
+
+    private static byte[] readReply(SocketChannel ch) throws IOException {
+        return LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
+    }
+}

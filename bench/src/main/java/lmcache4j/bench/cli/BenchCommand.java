@@ -160,13 +160,9 @@ public final class BenchCommand {
         List<Kind> only = List.of(Kind.values());
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
-            String name = arg;
-            String value = null;
-            int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0) {
-                name = arg.substring(0, eq);
-                value = arg.substring(eq + 1);
-            }
+            CliFlag flag = CliFlag.of(arg);
+            String name = flag.name();
+            String value = flag.value();
             switch (name) {
                 case "--json" -> {
                     if (value != null) {

@@ -193,13 +193,9 @@ public final class DemoCommand {
         double diskGb = Settings.DEFAULT_DISK_GB;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
-            String name = arg;
-            String value = null;
-            int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0) {
-                name = arg.substring(0, eq);
-                value = arg.substring(eq + 1);
-            }
+            CliFlag flag = CliFlag.of(arg);
+            String name = flag.name();
+            String value = flag.value();
             switch (name) {
                 case "-h", "--help" -> throw new HelpRequested();
                 case "--json", "--quiet", "--no-disk" -> {

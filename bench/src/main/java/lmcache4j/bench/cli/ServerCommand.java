@@ -118,13 +118,9 @@ public final class ServerCommand {
         long frameMb = 1024;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
-            String name = arg;
-            String value = null;
-            int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0) {
-                name = arg.substring(0, eq);
-                value = arg.substring(eq + 1);
-            }
+            CliFlag flag = CliFlag.of(arg);
+            String name = flag.name();
+            String value = flag.value();
             if (!name.equals("--host") && !name.equals("--port") && !name.equals("--max-size") && !name.equals("--token")
                     && !name.equals("--max-frame-mb")) {
                 throw new UsageException("unknown argument '" + arg + "'");

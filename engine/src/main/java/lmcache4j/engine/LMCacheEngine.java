@@ -78,6 +78,36 @@ public final class LMCacheEngine implements AutoCloseable {
         metrics.bindTiers(new EngineMetrics.TierGauges(
                 () -> cpu.allocator().stats().usedBytes(), () -> cpu.allocator().stats().liveObjects(),
                 () -> cpu.allocator().stats().pinnedObjects(), cpu::size, cpu::evictions, cpu::evictionFailures));
+        storage.tier(lmcache4j.engine.storage.disk.LocalDiskBackend.NAME)
+                .map(lmcache4j.engine.storage.disk.LocalDiskBackend.class::cast).ifPresent(this::bindDiskMetrics);
+        storage.tier(lmcache4j.engine.remote.RemoteBackend.NAME)
+                .map(lmcache4j.engine.remote.RemoteBackend.class::cast).ifPresent(this::bindRemoteMetrics);
+    }
+
+    private void bindDiskMetrics(lmcache4j.engine.storage.disk.LocalDiskBackend disk) {
+        tierMetric("lmcache:local_storage_usage", "Bytes of chunk files in the disk tier", false, () -> disk.stats().usedBytes());
+        tierMetric("lmcache:local_disk_write_count", "Chunks written to disk (lmcache4j)", true, () -> disk.stats().writes());
+        tierMetric("lmcache:local_disk_read_count", "Chunks read from disk (lmcache4j)", true, () -> disk.stats().reads());
+        tierMetric("lmcache:local_disk_evict_count", "Disk-tier evictions (lmcache4j)", true, () -> disk.stats().evictions());
+        tierMetric("lmcache:local_disk_dropped_puts", "Stores that skipped the disk tier: queue full (lmcache4j)", true,
+                () -> disk.stats().droppedPuts());
+        tierMetric("lmcache:local_disk_corrupt_reads", "Chunk files dropped for a checksum mismatch (lmcache4j)", true,
+                () -> disk.stats().corruptReads());
+    }
+
+    private void bindRemoteMetrics(lmcache4j.engine.remote.RemoteBackend remote) {
+        tierMetric("lmcache:num_remote_read_requests", "Chunks read from the remote tier", true, () -> remote.stats().gets());
+        tierMetric("lmcache:num_remote_read_bytes", "Bytes read from the remote tier", true, () -> remote.stats().getBytes());
+        tierMetric("lmcache:num_remote_write_requests", "Chunks written to the remote tier", true, () -> remote.stats().puts());
+        tierMetric("lmcache:num_remote_write_bytes", "Bytes written to the remote tier", true, () -> remote.stats().putBytes());
+        tierMetric("lmcache:remote_ping_errors", "Health pings that failed", true, () -> remote.stats().pingFailures());
+        tierMetric("lmcache:remote_put_task_num", "Remote puts in flight", false, () -> remote.stats().putsInFlight());
+        tierMetric("lmcache:remote_healthy", "1 while the remote answers, 0 while a blackhole stands in (lmcache4j)", false,
+                () -> remote.stats().healthy() ? 1 : 0);
+    }
+
+    private void tierMetric(String name, String help, boolean counter, java.util.function.LongSupplier value) {
+        metrics.bindTierMetric(new EngineMetrics.TierMetric(name, help, counter, value));
     }
 
     /**
@@ -107,7 +137,7 @@ public final class LMCacheEngine implements AutoCloseable {
         List<StorageBackend> tiers = new ArrayList<>();
         try {
             EngineTiers.diskTier(config, metadata, cpu).ifPresent(tiers::add);
-            EngineTiers.remoteTier(config, cpu).ifPresent(tiers::add);
+            EngineTiers.remoteTier(config, metadata, cpu).ifPresent(tiers::add);
         } catch (RuntimeException e) {
             tiers.forEach(StorageBackend::close);
             cpu.close();

@@ -59,6 +59,9 @@ class DiskTierEngineTest {
                 assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 512));
                 var stats = restarted.storage().cpu().allocator().stats();
                 assertEquals(restarted.storage().cpu().size(), stats.liveObjects(), "no reference leaked");
+                String text = restarted.metrics().toPrometheus();
+                assertTrue(text.contains("lmcache:local_disk_read_count{model_name=\"synthetic/model\",worker_id=\"0\"} "), text);
+                assertTrue(restarted.metrics().snapshot().tierReadings().get("lmcache:local_storage_usage") > 0);
             }
         }
     }

@@ -51,6 +51,24 @@ public final class EngineMetrics {
         static final TierGauges NONE = new TierGauges(() -> 0, () -> 0, () -> 0, () -> 0, () -> 0, () -> 0);
     }
 
+    /**
+     * A metric read from a lower tier when a snapshot is taken (disk and remote tiers).
+     *
+     * @param name    the Prometheus name, LMCache's where it has one
+     * @param help    one line of help text
+     * @param counter true for a counter, false for a gauge
+     * @param value   the current reading
+     */
+    public record TierMetric(String name, String help, boolean counter, LongSupplier value) {
+    }
+
+    private final java.util.List<TierMetric> tierMetrics = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** Adds a lower tier's metric to every snapshot and to the Prometheus text. */
+    public void bindTierMetric(TierMetric metric) {
+        tierMetrics.add(metric);
+    }
+
     public EngineMetrics(String modelName, int workerId) {
         this.modelName = modelName;
         this.workerId = workerId;
@@ -116,12 +134,27 @@ public final class EngineMetrics {
                 gbps(storedBytes.sum(), storeCopyNanos.sum()), gbps(retrievedBytes.sum(), retrieveCopyNanos.sum()),
                 t.cacheUsageBytes().getAsLong(), t.activeObjects().getAsLong(), t.pinnedObjects().getAsLong(),
                 t.hotCacheCount().getAsLong(), t.evictions().getAsLong(), t.evictionFailures().getAsLong(),
-                timeToStore.snapshot(), timeToRetrieve.snapshot(), storeSpeed.snapshot(), retrieveSpeed.snapshot());
+                timeToStore.snapshot(), timeToRetrieve.snapshot(), storeSpeed.snapshot(), retrieveSpeed.snapshot(),
+                tierReadings());
     }
 
     /** The snapshot in Prometheus text exposition format (version 0.0.4). */
     public String toPrometheus() {
-        return PrometheusText.render(snapshot(), new LatencyHistogram[] {timeToStore, timeToRetrieve, storeSpeed, retrieveSpeed});
+        return PrometheusText.render(snapshot(), new LatencyHistogram[] {timeToStore, timeToRetrieve, storeSpeed, retrieveSpeed},
+                tierMetrics);
+    }
+
+    private java.util.Map<String, Long> tierReadings() {
+        java.util.Map<String, Long> readings = new java.util.LinkedHashMap<>();
+        for (TierMetric m : tierMetrics) {
+            readings.put(m.name(), m.value().getAsLong());
+        }
+        return readings;
+    }
+
+    /** The lower tiers' metric definitions, for renderers. */
+    java.util.List<TierMetric> tierMetrics() {
+        return tierMetrics;
     }
 
     private static double gbps(long bytes, long nanos) {

@@ -4,7 +4,8 @@ import org.HdrHistogram.Histogram;
 
 /**
  * The engine's metrics at one moment. Counters are cumulative; hit rates cover the interval since
- * the previous snapshot; bandwidths are bytes actually copied ÷ time spent copying (GB/s).
+ * the previous snapshot; bandwidths are bytes actually copied ÷ time spent copying (GB/s);
+ * {@code tierReadings} are the disk and remote tiers' metrics by Prometheus name.
  */
 public record MetricsSnapshot(String modelName, int workerId,
                               long retrieveRequests, long storeRequests, long lookupRequests,
@@ -15,5 +16,8 @@ public record MetricsSnapshot(String modelName, int workerId,
                               long localCacheUsageBytes, long activeMemoryObjs, long pinnedMemoryObjs,
                               long hotCacheCount, long localCpuEvictions, long localCpuEvictionFailures,
                               Histogram timeToStore, Histogram timeToRetrieve, Histogram storeSpeed,
-                              Histogram retrieveSpeed) {
+                              Histogram retrieveSpeed, java.util.Map<String, Long> tierReadings) {
+    public MetricsSnapshot {
+        tierReadings = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(tierReadings));
+    }
 }

@@ -7,7 +7,7 @@ final class PrometheusText {
     private PrometheusText() {
     }
 
-    static String render(MetricsSnapshot s, LatencyHistogram[] histograms) {
+    static String render(MetricsSnapshot s, LatencyHistogram[] histograms, java.util.List<EngineMetrics.TierMetric> tierMetrics) {
         StringBuilder out = new StringBuilder(4096);
         String labels = "{model_name=\"" + escape(s.modelName()) + "\",worker_id=\"" + s.workerId() + "\"}";
         counter(out, labels, "lmcache:num_retrieve_requests", "Retrieve requests", s.retrieveRequests());
@@ -32,6 +32,14 @@ final class PrometheusText {
         gauge(out, labels, "lmcache:store_bandwidth_gbps", "Bytes copied by stores / copy time, GB/s (lmcache4j)", s.storeGbps());
         gauge(out, labels, "lmcache:retrieve_bandwidth_gbps", "Bytes copied by retrieves / copy time, GB/s (lmcache4j)",
                 s.retrieveGbps());
+        for (EngineMetrics.TierMetric m : tierMetrics) {
+            long value = s.tierReadings().getOrDefault(m.name(), 0L);
+            if (m.counter()) {
+                counter(out, labels, m.name(), m.help(), value);
+            } else {
+                gauge(out, labels, m.name(), m.help(), value);
+            }
+        }
         Histogram[] snapshots = {s.timeToStore(), s.timeToRetrieve(), s.storeSpeed(), s.retrieveSpeed()};
         for (int i = 0; i < histograms.length; i++) {
             histogram(out, s, histograms[i], snapshots[i]);

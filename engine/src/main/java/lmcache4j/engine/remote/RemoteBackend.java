@@ -43,6 +43,7 @@ public final class RemoteBackend implements StorageBackend {
     private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
     private final Thread monitor;
     private volatile boolean closed;
+    private final boolean readAsWorkerZero;
 
     private final LongAdder puts = new LongAdder();
     private final LongAdder putBytes = new LongAdder();
@@ -62,6 +63,17 @@ public final class RemoteBackend implements StorageBackend {
      */
     public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
                          double pingTimeoutSecs) {
+        this(remote, cpu, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, false);
+    }
+
+    /**
+     * As above; with {@code readAsWorkerZero} (LMCache's MLA rule for a worker other than 0 when
+     * {@code extra_config.remote_enable_mla_worker_id_as0}): every worker reads the one copy worker
+     * 0 wrote, under worker 0's keys, and writes nothing.
+     */
+    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+                         double pingTimeoutSecs, boolean readAsWorkerZero) {
+        this.readAsWorkerZero = readAsWorkerZero;
         this.remote = Objects.requireNonNull(remote, "remote");
         this.cpu = Objects.requireNonNull(cpu, "cpu");
         this.blackhole = new BlackholeConnector("blackhole:// (standing in for " + remote.url() + ")");
@@ -108,11 +120,22 @@ public final class RemoteBackend implements StorageBackend {
         }
     }
 
+    /** The key the remote store holds {@code key} under: worker 0's, in the MLA worker-0 mode. */
+    private CacheKey remoteKey(CacheKey key) {
+        if (!readAsWorkerZero) {
+            return key;
+        }
+        return switch (key) {
+            case lmcache4j.engine.key.CacheEngineKey chunk -> chunk.withWorkerId(0);
+            case lmcache4j.engine.key.LayerCacheEngineKey layer -> layer.chunk().withWorkerId(0).layer(layer.layerId());
+        };
+    }
+
     // ---- lookups ----------------------------------------------------------------------------
 
     @Override
     public boolean contains(CacheKey key, boolean pin) {
-        return await(active.get().exists(key)).orElse(false);
+        return await(active.get().exists(remoteKey(key))).orElse(false);
     }
 
     @Override
@@ -143,6 +166,9 @@ public final class RemoteBackend implements StorageBackend {
             throw new IllegalArgumentException(keys.size() + " keys but " + objs.size() + " objects");
         }
         RemoteConnector target = active.get();
+        if (readAsWorkerZero) {
+            return; // worker 0 writes the one copy
+        }
         for (int i = 0; i < keys.size(); i++) {
             CacheKey key = keys.get(i);
             MemoryObj obj = objs.get(i);
@@ -187,7 +213,7 @@ public final class RemoteBackend implements StorageBackend {
     public Optional<MemoryObj> getBlocking(CacheKey key) {
         CompletableFuture<Optional<MemoryObj>> future;
         try {
-            future = active.get().get(key, metadata -> cpu.allocate(metadata.toShape(),
+            future = active.get().get(remoteKey(key), metadata -> cpu.allocate(metadata.toShape(),
                     metadata.dtype().orElse(DType.UINT8), metadata.format(), AllocationMode.EVICT_AND_WAIT));
         } catch (RuntimeException e) {
             failures.increment();

@@ -32,7 +32,7 @@ import lmcache4j.cuda.CudaRuntime;
 public final class DemoCommand {
     static final String USAGE = """
             usage: ./lmcache4j demo [--requests N] [--cpu-gb X] [--layers N] [--seed S]
-                                    [--disk DIR | --no-disk] [--disk-gb X] [--json] [--quiet]
+                                    [--disk DIR | --no-disk] [--disk-gb X] [--remote URL] [--json] [--quiet]
             Serves a generated workload (shared system prompts, multi-turn conversations, long documents
             queried repeatedly) through lmcache4j's engine from a simulated serving engine with a paged KV
             cache in host memory; verifies every retrieved byte against a deterministic KV model and
@@ -49,6 +49,9 @@ public final class DemoCommand {
               --no-disk     no disk tier: the CPU tier only
               --disk-gb X   the disk tier, max_local_disk_size in GiB (default %.1f: less than the workload
                             stores, so it evicts too); O_DIRECT where the file system allows it
+              --remote URL  a remote tier shared with other processes: lm://host:port (./lmcache4j server)
+                            or fs:///shared/dir; a second demo pointed at the same remote hits what the
+                            first stored there
               --json        print one JSON object instead of the report (no progress bar)
               --quiet       no progress bar
             Exit status: 0 when every retrieved byte matched, 1 when any did not, 2 for bad arguments.
@@ -191,6 +194,7 @@ public final class DemoCommand {
         Path disk = null;
         boolean noDisk = false;
         double diskGb = Settings.DEFAULT_DISK_GB;
+        String remote = null;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             CliFlag flag = CliFlag.of(arg);
@@ -208,7 +212,7 @@ public final class DemoCommand {
                         default -> noDisk = true;
                     }
                 }
-                case "--requests", "--cpu-gb", "--layers", "--seed", "--disk", "--disk-gb" -> {
+                case "--requests", "--cpu-gb", "--layers", "--seed", "--disk", "--disk-gb", "--remote" -> {
                     if (value == null) {
                         if (i + 1 >= args.length) {
                             throw new IllegalArgumentException(name + " needs a value");
@@ -226,6 +230,13 @@ public final class DemoCommand {
                             disk = Path.of(value);
                         }
                         case "--disk-gb" -> diskGb = decimal(name, value);
+                        case "--remote" -> {
+                            if (!value.contains("://")) {
+                                throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
+                                        + "fs:///shared/dir, got '" + value + "'");
+                            }
+                            remote = value;
+                        }
                         default -> cpuGb = decimal(name, value);
                     }
                 }
@@ -234,7 +245,8 @@ public final class DemoCommand {
             }
         }
         Settings s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
-                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb);
+                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb,
+                remote);
         if (disk != null && noDisk) {
             throw new IllegalArgumentException("--disk and --no-disk exclude each other");
         }

@@ -27,6 +27,7 @@ import lmcache4j.bench.json.FlatJson;
  * @param retrievesBeyondLookup retrieves that loaded more: a chunk whose disk write was still queued at the lookup
  *                         reached the disk before the retrieve (not an error; its bytes are verified too)
  * @param disk             the disk tier's counters after its queued writes finished, or null without a disk tier
+ * @param remote           the remote tier's counters after its puts finished, or null without a remote tier
  */
 public record DemoReport(ServingSimulator.Settings settings, int conversations, long sharedTokens, int pagedBlocks,
                          long pagedBytes, long cpuBytes, long cpuChunks, Map<Workload.Kind, Integer> kinds,
@@ -38,7 +39,20 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                          double storeE2eGbps, double retrieveE2eGbps, long storedBytes, long retrievedBytes,
                          MemcpyBaseline.Result memcpyChunk, MemcpyBaseline.Result memcpyBlock,
                          long evictions, long evictionFailures, long cachedChunks, long cacheUsedBytes,
-                         double engineRetrieveHitRate, Phases phases, Disk disk) {
+                         double engineRetrieveHitRate, Phases phases, Disk disk, Remote remote) {
+
+    /**
+     * The remote tier ({@link lmcache4j.engine.remote.RemoteBackend}'s stats).
+     *
+     * @param puts     chunks this run wrote to the remote store
+     * @param gets     chunks read from it (retrieve hits no local tier held: for example another process's)
+     * @param lost     puts dropped (remote unhealthy) or failed
+     * @param failures gets and lookups that timed out or failed (each a miss)
+     * @param healthy  whether the remote answered its last health ping
+     */
+    public record Remote(String url, long puts, long putBytes, long gets, long getBytes, long lost, long failures,
+                         boolean healthy) {
+    }
 
     /** Where the time went, in nanoseconds; {@code diskDrain}: waiting for the disk tier's queued writes after serving. */
     public record Phases(long lookup, long poison, long retrieve, long verify, long compute, long store, long wall,
@@ -136,6 +150,14 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                 line(sb, "", "%,d stores skipped the disk (write queue full), %,d writes refused (no room), %,d I/O failures, "
                         + "%,d corrupt reads", d.droppedPuts(), d.rejectedPuts(), d.ioFailures(), d.corruptReads());
             }
+        }
+        if (remote != null) {
+            Remote r = remote;
+            line(sb, "remote", "%s: %,d chunks written (%s), %,d read (hits served by the remote store, %s); %s%s",
+                    r.url(), r.puts(), HostArenas.formatBytes(r.putBytes()), r.gets(), HostArenas.formatBytes(r.getBytes()),
+                    r.healthy() ? "healthy" : "UNHEALTHY (a blackhole stood in)",
+                    r.lost() + r.failures() == 0 ? "" : String.format(Locale.ROOT, "; %,d puts lost, %,d failed reads",
+                            r.lost(), r.failures()));
         }
         sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
         sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
@@ -256,6 +278,11 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.number("retrieve_s", phases.retrieve() / 1e9, 3);
         j.number("store_s", phases.store() / 1e9, 3);
         j.number("lookup_s", phases.lookup() / 1e9, 3);
+        j.bool("remote_enabled", remote != null);
+        j.integer("remote_puts", remote == null ? 0 : remote.puts());
+        j.integer("remote_gets", remote == null ? 0 : remote.gets());
+        j.integer("remote_lost_puts", remote == null ? 0 : remote.lost());
+        j.integer("remote_failed_reads", remote == null ? 0 : remote.failures());
         j.bool("disk_enabled", disk != null);
         j.integer("disk_writes", disk == null ? 0 : disk.writes());
         j.integer("disk_reads", disk == null ? 0 : disk.reads());

@@ -22,6 +22,7 @@ import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.metrics.MetricsSnapshot;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 
 /**
@@ -68,9 +69,11 @@ public final class ServingSimulator implements AutoCloseable {
      * @param workload  the workload's shape
      * @param diskDir   the disk tier's directory ({@code local_disk}), or null for no disk tier
      * @param diskGb    the disk tier's size ({@code max_local_disk_size}, GiB); ignored without a directory
+     * @param remoteUrl the remote tier's {@code remote_url}, or null for none
      */
     public record Settings(int requests, double cpuGb, int layers, int kvHeads, int headSize, int blockSize,
-                           int chunkSize, long seed, Workload.Shape workload, Path diskDir, double diskGb) {
+                           int chunkSize, long seed, Workload.Shape workload, Path diskDir, double diskGb,
+                           String remoteUrl) {
         public static final int DEFAULT_REQUESTS = 240;
         public static final double DEFAULT_CPU_GB = 1.0;
         public static final int DEFAULT_LAYERS = 8;
@@ -102,7 +105,14 @@ public final class ServingSimulator implements AutoCloseable {
 
         /** The same settings with a disk tier in {@code dir} of {@code gb} GiB (null: none). */
         public Settings withDisk(Path dir, double gb) {
-            return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, dir, gb);
+            return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, dir, gb,
+                    remoteUrl);
+        }
+
+        /** The same settings with a remote tier at {@code url} (null: none). */
+        public Settings withRemote(String url) {
+            return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, diskDir,
+                    diskGb, url);
         }
 
         public boolean hasDisk() {
@@ -112,7 +122,7 @@ public final class ServingSimulator implements AutoCloseable {
         public static Settings defaults() {
             return new Settings(DEFAULT_REQUESTS, DEFAULT_CPU_GB, DEFAULT_LAYERS, DEFAULT_KV_HEADS, DEFAULT_HEAD_SIZE,
                     DEFAULT_BLOCK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_SEED, Workload.Shape.defaults(DEFAULT_SEED), null,
-                    DEFAULT_DISK_GB);
+                    DEFAULT_DISK_GB, null);
         }
 
         public ModelMetadata metadata() {
@@ -154,6 +164,7 @@ public final class ServingSimulator implements AutoCloseable {
     private final BlockPool blocks;
     private final LMCacheEngine engine;
     private final Optional<LocalDiskBackend> disk;
+    private final Optional<RemoteBackend> remote;
     private final long bytesPerToken;
     private final Tally tally = new Tally();
 
@@ -205,7 +216,11 @@ public final class ServingSimulator implements AutoCloseable {
                         .set("max_local_disk_size", settings.diskGb())
                         .set("extra_config", Map.of("use_odirect", true));
             }
+            if (settings.remoteUrl() != null) {
+                builder.set("remote_url", settings.remoteUrl());
+            }
             this.engine = LMCacheEngine.create(builder.build(), settings.metadata(), KvConnector.host(), List.of());
+            this.remote = engine.storage().tier(RemoteBackend.NAME).map(RemoteBackend.class::cast);
             this.disk = engine.storage().tier(LocalDiskBackend.NAME).map(LocalDiskBackend.class::cast);
         } catch (RuntimeException e) {
             pagedMemory.close();
@@ -251,6 +266,7 @@ public final class ServingSimulator implements AutoCloseable {
         // that the report counts them and a next run with the same directory finds them.
         long drainStarted = System.nanoTime();
         Optional<DemoReport.Disk> diskReport = disk.map(this::drainAndReport);
+        Optional<DemoReport.Remote> remoteReport = remote.map(this::remoteReport);
         long drainNanos = System.nanoTime() - drainStarted;
         double storeSteadyGbps = tierFull == null ? Double.NaN
                 : copyGbps(tierFull.storedBytes(), tierFull.storeGbps(), m.storedBytes(), m.storeGbps());
@@ -281,7 +297,19 @@ public final class ServingSimulator implements AutoCloseable {
                 m.requestedTokens() == 0 ? 0 : m.hitTokens() / (double) m.requestedTokens(),
                 new DemoReport.Phases(tally.lookupNanos, tally.poisonNanos, tally.retrieveNanos, tally.verifyNanos,
                         tally.computeNanos, tally.storeNanos, wallNanos, memcpyNanos, drainNanos),
-                diskReport.orElse(null));
+                diskReport.orElse(null), remoteReport.orElse(null));
+    }
+
+    private DemoReport.Remote remoteReport(RemoteBackend tier) {
+        try {
+            tier.awaitPuts(); // a next process sharing the remote should find everything this one stored
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the remote tier's writes", e);
+        }
+        RemoteBackend.Stats st = tier.stats();
+        return new DemoReport.Remote(settings.remoteUrl(), st.puts(), st.putBytes(), st.gets(), st.getBytes(),
+                st.droppedPuts() + st.failedPuts(), st.timeouts() + st.failures(), st.healthy());
     }
 
     private DemoReport.Disk drainAndReport(LocalDiskBackend tier) {

@@ -84,6 +84,26 @@ class DemoCommandTest {
     }
 
     @Test
+    void twoDemosSharingAnLmServerHitWhatTheFirstStored() throws Exception {
+        try (var server = lmcache4j.engine.remote.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
+                1L << 30, java.util.Optional.empty(), 64 << 20)) {
+            String[] args = {"--json", "--requests", "16", "--layers", "2", "--cpu-gb", "0.07", "--seed", "7", "--no-disk",
+                "--remote", "lm://127.0.0.1:" + server.port()};
+            Run first = run(args);
+            assertEquals(0, first.exit(), first.err() + first.out());
+            String one = first.out().strip();
+            assertTrue(number(one, "remote_puts") > 0, "the first demo stores remotely: " + one);
+            Run second = run(args);
+            assertEquals(0, second.exit(), second.err() + second.out());
+            String two = second.out().strip();
+            assertEquals(0, number(two, "mismatches"), "chunks read from the remote are verified too: " + two);
+            assertTrue(number(two, "remote_gets") > 0, "the second demo is served what the first stored: " + two);
+            assertTrue(number(two, "hit_rate") > number(one, "hit_rate"), one + "\n" + two);
+        }
+        assertEquals(2, run("--remote", "nowhere").exit());
+    }
+
+    @Test
     void noDiskLeavesTheDiskTierOutAndBadDiskOptionsExitWith2(@TempDir Path tmp) {
         Run noDisk = run("--json", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04", "--no-disk");
         assertEquals(0, noDisk.exit(), noDisk.err() + noDisk.out());

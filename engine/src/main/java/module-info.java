@@ -7,6 +7,12 @@ module lmcache4j.engine {
     requires org.agrona;
     requires HdrHistogram;
     requires org.snakeyaml.engine.v2;
+    requires lettuce.core; // redis:// and rediss:// (an automatic module; it reads whatever the graph holds)
+    // Lettuce's Netty: explicit modules, which an automatic module does not pull into the graph itself.
+    requires io.netty.common;
+    requires io.netty.buffer; // the Redis codec writes payloads straight into Netty's outbound buffer
+    requires io.netty.handler;
+    requires io.netty.resolver.dns;
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
     exports lmcache4j.engine;
@@ -17,6 +23,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote;
     exports lmcache4j.engine.remote.fs;
     exports lmcache4j.engine.remote.lm;
+    exports lmcache4j.engine.remote.redis;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.disk;

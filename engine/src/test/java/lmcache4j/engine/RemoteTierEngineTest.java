@@ -19,7 +19,7 @@ import lmcache4j.engine.remote.RemoteBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Two engines sharing an {@code fs://} remote tier, and a remote that disappears and comes back. */
+/** Two engines sharing an {@code fs://}, {@code lm://} or {@code redis://} remote tier, and a remote that disappears and comes back. */
 class RemoteTierEngineTest {
     private static final int CHUNK = 64;
     private static final int BLOCKS = 64;
@@ -66,6 +66,25 @@ class RemoteTierEngineTest {
         try (var server = lmcache4j.engine.remote.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
                 64L << 20, java.util.Optional.empty(), 16 << 20)) {
             String url = "lm://127.0.0.1:" + server.port();
+            try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(url); LMCacheEngine second = engine(url)) {
+                PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+                SyntheticKv.compute(kv, tokens, slots, 0, 192);
+                first.store(tokens, null, kv, slots, Map.of());
+                remote(first).awaitPuts();
+                assertEquals(192, second.lookup(tokens, Map.of(), null));
+                PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+                assertTrue(second.retrieve(tokens, null, target, slots, Map.of(), null)[191]);
+                assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 192));
+            }
+        }
+    }
+
+    @Test
+    void twoEnginesShareChunksThroughRedis() throws Exception {
+        int[] tokens = SyntheticKv.tokens(192, 35);
+        long[] slots = SyntheticKv.slots(192, BLOCKS, 35);
+        try (var redis = lmcache4j.engine.remote.redis.RedisServerProcess.start()) {
+            String url = redis.url();
             try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(url); LMCacheEngine second = engine(url)) {
                 PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
                 SyntheticKv.compute(kv, tokens, slots, 0, 192);

@@ -1,0 +1,156 @@
+package lmcache4j.engine.remote.redis;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real {@code redis-server} on a loopback port, for tests. {@code ./lmcache4j test} installs the
+ * Debian package {@code redis-server} when it is missing; without it these tests fail (they never skip).
+ */
+public final class RedisServerProcess implements AutoCloseable {
+    private final int port;
+    private final Path log;
+    private Process process;
+
+    private RedisServerProcess(int port) throws IOException {
+        this.port = port;
+        this.log = Files.createTempFile("lmcache4j-redis-" + port + "-", ".log");
+    }
+
+    /** Starts a server on a free loopback port and waits until it answers PING. */
+    public static RedisServerProcess start() throws IOException, InterruptedException {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        RedisServerProcess r = new RedisServerProcess(port);
+        r.restart();
+        return r;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public String url() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    /** (Re)starts the server on the same port. */
+    public synchronized void restart() throws IOException, InterruptedException {
+        if (process != null && process.isAlive()) {
+            throw new IllegalStateException("redis-server on port " + port + " is running");
+        }
+        String exe = executable();
+        process = new ProcessBuilder(List.of(exe, "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--protected-mode", "no"))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("redis-server exited with " + process.exitValue() + " on port " + port
+                        + ":\n" + Files.readString(log));
+            }
+            if (pings()) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        stop();
+        throw new IllegalStateException("redis-server on port " + port + " did not answer PING within 20 s:\n"
+                + Files.readString(log));
+    }
+
+    private boolean pings() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 500);
+            s.setSoTimeout(1000);
+            OutputStream out = s.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[7];
+            int n = in.readNBytes(buf, 0, 7);
+            return n == 7 && new String(buf, StandardCharsets.US_ASCII).equals("+PONG\r\n");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Kills the server (SIGKILL) and waits for it to exit. */
+    public synchronized void kill() throws InterruptedException {
+        if (process != null) {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Pauses the server (SIGSTOP): connections stay open, nothing is answered. */
+    public synchronized void suspend() throws IOException, InterruptedException {
+        signal("-STOP");
+    }
+
+    /** Resumes a paused server (SIGCONT). */
+    public synchronized void resume() throws IOException, InterruptedException {
+        signal("-CONT");
+    }
+
+    private void signal(String sig) throws IOException, InterruptedException {
+        Process k = new ProcessBuilder("kill", sig, Long.toString(process.pid())).inheritIO().start();
+        if (k.waitFor() != 0) {
+            throw new IllegalStateException("kill " + sig + " " + process.pid() + " failed");
+        }
+    }
+
+    /** Stops the server and waits for it to exit. */
+    public synchronized void stop() throws InterruptedException {
+        if (process != null) {
+            process.destroy();
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            stop();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            Files.deleteIfExists(log);
+        } catch (IOException ignored) {
+            // a temp file
+        }
+    }
+
+    private static String executable() {
+        for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+            Path p = Path.of(dir.isEmpty() ? "." : dir, "redis-server");
+            if (Files.isExecutable(p)) {
+                return p.toString();
+            }
+        }
+        for (String p : List.of("/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server")) {
+            if (Files.isExecutable(Path.of(p))) {
+                return p;
+            }
+        }
+        throw new IllegalStateException("redis-server is not installed: the Redis connector tests need a real Redis. "
+                + "Install it (apt-get install -y redis-server), or run ./lmcache4j test as root, which installs it.");
+    }
+}

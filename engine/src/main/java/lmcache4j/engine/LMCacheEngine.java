@@ -195,8 +195,10 @@ public final class LMCacheEngine implements AutoCloseable {
         boolean handedOff = false;
         try {
             for (ChunkRange range : ranges) {
-                if (storage.contains(range.key(), false).isPresent()) {
-                    continue; // stored already: skip the copy; the tiers would drop the duplicate anyway
+                if (storage.containsLocally(range.key())) {
+                    // Stored locally already: skip the copy. The remote tier is not asked: that would
+                    // cost a round trip per chunk on every store (it drops duplicates itself).
+                    continue;
                 }
                 TensorShape shape = KvConnector.chunkShape(kv, range.length());
                 Optional<MemoryObj> obj = storage.cpu().allocate(shape, kv.dtype(), KvConnector.chunkFormat(kv), storeMode);

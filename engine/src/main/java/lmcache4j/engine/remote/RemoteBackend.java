@@ -143,6 +143,11 @@ public final class RemoteBackend implements StorageBackend {
         return putsInFlight.contains(key);
     }
 
+    @Override
+    public boolean isLocal() {
+        return false;
+    }
+
     /** Pins mean nothing to a remote store (LMCache's no-op). */
     @Override
     public boolean pin(CacheKey key) {

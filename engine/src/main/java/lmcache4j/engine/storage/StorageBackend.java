@@ -88,6 +88,11 @@ public interface StorageBackend extends AutoCloseable {
         return Optional.empty();
     }
 
+    /** Whether asking this tier is cheap (memory or a local disk), as opposed to a network round trip. */
+    default boolean isLocal() {
+        return true;
+    }
+
     /** Applies the recency updates of the keys pinned by the latest lookup. */
     void touchCache();
 

@@ -206,6 +206,16 @@ public final class StorageManager implements AutoCloseable {
         return Optional.empty();
     }
 
+    /** Whether a local tier (memory or disk, not a remote store) holds {@code key}. */
+    public boolean containsLocally(CacheKey key) {
+        for (StorageBackend tier : active()) {
+            if (tier.isLocal() && tier.contains(key, false)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Tiered prefix match: the first tier answers for the longest prefix it holds, the next tier for
      * the longest prefix of the remainder, and so on; a tier with no hit passes the same remainder

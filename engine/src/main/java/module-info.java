@@ -13,6 +13,7 @@ module lmcache4j.engine {
     requires io.netty.buffer; // the Redis codec writes payloads straight into Netty's outbound buffer
     requires io.netty.handler;
     requires io.netty.resolver.dns;
+    requires aircompressor; // remote_serde lz4 and zstd (pure Java; an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
     exports lmcache4j.engine;
@@ -24,6 +25,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote.fs;
     exports lmcache4j.engine.remote.lm;
     exports lmcache4j.engine.remote.redis;
+    exports lmcache4j.engine.remote.serde;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.disk;

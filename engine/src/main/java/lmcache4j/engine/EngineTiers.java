@@ -49,21 +49,19 @@ final class EngineTiers {
      * The remote tier when {@code remote_url} is set, over the connector its scheme names;
      * {@code extra_config.ping_interval} (30 s) and {@code ping_timeout} (5 s) drive its health
      * monitor; {@code remote_enable_mla_worker_id_as0} (default: the model is MLA) makes workers other
-     * than 0 read worker 0's copy and write nothing. Only {@code remote_serde: naive} is served so far.
+     * than 0 read worker 0's copy and write nothing. {@code remote_serde} (naive, lz4, zstd) picks how
+     * objects are stored ({@link lmcache4j.engine.remote.serde.RemoteSerde}).
      */
     static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, LocalCpuBackend cpu) {
         if (config.remoteUrl().isEmpty()) {
             return Optional.empty();
         }
-        if (!config.remoteSerde().equals("naive")) {
-            throw new IllegalArgumentException("remote_serde '" + config.remoteSerde()
-                    + "' is not implemented yet; use naive");
-        }
         return Optional.of(new lmcache4j.engine.remote.RemoteBackend(
                 lmcache4j.engine.remote.RemoteConnectors.create(config.remoteUrl().get()), cpu,
                 config.blockingTimeoutSecs(), config.extraDouble("ping_interval", 30), config.extraDouble("ping_timeout", 5),
                 config.extraBoolean("remote_enable_mla_worker_id_as0", metadata.mla())
-                        && metadata.worldSize() > 1 && metadata.workerId() != 0));
+                        && metadata.worldSize() > 1 && metadata.workerId() != 0,
+                lmcache4j.engine.remote.serde.RemoteSerde.forName(config.remoteSerde())));
     }
 
     static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {

@@ -25,9 +25,13 @@ class RemoteTierEngineTest {
     private static final int BLOCKS = 64;
 
     private static LMCacheEngine engine(String remoteUrl) {
+        return engine(remoteUrl, "naive");
+    }
+
+    private static LMCacheEngine engine(String remoteUrl, String serde) {
         double chunkGb = SyntheticKv.model().chunkBytes(CHUNK) / (double) (1L << 30);
         LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
-                .set("max_local_cpu_size", 8 * chunkGb).set("remote_url", remoteUrl).set("hash_seed", "0")
+                .set("max_local_cpu_size", 8 * chunkGb).set("remote_url", remoteUrl).set("remote_serde", serde).set("hash_seed", "0")
                 .set("blocking_timeout_secs", 2).set("extra_config", Map.of("ping_interval", 0.05, "ping_timeout", 1))
                 .build();
         return LMCacheEngine.create(config, SyntheticKv.model(), KvConnector.host(), List.of());
@@ -56,6 +60,37 @@ class RemoteTierEngineTest {
             assertEquals(0, SyntheticKv.mismatches(target, tokens, otherSlots, 0, 256), "bytes read back from the remote");
             assertEquals(4, remote(second).stats().gets());
             assertEquals(4, second.storage().cpu().size(), "remote hits are written back into the CPU tier");
+        }
+    }
+
+    @Test
+    void lz4CompressedChunksRoundTripThroughAnFsRemote(@TempDir Path dir) throws Exception {
+        String url = "fs://" + dir;
+        int[] tokens = SyntheticKv.tokens(256, 41);
+        long[] slots = SyntheticKv.slots(256, BLOCKS, 41);
+        try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(url, "lz4"); LMCacheEngine second = engine(url, "lz4")) {
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            SyntheticKv.compute(kv, tokens, slots, 0, 256);
+            assertEquals(256, first.store(tokens, null, kv, slots, Map.of()));
+            remote(first).awaitPuts();
+            RemoteBackend.Stats put = remote(first).stats();
+            assertEquals("lz4", put.serde());
+            assertEquals(4, put.puts());
+            assertTrue(put.rawBytes() > 0 && put.compressNanos() > 0);
+            assertEquals(put.compressedBytes(), put.putBytes());
+            assertEquals(256, second.lookup(tokens, Map.of(), null));
+            PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+            long[] otherSlots = SyntheticKv.slots(256, BLOCKS, 42);
+            boolean[] loaded = second.retrieve(tokens, null, target, otherSlots, Map.of(), null);
+            assertTrue(loaded[255]);
+            assertEquals(0, SyntheticKv.mismatches(target, tokens, otherSlots, 0, 256), "bytes decompressed from the remote");
+            RemoteBackend.Stats got = remote(second).stats();
+            assertEquals(4, got.gets());
+            assertEquals(put.rawBytes(), got.decompressedBytes());
+            assertEquals(0, got.corruptEntries());
+            System.out.printf("lz4 over fs:// on SyntheticKv: %d -> %d bytes (ratio %.3f), compress %d us, decompress %d us%n",
+                    put.rawBytes(), put.compressedBytes(), put.rawBytes() / (double) put.compressedBytes(),
+                    put.compressNanos() / 1000, got.decompressNanos() / 1000);
         }
     }
 

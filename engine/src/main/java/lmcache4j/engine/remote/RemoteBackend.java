@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.LongAdder;
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.remote.serde.NaiveSerde;
+import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
@@ -44,6 +46,7 @@ public final class RemoteBackend implements StorageBackend {
     private final Thread monitor;
     private volatile boolean closed;
     private final boolean readAsWorkerZero;
+    private final RemoteSerde serde;
 
     private final LongAdder puts = new LongAdder();
     private final LongAdder putBytes = new LongAdder();
@@ -73,6 +76,16 @@ public final class RemoteBackend implements StorageBackend {
      */
     public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
                          double pingTimeoutSecs, boolean readAsWorkerZero) {
+        this(remote, cpu, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, readAsWorkerZero, NaiveSerde.INSTANCE);
+    }
+
+    /**
+     * As above, storing objects through {@code serde} ({@code remote_serde}: naive, lz4, zstd);
+     * with a compressing serde, naive entries already in the store are still read.
+     */
+    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+                         double pingTimeoutSecs, boolean readAsWorkerZero, RemoteSerde serde) {
+        this.serde = Objects.requireNonNull(serde, "serde");
         this.readAsWorkerZero = readAsWorkerZero;
         this.remote = Objects.requireNonNull(remote, "remote");
         this.cpu = Objects.requireNonNull(cpu, "cpu");
@@ -184,18 +197,17 @@ public final class RemoteBackend implements StorageBackend {
             if (!putsInFlight.add(key)) {
                 continue;
             }
-            RemoteMetadata metadata;
+            RemoteSerde.Serialized serialized;
             try {
-                metadata = RemoteMetadata.forObject(obj);
+                serialized = serde.serialize(obj); // holds what backs the payload until closed
             } catch (RuntimeException e) { // a dtype or shape LMCache's header cannot carry
                 putsInFlight.remove(key);
                 failedPuts.increment();
                 continue;
             }
-            obj.retain(); // held until the connector has sent the bytes
             CompletableFuture<Void> sent;
             try {
-                sent = target.put(key, metadata, obj.segment());
+                sent = target.put(key, serialized.metadata(), serialized.payload());
             } catch (RuntimeException e) {
                 sent = CompletableFuture.failedFuture(e);
             }
@@ -203,11 +215,11 @@ public final class RemoteBackend implements StorageBackend {
                 putsInFlight.remove(key);
                 if (failure == null) {
                     puts.increment();
-                    putBytes.add(obj.byteSize());
+                    putBytes.add(serialized.payload().byteSize());
                 } else {
                     failedPuts.increment();
                 }
-                obj.release();
+                serialized.close();
             });
         }
     }
@@ -234,11 +246,13 @@ public final class RemoteBackend implements StorageBackend {
             });
             return Optional.empty();
         }
-        result.get().ifPresent(obj -> {
-            gets.increment();
-            getBytes.add(obj.byteSize());
-        });
-        return result.get();
+        Optional<MemoryObj> served = result.get();
+        if (served.isPresent()) {
+            getBytes.add(served.get().byteSize()); // the bytes the remote sent
+            served = serde.deserialize(served.get(), cpu);
+        }
+        served.ifPresent(obj -> gets.increment());
+        return served;
     }
 
     @Override
@@ -264,14 +278,34 @@ public final class RemoteBackend implements StorageBackend {
 
     // ---- accounting -------------------------------------------------------------------------
 
-    /** The tier's counters. */
+    /**
+     * The tier's counters. {@code putBytes} and {@code getBytes} count the bytes sent to and read
+     * from the remote (compressed, with a compressing serde). The serde's: {@code serde} its name,
+     * {@code rawBytes}/{@code compressedBytes} the objects' bytes before and after compression
+     * ({@link #bytesSaved()}), {@code compressNanos}/{@code decompressNanos} the time spent,
+     * {@code decompressedBytes} what gets decompressed, {@code corruptEntries} compressed entries
+     * that could not be read (served as misses).
+     */
     public record Stats(boolean healthy, long puts, long putBytes, long droppedPuts, long failedPuts, long gets,
-                        long getBytes, long timeouts, long failures, long pingFailures, int putsInFlight) {
+                        long getBytes, long timeouts, long failures, long pingFailures, int putsInFlight,
+                        String serde, long rawBytes, long compressedBytes, long compressNanos, long decompressedBytes,
+                        long decompressNanos, long corruptEntries) {
+        /** Bytes compression saved on puts. */
+        public long bytesSaved() {
+            return rawBytes - compressedBytes;
+        }
     }
 
     public Stats stats() {
+        RemoteSerde.Counters c = serde.counters();
         return new Stats(healthy(), puts.sum(), putBytes.sum(), droppedPuts.sum(), failedPuts.sum(), gets.sum(),
-                getBytes.sum(), timeouts.sum(), failures.sum(), pingFailures.sum(), putsInFlight.size());
+                getBytes.sum(), timeouts.sum(), failures.sum(), pingFailures.sum(), putsInFlight.size(), serde.name(),
+                c.rawBytes(), c.storedBytes(), c.compressNanos(), c.decompressedBytes(), c.decompressNanos(), c.corrupt());
+    }
+
+    /** The serde this tier stores through. */
+    public RemoteSerde serde() {
+        return serde;
     }
 
     /** Waits until every put in flight has completed; for tests and orderly shutdown. */

@@ -4,12 +4,10 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -93,7 +91,7 @@ public final class LmConnector implements RemoteConnector {
         if (uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/")) {
             throw new IllegalArgumentException("lm:// URL has a path, which the protocol has no use for: " + redact(uri));
         }
-        Map<String, String> q = query(uri);
+        Map<String, String> q = lmcache4j.engine.remote.RemoteUrls.query(uri);
         Optional<String> token = Optional.ofNullable(q.remove("token"));
         if (token.isPresent() && token.get().isEmpty()) {
             throw new IllegalArgumentException("lm:// URL has an empty token");
@@ -115,24 +113,6 @@ public final class LmConnector implements RemoteConnector {
                     + " (known: token, timeout_ms, pool)");
         }
         return new LmConnector(new InetSocketAddress(uri.getHost(), uri.getPort()), token, timeout, pool);
-    }
-
-    private static Map<String, String> query(URI uri) {
-        Map<String, String> q = new LinkedHashMap<>();
-        String raw = uri.getRawQuery();
-        if (raw == null || raw.isEmpty()) {
-            return q;
-        }
-        for (String part : raw.split("&")) {
-            if (part.isEmpty()) {
-                continue;
-            }
-            int eq = part.indexOf('=');
-            String k = URLDecoder.decode(eq < 0 ? part : part.substring(0, eq), StandardCharsets.UTF_8);
-            String v = eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8);
-            q.put(k, v);
-        }
-        return q;
     }
 
     private static String redact(URI uri) {

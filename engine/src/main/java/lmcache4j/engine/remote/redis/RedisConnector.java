@@ -6,7 +6,6 @@ import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -117,7 +116,7 @@ public final class RedisConnector implements RemoteConnector {
                 throw new IllegalArgumentException(scheme + ":// URL has a negative database number: " + redact(uri));
             }
         }
-        Map<String, String> q = query(uri);
+        Map<String, String> q = lmcache4j.engine.remote.RemoteUrls.query(uri);
         Duration timeout = DEFAULT_TIMEOUT;
         int maxInflightMb = DEFAULT_MAX_INFLIGHT_MB;
         try {
@@ -155,24 +154,6 @@ public final class RedisConnector implements RemoteConnector {
         }
         String shown = scheme + "://" + uri.getHost() + ":" + port + (db == 0 ? "" : "/" + db);
         return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20);
-    }
-
-    private static Map<String, String> query(URI uri) {
-        Map<String, String> q = new LinkedHashMap<>();
-        String raw = uri.getRawQuery();
-        if (raw == null || raw.isEmpty()) {
-            return q;
-        }
-        for (String part : raw.split("&")) {
-            if (part.isEmpty()) {
-                continue;
-            }
-            int eq = part.indexOf('=');
-            String k = URLDecoder.decode(eq < 0 ? part : part.substring(0, eq), StandardCharsets.UTF_8);
-            String v = eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8);
-            q.put(k, v);
-        }
-        return q;
     }
 
     /** The URI without credentials or query. */

@@ -248,8 +248,17 @@ public final class RemoteBackend implements StorageBackend {
         }
         Optional<MemoryObj> served = result.get();
         if (served.isPresent()) {
-            getBytes.add(served.get().byteSize()); // the bytes the remote sent
-            served = serde.deserialize(served.get(), cpu);
+            MemoryObj stored = served.get();
+            getBytes.add(stored.byteSize()); // the bytes the remote sent
+            try {
+                served = serde.deserialize(stored, cpu); // takes over the stored object's reference
+            } catch (RuntimeException e) {
+                failures.increment();
+                if (stored.isValid() && stored.refCount() > 0) {
+                    stored.release();
+                }
+                return Optional.empty();
+            }
         }
         served.ifPresent(obj -> gets.increment());
         return served;

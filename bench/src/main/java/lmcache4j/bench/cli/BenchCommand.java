@@ -32,6 +32,7 @@ public final class BenchCommand {
                    ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
                    ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
                    ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]
+                   ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N] [--no-lm]
                    ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
 
             allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
@@ -58,6 +59,10 @@ public final class BenchCommand {
 
             disk        write and read GB/s of 256-token Llama-3-8B chunks through the disk tier against raw
                         O_DIRECT FileChannel transfers of the same bytes; ./lmcache4j bench disk --help.
+
+            redis       put and get GB/s of the same chunks through the remote tier over a local redis-server
+                        against raw Lettuce SET/GET, and over lm:// against the LmConnector alone;
+                        ./lmcache4j bench redis --help.
             """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
             AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
             AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
@@ -108,11 +113,17 @@ public final class BenchCommand {
                     System.exit(status);
                 }
             }
+            case "redis" -> {
+                int status = RedisBenchCommand.run(rest, System.out, System.err);
+                if (status != 0) {
+                    System.exit(status);
+                }
+            }
             case "jmh" -> {
                 System.err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
                 System.exit(2);
             }
-            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, store, disk, jmh");
+            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, store, disk, redis, jmh");
         }
     }
 

@@ -190,6 +190,51 @@ class RemoteSerdeTest {
         }
     }
 
+    /** Naive, except that reading throws: a serde bug must not leak the bytes the remote sent. */
+    private static final class ThrowingOnReadSerde implements RemoteSerde {
+        @Override
+        public String name() {
+            return "naive";
+        }
+
+        @Override
+        public Serialized serialize(MemoryObj obj) {
+            return NaiveSerde.INSTANCE.serialize(obj);
+        }
+
+        @Override
+        public Optional<MemoryObj> deserialize(MemoryObj stored, LocalCpuBackend cpu) {
+            throw new IllegalStateException("serde bug");
+        }
+
+        @Override
+        public Counters counters() {
+            return Counters.NONE;
+        }
+    }
+
+    @Test
+    void aSerdeThatThrowsOnReadIsACountedMissThatReleasesTheReadObject() throws Exception {
+        MapConnector map = new MapConnector();
+        try (LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
+             RemoteBackend remote = new RemoteBackend(map, cpu, 2, 3600, 1, false, new ThrowingOnReadSerde())) {
+            MemoryObj obj = kvChunk(cpu, 5);
+            remote.batchedSubmitPut(List.of(TestChunks.key(6)), List.of(obj));
+            remote.awaitPuts();
+            obj.release();
+            for (int i = 0; i < 20; i++) { // more reads than the tier has chunks: a leak would run it dry
+                assertTrue(remote.getBlocking(TestChunks.key(6)).isEmpty(), "a failed read is a miss");
+            }
+            assertEquals(20, remote.stats().failures());
+            assertEquals(0, remote.stats().gets());
+            List<MemoryObj> all = new java.util.ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                all.add(TestChunks.chunk(cpu, i, AllocationMode.NO_EVICTION).orElseThrow(() -> new AssertionError("leaked memory")));
+            }
+            all.forEach(MemoryObj::release);
+        }
+    }
+
     @Test
     void naiveEntriesAreServedWhenACompressingSerdeIsConfigured() throws Exception {
         MapConnector map = new MapConnector();

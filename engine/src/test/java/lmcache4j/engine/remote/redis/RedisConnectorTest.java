@@ -30,9 +30,11 @@ import org.junit.jupiter.api.Timeout;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheEngineKey;
+import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.RemoteMetadata;
+import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
@@ -249,6 +251,47 @@ class RedisConnectorTest {
             assertSameBytes(obj, back);
             back.release();
             obj.release();
+        }
+    }
+
+    @Test
+    void aSlowRedisTurnsTierGetsIntoTimedOutMissesAndTheLateRepliesLeakNothing() throws Exception {
+        RedisClient client = RedisClient.create(redis.url());
+        try (LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
+             RemoteBackend remote = new RemoteBackend(connector("?timeout_ms=20000"), cpu, 0.3, 3600, 1, false,
+                     RemoteSerde.forName("naive"));
+             StatefulRedisConnection<byte[], byte[]> admin = raw(client)) {
+            MemoryObj obj = chunk(cpu, 4);
+            remote.batchedSubmitPut(List.of(TestChunks.key(4)), List.of(obj));
+            remote.awaitPuts();
+            assertTrue(remote.contains(TestChunks.key(4), false));
+            // Redis runs one command at a time: while DEBUG SLEEP runs, every other reply waits.
+            CompletableFuture<String> sleep = admin.async()
+                    .dispatch(io.lettuce.core.protocol.CommandType.DEBUG, new io.lettuce.core.output.StatusOutput<>(
+                            ByteArrayCodec.INSTANCE), new io.lettuce.core.protocol.CommandArgs<>(ByteArrayCodec.INSTANCE)
+                            .add("SLEEP").add("2")).toCompletableFuture();
+            Thread.sleep(100); // let DEBUG SLEEP reach the server first
+            int slowGets = 6; // 6 × 0.3 s deadlines end before the 2 s sleep does
+            long start = System.nanoTime();
+            for (int i = 0; i < slowGets; i++) {
+                assertTrue(remote.getBlocking(TestChunks.key(4)).isEmpty(), "a get that outlives the deadline is a miss");
+            }
+            long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(elapsedMs < 2_000 + 500, "each miss came at its 0.3 s deadline, not when Redis woke: " + elapsedMs);
+            assertEquals(slowGets, remote.stats().timeouts());
+            assertEquals("OK", sleep.get(20, TimeUnit.SECONDS));
+            // The late replies arrive into objects the tier releases; then Redis serves again.
+            MemoryObj back = remote.getBlocking(TestChunks.key(4)).orElseThrow(() -> new AssertionError("no hit after the sleep"));
+            assertSameBytes(obj, back);
+            back.release();
+            obj.release();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (cpu.allocator().stats().usedBytes() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10); // the late replies' releases run on Lettuce's threads
+            }
+            assertEquals(0, cpu.allocator().stats().usedBytes(), "every late reply was released");
+        } finally {
+            client.shutdown();
         }
     }
 

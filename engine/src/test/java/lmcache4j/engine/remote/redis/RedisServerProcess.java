@@ -54,7 +54,9 @@ public final class RedisServerProcess implements AutoCloseable {
         }
         String exe = executable();
         process = new ProcessBuilder(List.of(exe, "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--protected-mode", "no"))
+                "--save", "", "--appendonly", "no", "--protected-mode", "no",
+                // DEBUG SLEEP makes a slow server for the timeout tests; loopback clients only.
+                "--enable-debug-command", "local"))
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (System.nanoTime() < deadline) {

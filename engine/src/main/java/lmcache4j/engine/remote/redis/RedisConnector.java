@@ -69,7 +69,8 @@ public final class RedisConnector implements RemoteConnector {
             new AtomicReference<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private RedisConnector(String url, RedisURI redisUri, Duration timeout, int maxInflightBytes) {
+    private RedisConnector(String url, RedisURI redisUri, Duration timeout, int maxInflightBytes,
+                           java.nio.file.Path tlsCaFile) {
         this.url = url;
         this.redisUri = redisUri;
         this.timeout = timeout;
@@ -79,13 +80,21 @@ public final class RedisConnector implements RemoteConnector {
                 .reconnectDelay(Delay.exponential(Duration.ofMillis(20), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS))
                 .build();
         this.client = RedisClient.create(resources);
-        client.setOptions(ClientOptions.builder().autoReconnect(true)
+        ClientOptions.Builder options = ClientOptions.builder().autoReconnect(true)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .timeoutOptions(TimeoutOptions.builder().fixedTimeout(timeout).build()).build());
+                .timeoutOptions(TimeoutOptions.builder().fixedTimeout(timeout).build());
+        if (tlsCaFile != null) {
+            // A private CA (the usual case for a cache server): trust it instead of the JDK's store.
+            options.sslOptions(io.lettuce.core.SslOptions.builder().jdkSslProvider()
+                    .trustManager(tlsCaFile.toFile()).build());
+        }
+        client.setOptions(options.build());
     }
 
     /**
      * A connector for {@code redis://} or {@code rediss://} {@code [user:pass@]host[:port][/db][?timeout_ms=N&max_inflight_mb=N]}.
+     * A {@code rediss://} URL may add {@code tls_ca_file=PATH}: a PEM file of the CA certificates that
+     * the server's certificate must chain to (otherwise the JDK's trust store); the host name is verified.
      * The connection is made lazily, so an unreachable server shows as failed operations.
      *
      * @throws IllegalArgumentException naming what is wrong with the URI
@@ -117,6 +126,16 @@ public final class RedisConnector implements RemoteConnector {
             }
         }
         Map<String, String> q = lmcache4j.engine.remote.RemoteUrls.query(uri);
+        java.nio.file.Path tlsCaFile = null;
+        if (q.containsKey("tls_ca_file")) {
+            if (!scheme.equals("rediss")) {
+                throw new IllegalArgumentException("tls_ca_file needs a rediss:// URL, not " + redact(uri));
+            }
+            tlsCaFile = java.nio.file.Path.of(q.remove("tls_ca_file"));
+            if (!java.nio.file.Files.isReadable(tlsCaFile)) {
+                throw new IllegalArgumentException("rediss:// tls_ca_file is not a readable file: " + tlsCaFile);
+            }
+        }
         Duration timeout = DEFAULT_TIMEOUT;
         int maxInflightMb = DEFAULT_MAX_INFLIGHT_MB;
         try {
@@ -131,7 +150,7 @@ public final class RedisConnector implements RemoteConnector {
         }
         if (!q.isEmpty()) {
             throw new IllegalArgumentException(scheme + ":// URL has unknown parameters " + q.keySet()
-                    + " (known: timeout_ms, max_inflight_mb)");
+                    + " (known: timeout_ms, max_inflight_mb, tls_ca_file)");
         }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException(scheme + ":// timeout_ms must be positive, was " + timeout.toMillis());
@@ -153,7 +172,7 @@ public final class RedisConnector implements RemoteConnector {
             }
         }
         String shown = scheme + "://" + uri.getHost() + ":" + port + (db == 0 ? "" : "/" + db);
-        return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20);
+        return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20, tlsCaFile);
     }
 
     /** The URI without credentials or query. */

@@ -295,6 +295,47 @@ class RedisConnectorTest {
         }
     }
 
+    /** A self-signed certificate for 127.0.0.1 (openssl, installed by the launcher with redis-server). */
+    private static void selfSignedCertificate(java.nio.file.Path cert, java.nio.file.Path key) throws Exception {
+        Process p = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                "-keyout", key.toString(), "-out", cert.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), "openssl failed: " + out);
+    }
+
+    @Test
+    void redissRoundTripsThroughTlsWithAPrivateCaAndRefusesAnUntrustedServer(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Path cert = dir.resolve("server.pem");
+        java.nio.file.Path key = dir.resolve("server.key");
+        selfSignedCertificate(cert, key);
+        int tlsPort = RedisServerProcess.freePort();
+        try (RedisServerProcess tls = RedisServerProcess.start(List.of("--tls-port", Integer.toString(tlsPort),
+                "--tls-cert-file", cert.toString(), "--tls-key-file", key.toString(), "--tls-auth-clients", "no"));
+             LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1)) {
+            String url = "rediss://127.0.0.1:" + tlsPort;
+            MemoryObj obj = chunk(cpu, 7);
+            RemoteMetadata meta = RemoteMetadata.forObject(obj);
+            try (RedisConnector r = RedisConnector.connect(URI.create(url + "?timeout_ms=5000&tls_ca_file=" + cert))) {
+                await(r.put(TestChunks.key(7), meta, obj.segment()));
+                MemoryObj back = await(r.get(TestChunks.key(7), m -> alloc(cpu, m))).orElseThrow();
+                assertSameBytes(obj, back);
+                back.release();
+            }
+            // Without the CA the JDK's trust store rejects the self-signed certificate: a failed ping, no exception.
+            try (RedisConnector r = RedisConnector.connect(URI.create(url + "?timeout_ms=2000"))) {
+                assertThrows(ExecutionException.class, () -> r.ping().get(20, TimeUnit.SECONDS));
+            }
+            // tls_ca_file belongs to rediss:// only, and must name a readable file.
+            assertThrows(IllegalArgumentException.class,
+                    () -> RedisConnector.connect(URI.create("redis://127.0.0.1:" + tls.port() + "?tls_ca_file=" + cert)));
+            assertThrows(IllegalArgumentException.class,
+                    () -> RedisConnector.connect(URI.create(url + "?tls_ca_file=" + dir.resolve("missing.pem"))));
+            obj.release();
+        }
+    }
+
     @Test
     void putsBeyondTheInflightBoundFailInsteadOfQueueing() throws Exception {
         try (RedisConnector r = connector("?max_inflight_mb=1&timeout_ms=30000");

@@ -20,23 +20,33 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RedisServerProcess implements AutoCloseable {
     private final int port;
+    private final List<String> extraArgs;
     private final Path log;
     private Process process;
 
-    private RedisServerProcess(int port) throws IOException {
+    private RedisServerProcess(int port, List<String> extraArgs) throws IOException {
         this.port = port;
+        this.extraArgs = List.copyOf(extraArgs);
         this.log = Files.createTempFile("lmcache4j-redis-" + port + "-", ".log");
     }
 
     /** Starts a server on a free loopback port and waits until it answers PING. */
     public static RedisServerProcess start() throws IOException, InterruptedException {
-        int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        RedisServerProcess r = new RedisServerProcess(port);
+        return start(List.of());
+    }
+
+    /** As {@link #start()}, with more {@code redis-server} arguments (the PING is on the plain port). */
+    public static RedisServerProcess start(List<String> extraArgs) throws IOException, InterruptedException {
+        RedisServerProcess r = new RedisServerProcess(freePort(), extraArgs);
         r.restart();
         return r;
+    }
+
+    /** A loopback port that was free a moment ago. */
+    public static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
     }
 
     public int port() {
@@ -53,10 +63,12 @@ public final class RedisServerProcess implements AutoCloseable {
             throw new IllegalStateException("redis-server on port " + port + " is running");
         }
         String exe = executable();
-        process = new ProcessBuilder(List.of(exe, "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        List<String> command = new java.util.ArrayList<>(List.of(exe, "--port", Integer.toString(port), "--bind", "127.0.0.1",
                 "--save", "", "--appendonly", "no", "--protected-mode", "no",
                 // DEBUG SLEEP makes a slow server for the timeout tests; loopback clients only.
-                "--enable-debug-command", "local"))
+                "--enable-debug-command", "local"));
+        command.addAll(extraArgs);
+        process = new ProcessBuilder(command)
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (System.nanoTime() < deadline) {

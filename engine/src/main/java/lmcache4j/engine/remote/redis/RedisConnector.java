@@ -6,6 +6,8 @@ import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -53,6 +55,10 @@ import lmcache4j.engine.remote.RemoteMetadata;
 public final class RedisConnector implements RemoteConnector {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
     public static final int DEFAULT_MAX_INFLIGHT_MB = 256;
+    /** The sentinel port when a {@code redis-sentinel://} address names none. */
+    public static final int DEFAULT_SENTINEL_PORT = 26379;
+    /** The master's name when neither {@code service_name} nor {@code REDIS_SERVICE_NAME} gives one (LMCache's default). */
+    public static final String DEFAULT_SENTINEL_SERVICE_NAME = "redismaster";
     static final String PAYLOAD_SUFFIX = "kv_bytes";
     static final String METADATA_SUFFIX = "metadata";
 
@@ -95,6 +101,10 @@ public final class RedisConnector implements RemoteConnector {
      * A connector for {@code redis://} or {@code rediss://} {@code [user:pass@]host[:port][/db][?timeout_ms=N&max_inflight_mb=N]}.
      * A {@code rediss://} URL may add {@code tls_ca_file=PATH}: a PEM file of the CA certificates that
      * the server's certificate must chain to (otherwise the JDK's trust store); the host name is verified.
+     * {@code redis-sentinel://[user:pass@]host:port[,host:port...][/db][?service_name=NAME&...]} asks the
+     * sentinels for the master of {@code NAME} (default: {@code REDIS_SERVICE_NAME}, then
+     * {@code redismaster}, as LMCache), trying them in order; every reconnect asks again, so a
+     * failover is followed once the old master's connection drops.
      * The connection is made lazily, so an unreachable server shows as failed operations.
      *
      * @throws IllegalArgumentException naming what is wrong with the URI
@@ -102,16 +112,43 @@ public final class RedisConnector implements RemoteConnector {
     public static RedisConnector connect(URI uri) {
         Objects.requireNonNull(uri, "uri");
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
-        if (!scheme.equals("redis") && !scheme.equals("rediss")) {
-            throw new IllegalArgumentException("not a redis:// or rediss:// URL: " + redact(uri));
+        boolean sentinel = scheme.equals("redis-sentinel");
+        if (!scheme.equals("redis") && !scheme.equals("rediss") && !sentinel) {
+            throw new IllegalArgumentException("not a redis://, rediss:// or redis-sentinel:// URL: " + redact(uri));
         }
-        if (uri.getHost() == null || uri.getHost().isEmpty()) {
-            throw new IllegalArgumentException(scheme + ":// URL without a host: " + redact(uri)
-                    + " (expected " + scheme + "://[user:pass@]host:port[/db])");
-        }
-        int port = uri.getPort() < 0 ? RedisURI.DEFAULT_REDIS_PORT : uri.getPort();
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException(scheme + ":// URL without a valid port: " + redact(uri));
+        String userInfo;
+        List<Map.Entry<String, Integer>> hosts = new ArrayList<>();
+        if (sentinel) {
+            // h1:p1,h2:p2 is not a server authority to java.net.URI, so it is split here.
+            String raw = uri.getRawAuthority() == null ? "" : uri.getRawAuthority();
+            int at = raw.lastIndexOf('@');
+            userInfo = at < 0 ? null : raw.substring(0, at);
+            for (String hp : raw.substring(at + 1).split(",", -1)) {
+                int colon = hp.lastIndexOf(':');
+                String host = colon < 0 ? hp : hp.substring(0, colon);
+                int port;
+                try {
+                    port = colon < 0 ? DEFAULT_SENTINEL_PORT : Integer.parseInt(hp.substring(colon + 1));
+                } catch (NumberFormatException e) {
+                    port = -1;
+                }
+                if (host.isEmpty() || port < 1 || port > 65535) {
+                    throw new IllegalArgumentException("redis-sentinel:// URL has a bad sentinel address '" + hp + "': "
+                            + redact(uri) + " (expected redis-sentinel://[user:pass@]host:port[,host:port...][/db])");
+                }
+                hosts.add(Map.entry(host, port));
+            }
+        } else {
+            if (uri.getHost() == null || uri.getHost().isEmpty()) {
+                throw new IllegalArgumentException(scheme + ":// URL without a host: " + redact(uri)
+                        + " (expected " + scheme + "://[user:pass@]host:port[/db])");
+            }
+            int port = uri.getPort() < 0 ? RedisURI.DEFAULT_REDIS_PORT : uri.getPort();
+            if (port < 1 || port > 65535) {
+                throw new IllegalArgumentException(scheme + ":// URL without a valid port: " + redact(uri));
+            }
+            userInfo = uri.getRawUserInfo();
+            hosts.add(Map.entry(uri.getHost(), port));
         }
         int db = 0;
         String path = uri.getPath();
@@ -136,6 +173,15 @@ public final class RedisConnector implements RemoteConnector {
                 throw new IllegalArgumentException("rediss:// tls_ca_file is not a readable file: " + tlsCaFile);
             }
         }
+        String serviceName = null;
+        if (sentinel) {
+            // LMCache reads the master's name from REDIS_SERVICE_NAME; the URL may name it instead.
+            serviceName = q.containsKey("service_name") ? q.remove("service_name")
+                    : Objects.requireNonNullElse(System.getenv("REDIS_SERVICE_NAME"), DEFAULT_SENTINEL_SERVICE_NAME);
+            if (serviceName.isEmpty()) {
+                throw new IllegalArgumentException("redis-sentinel:// service_name is empty: " + redact(uri));
+            }
+        }
         Duration timeout = DEFAULT_TIMEOUT;
         int maxInflightMb = DEFAULT_MAX_INFLIGHT_MB;
         try {
@@ -150,7 +196,7 @@ public final class RedisConnector implements RemoteConnector {
         }
         if (!q.isEmpty()) {
             throw new IllegalArgumentException(scheme + ":// URL has unknown parameters " + q.keySet()
-                    + " (known: timeout_ms, max_inflight_mb, tls_ca_file)");
+                    + " (known: timeout_ms, max_inflight_mb, tls_ca_file" + (sentinel ? ", service_name)" : ")"));
         }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException(scheme + ":// timeout_ms must be positive, was " + timeout.toMillis());
@@ -158,9 +204,15 @@ public final class RedisConnector implements RemoteConnector {
         if (maxInflightMb < 1 || maxInflightMb > 2047) {
             throw new IllegalArgumentException(scheme + ":// max_inflight_mb must be in 1..2047, was " + maxInflightMb);
         }
-        RedisURI.Builder b = RedisURI.builder().withHost(uri.getHost()).withPort(port).withDatabase(db)
-                .withSsl(scheme.equals("rediss")).withTimeout(timeout);
-        String userInfo = uri.getRawUserInfo();
+        RedisURI.Builder b;
+        if (sentinel) {
+            b = RedisURI.builder().withSentinelMasterId(serviceName);
+            hosts.forEach(h -> b.withSentinel(h.getKey(), h.getValue()));
+        } else {
+            b = RedisURI.builder().withHost(hosts.get(0).getKey()).withPort(hosts.get(0).getValue())
+                    .withSsl(scheme.equals("rediss"));
+        }
+        b.withDatabase(db).withTimeout(timeout);
         if (userInfo != null && !userInfo.isEmpty()) {
             int colon = userInfo.indexOf(':');
             String user = colon < 0 ? "" : URLDecoder.decode(userInfo.substring(0, colon), StandardCharsets.UTF_8);
@@ -171,7 +223,8 @@ public final class RedisConnector implements RemoteConnector {
                 b.withAuthentication(user, pass.toCharArray());
             }
         }
-        String shown = scheme + "://" + uri.getHost() + ":" + port + (db == 0 ? "" : "/" + db);
+        String shown = scheme + "://" + String.join(",", hosts.stream().map(h -> h.getKey() + ":" + h.getValue()).toList())
+                + (db == 0 ? "" : "/" + db) + (sentinel ? " (master " + serviceName + ")" : "");
         return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20, tlsCaFile);
     }
 

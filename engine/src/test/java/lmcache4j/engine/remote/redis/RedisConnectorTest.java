@@ -337,6 +337,34 @@ class RedisConnectorTest {
     }
 
     @Test
+    void redisSentinelFindsTheMasterByServiceName(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        try (RedisServerProcess sentinel = RedisServerProcess.startSentinel("kvmaster", redis.port(), dir);
+             LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1)) {
+            MemoryObj obj = chunk(cpu, 8);
+            String sentinels = "redis-sentinel://127.0.0.1:" + RedisServerProcess.freePort() + ",127.0.0.1:" + sentinel.port();
+            // The first sentinel listed is down: Lettuce asks the next one.
+            try (RemoteConnector r = RemoteConnectors.create(sentinels + "?service_name=kvmaster&timeout_ms=5000")) {
+                assertTrue(r.url().contains("(master kvmaster)"), r.url());
+                await(r.put(TestChunks.key(8), RemoteMetadata.forObject(obj), obj.segment()));
+            }
+            // The chunk is on the master itself, in LMCache's layout.
+            try (RedisConnector direct = connector("?timeout_ms=5000")) {
+                MemoryObj back = await(direct.get(TestChunks.key(8), m -> alloc(cpu, m))).orElseThrow();
+                assertSameBytes(obj, back);
+                back.release();
+            }
+            try (RemoteConnector r = RemoteConnectors.create(sentinels + "?service_name=nosuchmaster&timeout_ms=2000")) {
+                assertThrows(ExecutionException.class, () -> r.ping().get(20, TimeUnit.SECONDS), "an unknown master fails, not throws");
+            }
+            assertThrows(IllegalArgumentException.class, () -> RemoteConnectors.create("redis-sentinel://127.0.0.1:x,h:1"));
+            assertThrows(IllegalArgumentException.class, () -> RemoteConnectors.create("redis-sentinel://,127.0.0.1:1"));
+            assertThrows(IllegalArgumentException.class,
+                    () -> RemoteConnectors.create("redis-sentinel://127.0.0.1:1?service_name="));
+            obj.release();
+        }
+    }
+
+    @Test
     void putsBeyondTheInflightBoundFailInsteadOfQueueing() throws Exception {
         try (RedisConnector r = connector("?max_inflight_mb=1&timeout_ms=30000");
              LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1)) {

@@ -21,11 +21,13 @@ import java.util.concurrent.TimeUnit;
 public final class RedisServerProcess implements AutoCloseable {
     private final int port;
     private final List<String> extraArgs;
+    private final Path configFile; // first argument when set (sentinel mode needs a writable one)
     private final Path log;
     private Process process;
 
-    private RedisServerProcess(int port, List<String> extraArgs) throws IOException {
+    private RedisServerProcess(int port, Path configFile, List<String> extraArgs) throws IOException {
         this.port = port;
+        this.configFile = configFile;
         this.extraArgs = List.copyOf(extraArgs);
         this.log = Files.createTempFile("lmcache4j-redis-" + port + "-", ".log");
     }
@@ -37,7 +39,16 @@ public final class RedisServerProcess implements AutoCloseable {
 
     /** As {@link #start()}, with more {@code redis-server} arguments (the PING is on the plain port). */
     public static RedisServerProcess start(List<String> extraArgs) throws IOException, InterruptedException {
-        RedisServerProcess r = new RedisServerProcess(freePort(), extraArgs);
+        RedisServerProcess r = new RedisServerProcess(freePort(), null, extraArgs);
+        r.restart();
+        return r;
+    }
+
+    /** A Redis Sentinel on a free loopback port watching the master at {@code masterPort} under {@code name}. */
+    public static RedisServerProcess startSentinel(String name, int masterPort, Path dir) throws IOException, InterruptedException {
+        Path conf = Files.writeString(dir.resolve("sentinel.conf"), "sentinel monitor " + name + " 127.0.0.1 " + masterPort
+                + " 1\nsentinel down-after-milliseconds " + name + " 1000\n");
+        RedisServerProcess r = new RedisServerProcess(freePort(), conf, List.of("--sentinel"));
         r.restart();
         return r;
     }
@@ -63,7 +74,11 @@ public final class RedisServerProcess implements AutoCloseable {
             throw new IllegalStateException("redis-server on port " + port + " is running");
         }
         String exe = executable();
-        List<String> command = new java.util.ArrayList<>(List.of(exe, "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        List<String> command = new java.util.ArrayList<>(List.of(exe));
+        if (configFile != null) {
+            command.add(configFile.toString());
+        }
+        command.addAll(List.of("--port", Integer.toString(port), "--bind", "127.0.0.1",
                 "--save", "", "--appendonly", "no", "--protected-mode", "no",
                 // DEBUG SLEEP makes a slow server for the timeout tests; loopback clients only.
                 "--enable-debug-command", "local"));

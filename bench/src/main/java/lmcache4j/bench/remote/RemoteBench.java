@@ -332,17 +332,29 @@ public final class RemoteBench {
                     () -> new IllegalStateException("the tier lost a chunk: " + tier.stats()))));
         }
         List<MemoryObj> got = new ArrayList<>();
-        for (Future<MemoryObj> f : futures) {
-            got.add(f.get());
-        }
-        double get = gbps(s.totalBytes(), System.nanoTime() - t0);
-        for (int i = 0; i < got.size(); i++) {
-            if (verify && got.get(i).segment().asSlice(0, s.chunkBytes()).mismatch(src.get(i).segment()) >= 0) {
-                mismatches[0]++;
+        try {
+            for (Future<MemoryObj> f : futures) {
+                got.add(f.get());
             }
-            got.get(i).release();
+            double get = gbps(s.totalBytes(), System.nanoTime() - t0);
+            for (int i = 0; verify && i < got.size(); i++) {
+                if (got.get(i).segment().asSlice(0, s.chunkBytes()).mismatch(src.get(i).segment()) >= 0) {
+                    mismatches[0]++;
+                }
+            }
+            return new Pair(new double[] {put}, new double[] {get});
+        } finally {
+            got.forEach(MemoryObj::release);
+            // After a failed get, the later gets' objects are still in their futures: release them too, or the
+            // allocator's leak check at close would hide the real error.
+            for (Future<MemoryObj> f : futures.subList(got.size(), futures.size())) {
+                try {
+                    f.get().release();
+                } catch (Exception alreadyReported) {
+                    // the failure that got us here, or another miss: nothing to release
+                }
+            }
         }
-        return new Pair(new double[] {put}, new double[] {get});
     }
 
     private static final Pattern RPS = Pattern.compile("(SET|GET): ([0-9.]+) requests per second");

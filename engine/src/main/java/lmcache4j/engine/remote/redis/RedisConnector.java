@@ -169,9 +169,7 @@ public final class RedisConnector implements RemoteConnector {
                 throw new IllegalArgumentException("tls_ca_file needs a rediss:// URL, not " + redact(uri));
             }
             tlsCaFile = java.nio.file.Path.of(q.remove("tls_ca_file"));
-            if (!java.nio.file.Files.isReadable(tlsCaFile)) {
-                throw new IllegalArgumentException("rediss:// tls_ca_file is not a readable file: " + tlsCaFile);
-            }
+            requireCertificates(tlsCaFile);
         }
         String serviceName = null;
         if (sentinel) {
@@ -226,6 +224,20 @@ public final class RedisConnector implements RemoteConnector {
         String shown = scheme + "://" + String.join(",", hosts.stream().map(h -> h.getKey() + ":" + h.getValue()).toList())
                 + (db == 0 ? "" : "/" + db) + (sentinel ? " (master " + serviceName + ")" : "");
         return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20, tlsCaFile);
+    }
+
+    /** Fails now, not at the first TLS handshake, when {@code file} holds no X.509 certificate. */
+    private static void requireCertificates(java.nio.file.Path file) {
+        try (java.io.InputStream in = java.nio.file.Files.newInputStream(file)) {
+            if (java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in).isEmpty()) {
+                throw new IllegalArgumentException("rediss:// tls_ca_file holds no certificate: " + file);
+            }
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("rediss:// tls_ca_file is not a readable file: " + file + " (" + e + ")");
+        } catch (java.security.cert.CertificateException e) {
+            throw new IllegalArgumentException("rediss:// tls_ca_file is not PEM or DER X.509 certificates: " + file
+                    + " (" + e.getMessage() + ")");
+        }
     }
 
     /** The URI without credentials or query. */

@@ -332,6 +332,9 @@ class RedisConnectorTest {
                     () -> RedisConnector.connect(URI.create("redis://127.0.0.1:" + tls.port() + "?tls_ca_file=" + cert)));
             assertThrows(IllegalArgumentException.class,
                     () -> RedisConnector.connect(URI.create(url + "?tls_ca_file=" + dir.resolve("missing.pem"))));
+            IllegalArgumentException notACert = assertThrows(IllegalArgumentException.class,
+                    () -> RedisConnector.connect(URI.create(url + "?tls_ca_file=" + key)), "a private key is not a CA");
+            assertTrue(notACert.getMessage().contains("tls_ca_file"), notACert.getMessage());
             obj.release();
         }
     }

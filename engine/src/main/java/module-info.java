@@ -7,7 +7,7 @@ module lmcache4j.engine {
     requires org.agrona;
     requires HdrHistogram;
     requires org.snakeyaml.engine.v2;
-    requires lettuce.core; // redis://, rediss:// and redis-sentinel:// (an automatic module; it reads whatever the graph holds)
+    requires lettuce.core; // redis://, rediss://, redis-sentinel:// and redis-cluster:// (an automatic module; it reads whatever the graph holds)
     // Lettuce's Netty: explicit modules, which an automatic module does not pull into the graph itself.
     requires io.netty.common;
     requires io.netty.buffer; // the Redis codec writes payloads straight into Netty's outbound buffer

@@ -15,7 +15,8 @@ public final class RemoteConnectors {
      * The connector for {@code url}: {@code blackhole://}, {@code fs://[host:port]/path[,path]} or
      * {@code lm://host:port[?token=T]} (lmcache4j's or LMCache's cache server), or
      * {@code redis://[user:pass@]host:port[/db]} / {@code rediss://...} (TLS) /
-     * {@code redis-sentinel://host:port[,host:port][/db][?service_name=NAME]}.
+     * {@code redis-sentinel://host:port[,host:port][/db][?service_name=NAME]} /
+     * {@code redis-cluster://host:port[,host:port]}.
      *
      * @throws IllegalArgumentException for a malformed URL or a scheme lmcache4j does not serve yet
      * @throws UncheckedIOException     when the store cannot be opened
@@ -31,9 +32,9 @@ public final class RemoteConnectors {
                 case "blackhole" -> new BlackholeConnector(url);
                 case "fs" -> FsConnector.open(url);
                 case "lm" -> lmcache4j.engine.remote.lm.LmConnector.connect(java.net.URI.create(url));
-                case "redis", "rediss", "redis-sentinel" -> lmcache4j.engine.remote.redis.RedisConnector.connect(java.net.URI.create(url));
+                case "redis", "rediss", "redis-sentinel", "redis-cluster" -> lmcache4j.engine.remote.redis.RedisConnector.connect(java.net.URI.create(url));
                 default -> throw new IllegalArgumentException("remote_url scheme '" + scheme + "://' is not served by this "
-                        + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://");
+                        + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, redis-cluster://");
             };
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open remote store " + url + ": " + e.getMessage(), e);

@@ -21,36 +21,36 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
-import io.lettuce.core.ClientOptions;
-import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
-import io.lettuce.core.resource.ClientResources;
-import io.lettuce.core.resource.Delay;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 
 /**
- * A {@link RemoteConnector} for Redis ({@code redis://[user:pass@]host[:port][/db]}, and
- * {@code rediss://} for TLS), with LMCache's layout (spec §4.5): two keys per chunk,
- * {@code <key string>kv_bytes} (the payload) and {@code <key string>metadata} (the 28-byte
- * {@link RemoteMetadata}). Optional query parameters: {@code timeout_ms} (Lettuce's command
- * timeout, default 10000) and {@code max_inflight_mb} (a bound on payload bytes of puts in flight,
- * default 256: a put that cannot get its bytes at once fails and is dropped by the tier, so a slow
- * server cannot grow client memory without limit).
+ * A {@link RemoteConnector} for Redis and Valkey ({@code redis://[user:pass@]host[:port][/db]},
+ * {@code rediss://} for TLS, {@code redis-sentinel://} and {@code redis-cluster://}), with LMCache's
+ * layout (spec §4.7): two keys per chunk, {@code <key string>kv_bytes} (the payload) and
+ * {@code <key string>metadata} (the 28-byte {@link RemoteMetadata}, followed by lmcache4j's CRC32C
+ * trailer, which LMCache's reader ignores: {@link MetadataTrailer}). Optional query parameters:
+ * {@code timeout_ms} (Lettuce's command timeout, default 10000), {@code max_inflight_mb} (a bound on
+ * payload bytes of puts in flight, default 256: a put that cannot get its bytes at once fails and is
+ * dropped by the tier, so a slow server cannot grow client memory without limit) and
+ * {@code checksum} ({@code crc32c}, the default, or {@code none} to write LMCache's bare header).
  *
- * <p>One Lettuce connection (async API, commands pipelined on it), opened lazily and reconnected
- * automatically; while it is down commands are rejected at once rather than buffered. Put encodes
- * the payload segment straight into Netty's outbound buffer (no heap copy) and sends the payload
- * SET before the metadata SET on the same connection. Get reads the metadata, asks for an object,
- * then copies the payload from Netty's receive buffer straight into the object's segment. Callers'
- * callbacks and {@code allocate} run on virtual threads, never on Lettuce's event loop.
+ * <p>One Lettuce connection (async API, commands pipelined on it; for a cluster, one per master
+ * behind one routing connection), opened lazily and reconnected automatically; while it is down
+ * commands are rejected at once rather than buffered. Put encodes the payload segment straight into
+ * Netty's outbound buffer (no heap copy) and writes the payload before the metadata: pipelined on the
+ * same connection for one server, the metadata SET only after the payload SET completed for a cluster
+ * (the two keys usually live on different nodes). Get reads the metadata, asks for an object, then
+ * copies the payload from Netty's receive buffer straight into the object's segment and checks its
+ * CRC32C when the metadata carries one; a mismatch is a miss that deletes the entry. Callers'
+ * callbacks, {@code allocate} and the checksum run on virtual threads, never on Lettuce's event loop.
  */
 public final class RedisConnector implements RemoteConnector {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
@@ -59,52 +59,53 @@ public final class RedisConnector implements RemoteConnector {
     public static final int DEFAULT_SENTINEL_PORT = 26379;
     /** The master's name when neither {@code service_name} nor {@code REDIS_SERVICE_NAME} gives one (LMCache's default). */
     public static final String DEFAULT_SENTINEL_SERVICE_NAME = "redismaster";
+    /** The port of a {@code redis-cluster://} seed that names none. */
+    public static final int DEFAULT_CLUSTER_PORT = RedisURI.DEFAULT_REDIS_PORT;
     static final String PAYLOAD_SUFFIX = "kv_bytes";
     static final String METADATA_SUFFIX = "metadata";
 
+    private static final System.Logger LOG = System.getLogger(RedisConnector.class.getName());
+
     private final String url;
-    private final RedisURI redisUri;
+    private final RedisEndpoint endpoint;
     private final Duration timeout;
     private final int maxInflightBytes;
+    private final boolean writeChecksum;
     private final Semaphore inflight;
-    private final ClientResources resources;
-    private final RedisClient client;
     private final ExecutorService executor = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("redis-connector-", 0).factory());
-    private final AtomicReference<CompletableFuture<StatefulRedisConnection<byte[], ByteBuffer>>> connection =
+    /** {@link #executor}, or the calling thread once it is shut down: a callback that releases memory always runs. */
+    private final java.util.concurrent.Executor callbacks = task -> {
+        try {
+            executor.execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            task.run();
+        }
+    };
+    private final AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>> connection =
             new AtomicReference<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private RedisConnector(String url, RedisURI redisUri, Duration timeout, int maxInflightBytes,
-                           java.nio.file.Path tlsCaFile) {
+    private RedisConnector(String url, RedisEndpoint endpoint, Duration timeout, int maxInflightBytes, boolean writeChecksum) {
         this.url = url;
-        this.redisUri = redisUri;
+        this.endpoint = endpoint;
         this.timeout = timeout;
         this.maxInflightBytes = maxInflightBytes;
+        this.writeChecksum = writeChecksum;
         this.inflight = new Semaphore(maxInflightBytes);
-        this.resources = ClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
-                .reconnectDelay(Delay.exponential(Duration.ofMillis(20), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS))
-                .build();
-        this.client = RedisClient.create(resources);
-        ClientOptions.Builder options = ClientOptions.builder().autoReconnect(true)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .timeoutOptions(TimeoutOptions.builder().fixedTimeout(timeout).build());
-        if (tlsCaFile != null) {
-            // A private CA (the usual case for a cache server): trust it instead of the JDK's store.
-            options.sslOptions(io.lettuce.core.SslOptions.builder().jdkSslProvider()
-                    .trustManager(tlsCaFile.toFile()).build());
-        }
-        client.setOptions(options.build());
     }
 
     /**
-     * A connector for {@code redis://} or {@code rediss://} {@code [user:pass@]host[:port][/db][?timeout_ms=N&max_inflight_mb=N]}.
+     * A connector for {@code redis://} or {@code rediss://}
+     * {@code [user:pass@]host[:port][/db][?timeout_ms=N&max_inflight_mb=N&checksum=crc32c|none]}.
      * A {@code rediss://} URL may add {@code tls_ca_file=PATH}: a PEM file of the CA certificates that
      * the server's certificate must chain to (otherwise the JDK's trust store); the host name is verified.
      * {@code redis-sentinel://[user:pass@]host:port[,host:port...][/db][?service_name=NAME&...]} asks the
      * sentinels for the master of {@code NAME} (default: {@code REDIS_SERVICE_NAME}, then
      * {@code redismaster}, as LMCache), trying them in order; every reconnect asks again, so a
      * failover is followed once the old master's connection drops.
+     * {@code redis-cluster://[user:pass@]host[:port][,host[:port]...][?...]} names seed nodes of a Redis
+     * Cluster (port 6379 when omitted; no database number, a cluster has only 0).
      * The connection is made lazily, so an unreachable server shows as failed operations.
      *
      * @throws IllegalArgumentException naming what is wrong with the URI
@@ -113,12 +114,14 @@ public final class RedisConnector implements RemoteConnector {
         Objects.requireNonNull(uri, "uri");
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
         boolean sentinel = scheme.equals("redis-sentinel");
-        if (!scheme.equals("redis") && !scheme.equals("rediss") && !sentinel) {
-            throw new IllegalArgumentException("not a redis://, rediss:// or redis-sentinel:// URL: " + redact(uri));
+        boolean cluster = scheme.equals("redis-cluster");
+        if (!scheme.equals("redis") && !scheme.equals("rediss") && !sentinel && !cluster) {
+            throw new IllegalArgumentException("not a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL: "
+                    + redact(uri));
         }
         String userInfo;
         List<Map.Entry<String, Integer>> hosts = new ArrayList<>();
-        if (sentinel) {
+        if (sentinel || cluster) {
             // h1:p1,h2:p2 is not a server authority to java.net.URI, so it is split here.
             String raw = uri.getRawAuthority() == null ? "" : uri.getRawAuthority();
             int at = raw.lastIndexOf('@');
@@ -128,13 +131,15 @@ public final class RedisConnector implements RemoteConnector {
                 String host = colon < 0 ? hp : hp.substring(0, colon);
                 int port;
                 try {
-                    port = colon < 0 ? DEFAULT_SENTINEL_PORT : Integer.parseInt(hp.substring(colon + 1));
+                    port = colon < 0 ? (sentinel ? DEFAULT_SENTINEL_PORT : DEFAULT_CLUSTER_PORT)
+                            : Integer.parseInt(hp.substring(colon + 1));
                 } catch (NumberFormatException e) {
                     port = -1;
                 }
                 if (host.isEmpty() || port < 1 || port > 65535) {
-                    throw new IllegalArgumentException("redis-sentinel:// URL has a bad sentinel address '" + hp + "': "
-                            + redact(uri) + " (expected redis-sentinel://[user:pass@]host:port[,host:port...][/db])");
+                    throw new IllegalArgumentException(scheme + ":// URL has a bad " + (sentinel ? "sentinel" : "seed node")
+                            + " address '" + hp + "': " + redact(uri) + " (expected " + scheme
+                            + "://[user:pass@]host:port[,host:port...]" + (sentinel ? "[/db])" : ")"));
                 }
                 hosts.add(Map.entry(host, port));
             }
@@ -153,6 +158,10 @@ public final class RedisConnector implements RemoteConnector {
         int db = 0;
         String path = uri.getPath();
         if (path != null && !path.isEmpty() && !path.equals("/")) {
+            if (cluster) {
+                throw new IllegalArgumentException("redis-cluster:// URL cannot name a database (a cluster has only 0): "
+                        + redact(uri));
+            }
             try {
                 db = Integer.parseInt(path.substring(1));
             } catch (NumberFormatException e) {
@@ -180,6 +189,14 @@ public final class RedisConnector implements RemoteConnector {
                 throw new IllegalArgumentException("redis-sentinel:// service_name is empty: " + redact(uri));
             }
         }
+        boolean checksum = true;
+        if (q.containsKey("checksum")) {
+            String c = q.remove("checksum");
+            if (!c.equals("crc32c") && !c.equals("none")) {
+                throw new IllegalArgumentException(scheme + ":// checksum must be crc32c or none, was '" + c + "'");
+            }
+            checksum = c.equals("crc32c");
+        }
         Duration timeout = DEFAULT_TIMEOUT;
         int maxInflightMb = DEFAULT_MAX_INFLIGHT_MB;
         try {
@@ -194,7 +211,8 @@ public final class RedisConnector implements RemoteConnector {
         }
         if (!q.isEmpty()) {
             throw new IllegalArgumentException(scheme + ":// URL has unknown parameters " + q.keySet()
-                    + " (known: timeout_ms, max_inflight_mb, tls_ca_file" + (sentinel ? ", service_name)" : ")"));
+                    + " (known: timeout_ms, max_inflight_mb, checksum" + (scheme.equals("rediss") ? ", tls_ca_file"
+                    : sentinel ? ", service_name" : "") + ")");
         }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException(scheme + ":// timeout_ms must be positive, was " + timeout.toMillis());
@@ -202,15 +220,33 @@ public final class RedisConnector implements RemoteConnector {
         if (maxInflightMb < 1 || maxInflightMb > 2047) {
             throw new IllegalArgumentException(scheme + ":// max_inflight_mb must be in 1..2047, was " + maxInflightMb);
         }
-        RedisURI.Builder b;
-        if (sentinel) {
-            b = RedisURI.builder().withSentinelMasterId(serviceName);
-            hosts.forEach(h -> b.withSentinel(h.getKey(), h.getValue()));
+        String shown = scheme + "://" + String.join(",", hosts.stream().map(h -> h.getKey() + ":" + h.getValue()).toList())
+                + (db == 0 ? "" : "/" + db) + (sentinel ? " (master " + serviceName + ")" : "");
+        RedisEndpoint endpoint;
+        if (cluster) {
+            List<RedisURI> seeds = new ArrayList<>();
+            for (Map.Entry<String, Integer> h : hosts) {
+                seeds.add(withCredentials(RedisURI.builder().withHost(h.getKey()).withPort(h.getValue()), userInfo)
+                        .withTimeout(timeout).build());
+            }
+            endpoint = new RedisEndpoint.Cluster(seeds, timeout);
         } else {
-            b = RedisURI.builder().withHost(hosts.get(0).getKey()).withPort(hosts.get(0).getValue())
-                    .withSsl(scheme.equals("rediss"));
+            RedisURI.Builder b;
+            if (sentinel) {
+                b = RedisURI.builder().withSentinelMasterId(serviceName);
+                hosts.forEach(h -> b.withSentinel(h.getKey(), h.getValue()));
+            } else {
+                b = RedisURI.builder().withHost(hosts.get(0).getKey()).withPort(hosts.get(0).getValue())
+                        .withSsl(scheme.equals("rediss"));
+            }
+            b.withDatabase(db).withTimeout(timeout);
+            endpoint = new RedisEndpoint.Standalone(withCredentials(b, userInfo).build(), timeout, tlsCaFile);
         }
-        b.withDatabase(db).withTimeout(timeout);
+        return new RedisConnector(shown, endpoint, timeout, maxInflightMb << 20, checksum);
+    }
+
+    /** {@code b} with the URL's {@code user:pass} or {@code pass} (percent-decoded), if any. */
+    private static RedisURI.Builder withCredentials(RedisURI.Builder b, String userInfo) {
         if (userInfo != null && !userInfo.isEmpty()) {
             int colon = userInfo.indexOf(':');
             String user = colon < 0 ? "" : URLDecoder.decode(userInfo.substring(0, colon), StandardCharsets.UTF_8);
@@ -221,9 +257,7 @@ public final class RedisConnector implements RemoteConnector {
                 b.withAuthentication(user, pass.toCharArray());
             }
         }
-        String shown = scheme + "://" + String.join(",", hosts.stream().map(h -> h.getKey() + ":" + h.getValue()).toList())
-                + (db == 0 ? "" : "/" + db) + (sentinel ? " (master " + serviceName + ")" : "");
-        return new RedisConnector(shown, b.build(), timeout, maxInflightMb << 20, tlsCaFile);
+        return b;
     }
 
     /** Fails now, not at the first TLS handshake, when {@code file} holds no X.509 certificate. */
@@ -264,19 +298,19 @@ public final class RedisConnector implements RemoteConnector {
 
     // ---- connection ----------------------------------------------------------------------------
 
-    private CompletableFuture<RedisAsyncCommands<byte[], ByteBuffer>> commands() {
+    private CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>> commands() {
         if (closed.get()) {
             return CompletableFuture.failedFuture(new IllegalStateException("redis connector " + url + " is closed"));
         }
         while (true) {
-            CompletableFuture<StatefulRedisConnection<byte[], ByteBuffer>> current = connection.get();
+            CompletableFuture<StatefulConnection<byte[], ByteBuffer>> current = connection.get();
             if (current != null && !current.isCompletedExceptionally()) {
-                return current.thenApply(StatefulRedisConnection::async);
+                return current.thenApply(endpoint::commands);
             }
-            CompletableFuture<StatefulRedisConnection<byte[], ByteBuffer>> next = new CompletableFuture<>();
+            CompletableFuture<StatefulConnection<byte[], ByteBuffer>> next = new CompletableFuture<>();
             if (connection.compareAndSet(current, next)) {
                 try {
-                    client.connectAsync(RedisBytesCodec.INSTANCE, redisUri).whenComplete((c, e) -> {
+                    endpoint.connect().whenComplete((c, e) -> {
                         if (e != null) {
                             next.completeExceptionally(e);
                         } else if (closed.get()) {
@@ -289,7 +323,7 @@ public final class RedisConnector implements RemoteConnector {
                 } catch (RuntimeException e) {
                     next.completeExceptionally(e);
                 }
-                return next.thenApply(StatefulRedisConnection::async);
+                return next.thenApply(endpoint::commands);
             }
         }
     }
@@ -343,13 +377,23 @@ public final class RedisConnector implements RemoteConnector {
             byte[] payloadKey = payloadKey(key);
             byte[] metaKey = metadataKey(key);
             ByteBuffer body = payload.asByteBuffer();
-            ByteBuffer head = ByteBuffer.wrap(metadata.toBytes());
-            CompletableFuture<Void> done = commands().thenCompose(c -> {
-                // Same connection, payload first: a visible metadata implies a payload.
-                CompletableFuture<String> p = c.set(payloadKey, body).toCompletableFuture();
-                CompletableFuture<String> m = c.set(metaKey, head).toCompletableFuture();
-                return CompletableFuture.allOf(p, m);
-            });
+            CompletableFuture<Void> done;
+            try {
+                ByteBuffer head = ByteBuffer.wrap(MetadataTrailer.metadataValue(metadata, payload, writeChecksum));
+                done = commands().thenCompose(c -> {
+                    // Payload first, so that a visible metadata implies a payload: one server applies
+                    // pipelined commands in order; a cluster may route the two keys to two nodes.
+                    CompletableFuture<String> p = c.set(payloadKey, body).toCompletableFuture();
+                    if (!endpoint.ordersPipelinedCommands()) {
+                        return p.thenCompose(ok -> c.set(metaKey, head).toCompletableFuture()).thenApply(ok -> null);
+                    }
+                    CompletableFuture<String> m = c.set(metaKey, head).toCompletableFuture();
+                    return CompletableFuture.allOf(p, m);
+                });
+            } catch (RuntimeException e) {
+                inflight.release(permits);
+                throw e;
+            }
             done.whenComplete((v, e) -> inflight.release(permits));
             return off(done);
         } catch (RuntimeException e) {
@@ -368,6 +412,7 @@ public final class RedisConnector implements RemoteConnector {
                             return CompletableFuture.completedFuture(Optional.<MemoryObj>empty());
                         }
                         RemoteMetadata meta;
+                        long crc = MetadataTrailer.crcOf(raw);
                         try {
                             meta = RemoteMetadata.decode(raw);
                         } catch (IllegalArgumentException e) {
@@ -379,16 +424,16 @@ public final class RedisConnector implements RemoteConnector {
                             obj.ifPresent(MemoryObj::release);
                             return CompletableFuture.completedFuture(Optional.<MemoryObj>empty());
                         }
-                        return readPayload(c, payloadKey, metaKey, meta, obj.get());
-                    }, executor));
+                        return readPayload(c, key, payloadKey, metaKey, meta, crc, obj.get());
+                    }, callbacks));
             return off(result);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
     }
 
-    private CompletableFuture<Optional<MemoryObj>> readPayload(RedisAsyncCommands<byte[], ByteBuffer> c, byte[] payloadKey,
-            byte[] metaKey, RemoteMetadata meta, MemoryObj obj) {
+    private CompletableFuture<Optional<MemoryObj>> readPayload(RedisClusterAsyncCommands<byte[], ByteBuffer> c, CacheKey key,
+            byte[] payloadKey, byte[] metaKey, RemoteMetadata meta, long expectedCrc, MemoryObj obj) {
         SegmentOutput out = new SegmentOutput(obj.segment().asSlice(0, meta.length()));
         CompletableFuture<Long> read;
         try {
@@ -399,9 +444,17 @@ public final class RedisConnector implements RemoteConnector {
             obj.release();
             return CompletableFuture.failedFuture(e);
         }
-        return read.orTimeout(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS).handle((n, e) -> {
+        return read.orTimeout(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS).handleAsync((n, e) -> {
             if (e == null && n != null && n == meta.length()) {
-                return CompletableFuture.completedFuture(Optional.of(obj));
+                long actual = expectedCrc == MetadataTrailer.ABSENT ? expectedCrc
+                        : MetadataTrailer.crc32c(obj.segment().asSlice(0, meta.length()));
+                if (actual == expectedCrc) {
+                    return CompletableFuture.completedFuture(Optional.of(obj));
+                }
+                obj.release();
+                LOG.log(System.Logger.Level.WARNING, () -> String.format("redis %s: %s%s fails its CRC32C (metadata %08x, "
+                        + "payload %08x); deleted, served as a miss", url, key.toKeyString(), PAYLOAD_SUFFIX, expectedCrc, actual));
+                return c.del(metaKey, payloadKey).toCompletableFuture().handle((d, de) -> Optional.<MemoryObj>empty());
             }
             out.cancel(); // after this no late reply writes into the object
             obj.release();
@@ -414,7 +467,7 @@ public final class RedisConnector implements RemoteConnector {
                 return c.del(metaKey).toCompletableFuture().handle((d, de) -> Optional.<MemoryObj>empty());
             }
             return CompletableFuture.completedFuture(Optional.<MemoryObj>empty());
-        }).thenCompose(Function.identity());
+        }, callbacks).thenCompose(Function.identity());
     }
 
     @Override
@@ -448,20 +501,11 @@ public final class RedisConnector implements RemoteConnector {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        CompletableFuture<StatefulRedisConnection<byte[], ByteBuffer>> c = connection.getAndSet(null);
+        CompletableFuture<StatefulConnection<byte[], ByteBuffer>> c = connection.getAndSet(null);
         if (c != null) {
-            c.thenAccept(StatefulRedisConnection::close);
+            c.thenAccept(StatefulConnection::close);
         }
-        try {
-            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-        } catch (RuntimeException ignored) {
-            // closing anyway
-        }
-        try {
-            resources.shutdown(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
-        } catch (Exception ignored) {
-            // closing anyway
-        }
+        endpoint.shutdown();
         executor.shutdown();
     }
 

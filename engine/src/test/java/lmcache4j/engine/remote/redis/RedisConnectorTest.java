@@ -138,13 +138,71 @@ class RedisConnectorTest {
             byte[] payload = sync.get((key.toKeyString() + "kv_bytes").getBytes(StandardCharsets.UTF_8));
             assertNotNull(metadata);
             assertNotNull(payload);
-            assertEquals(RemoteMetadata.BYTES, metadata.length);
-            assertArrayEquals(meta.toBytes(), metadata);
+            // LMCache's 28-byte header first (its reader, struct.unpack_from, ignores what follows),
+            // then "L4JC" and the payload's CRC32C, both little-endian.
+            assertEquals(RemoteMetadata.BYTES + MetadataTrailer.BYTES, metadata.length);
+            assertArrayEquals(meta.toBytes(), java.util.Arrays.copyOf(metadata, RemoteMetadata.BYTES));
             assertEquals(meta, RemoteMetadata.decode(metadata));
+            java.nio.ByteBuffer trailer = java.nio.ByteBuffer.wrap(metadata, RemoteMetadata.BYTES, MetadataTrailer.BYTES)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            assertEquals("L4JC", new String(metadata, RemoteMetadata.BYTES, 4, StandardCharsets.US_ASCII));
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(payload);
+            assertEquals((int) crc.getValue(), trailer.getInt(RemoteMetadata.BYTES + 4));
             assertEquals(obj.byteSize(), payload.length);
             assertEquals(-1L, obj.segment().mismatch(MemorySegment.ofArray(payload)));
             assertEquals(2L, sync.dbsize());
+
+            // checksum=none writes LMCache's bare header
+            try (RedisConnector bare = connector("?checksum=none")) {
+                await(bare.put(TestChunks.key(8), meta, obj.segment()));
+            }
+            assertArrayEquals(meta.toBytes(), sync.get((TestChunks.key(8).toKeyString() + "metadata").getBytes(StandardCharsets.UTF_8)));
             obj.release();
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    @Test
+    void anEntryLmCacheWroteHasNoChecksumAndIsServed() throws Exception {
+        RedisClient client = RedisClient.create(redis.url());
+        try (RedisConnector r = connector(""); LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1);
+             StatefulRedisConnection<byte[], byte[]> c = raw(client)) {
+            CacheEngineKey key = TestChunks.key(5);
+            MemoryObj obj = chunk(cpu, 5);
+            // What LMCache's RedisConnector writes: the payload, then the bare 28-byte header.
+            c.sync().set((key.toKeyString() + "kv_bytes").getBytes(StandardCharsets.UTF_8), obj.segment().toArray(ValueLayout.JAVA_BYTE));
+            c.sync().set((key.toKeyString() + "metadata").getBytes(StandardCharsets.UTF_8), RemoteMetadata.forObject(obj).toBytes());
+            MemoryObj back = await(r.get(key, m -> alloc(cpu, m))).orElseThrow();
+            assertSameBytes(obj, back);
+            back.release();
+            obj.release();
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    @Test
+    void aCorruptPayloadFailsItsChecksumAndIsAMissThatDeletesTheEntry() throws Exception {
+        RedisClient client = RedisClient.create(redis.url());
+        try (RedisConnector r = connector(""); LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1);
+             StatefulRedisConnection<byte[], byte[]> c = raw(client)) {
+            CacheEngineKey key = TestChunks.key(6);
+            MemoryObj obj = chunk(cpu, 6);
+            await(r.put(key, RemoteMetadata.forObject(obj), obj.segment()));
+            byte[] payloadKey = (key.toKeyString() + "kv_bytes").getBytes(StandardCharsets.UTF_8);
+            // One flipped bit, same length: only the checksum can tell.
+            c.sync().setrange(payloadKey, obj.byteSize() / 2, new byte[] {(byte) (obj.segment().get(ValueLayout.JAVA_BYTE, obj.byteSize() / 2) ^ 1)});
+            obj.release();
+            assertTrue(await(r.get(key, m -> alloc(cpu, m))).isEmpty(), "a corrupt payload was served");
+            assertEquals(0L, c.sync().dbsize(), "the corrupt entry was not deleted");
+            // the object read into was released: all four chunks can be allocated again
+            List<MemoryObj> all = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                all.add(TestChunks.chunk(cpu, i, AllocationMode.NO_EVICTION).orElseThrow());
+            }
+            all.forEach(MemoryObj::release);
         } finally {
             client.shutdown();
         }
@@ -412,6 +470,14 @@ class RedisConnectorTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> RemoteConnectors.create("redis://u:hunter2@127.0.0.1:6379?max_inflight_mb=x"));
         assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RemoteConnectors.create("redis://127.0.0.1:6379?checksum=md5"));
+        assertThrows(IllegalArgumentException.class, () -> RemoteConnectors.create("redis-cluster://127.0.0.1:7000/1"));
+        assertThrows(IllegalArgumentException.class, () -> RemoteConnectors.create("redis-cluster://127.0.0.1:7000,:7001"));
+        assertThrows(IllegalArgumentException.class,
+                () -> RemoteConnectors.create("redis-cluster://127.0.0.1:7000?tls_ca_file=/etc/hostname"));
+        try (RemoteConnector c = RemoteConnectors.create("redis-cluster://u:hunter2@127.0.0.1:7000,10.0.0.2?checksum=none")) {
+            assertEquals("redis-cluster://127.0.0.1:7000,10.0.0.2:6379", c.url());
+        }
     }
 
     @Test

@@ -20,7 +20,8 @@ public final class ServerCommand {
             Runs an lm:// cache server (LMCache's protocol, spec 4.9) in the foreground until Ctrl-C / SIGTERM.
               --host H          address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)
               --port N          TCP port, 0 = any free port (default 65432)
-              --max-size GB     most bytes kept, least recently used entries evicted first (default 4)
+              --max-size GB     size of the off-heap payload pool; least recently used entries are
+                                evicted when a payload does not fit (default 4)
               --token T         shared secret clients must send first (lm://host:port?token=T); default none
               --max-frame-mb N  largest payload one message may carry, in MiB (default 1024)
             """;

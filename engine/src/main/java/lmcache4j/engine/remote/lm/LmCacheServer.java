@@ -20,6 +20,13 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
@@ -28,6 +35,14 @@ import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
  * An {@code lm://} cache server (LMCache's {@code python -m lmcache.v1.server}, spec §4.9) with an
  * LRU bounded by {@code maxBytes}, a maximum frame size and an optional shared-secret token.
  *
+ * <p>Payloads live off-heap in one {@link TensorMemoryAllocator} pool of {@code maxBytes}
+ * (anonymous memory, faulted in as it is used): a PUT reads the socket straight into its object
+ * and a GET writes straight from it, with no heap copy and no garbage for the collector (32 MiB
+ * heap arrays per chunk made the server's speed swing with GC). When the pool has no room the
+ * least recently used entries are evicted until the payload fits. A GET holds a reference on the
+ * object it sends, so an entry evicted or replaced meanwhile goes back to the pool only when the
+ * send is done.
+ *
  * <p>One virtual thread per connection, blocking NIO. A malformed message (bad header, bad key,
  * oversize frame, unknown command, short read) closes the connection that sent it and is counted;
  * the server keeps running.
@@ -35,19 +50,32 @@ import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
 public final class LmCacheServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LmCacheServer.class.getName());
 
-    /** Counters, a snapshot. */
+    /**
+     * Counters, a snapshot. {@code bytes} is metadata plus payload bytes stored; {@code poolUsedBytes}
+     * the payload pool in use (payloads rounded up to 4 KiB, plus objects GETs still send).
+     */
     public record Stats(long connections, long puts, long gets, long hits, long evictions, long refusedPuts,
-                        long protocolErrors, long entries, long bytes) {
+                        long protocolErrors, long entries, long bytes, long poolUsedBytes) {
     }
 
-    private record Entry(byte[] metadata, byte[] payload) {
+    /** One stored chunk; {@code payload} is empty for a zero-length PUT. The map holds one reference. */
+    private record Entry(byte[] metadata, Optional<MemoryObj> payload, int length) {
         long size() {
-            return (long) metadata.length + payload.length;
+            return (long) metadata.length + length;
+        }
+
+        void release() {
+            payload.ifPresent(MemoryObj::release);
         }
     }
 
+    /** Room in the scratch buffer that drains a refused PUT's payload. */
+    private static final int DRAIN_BYTES = 1 << 20;
+    private static final long PAYLOAD_ALIGNMENT = 4096;
+
     private final ServerSocketChannel server;
     private final long maxBytes;
+    private final TensorMemoryAllocator pool;
     private final Optional<byte[]> token;
     private final int maxFrameBytes;
     private final Thread acceptor;
@@ -65,9 +93,11 @@ public final class LmCacheServer implements AutoCloseable {
     private final AtomicLong refusedPuts = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
 
-    private LmCacheServer(ServerSocketChannel server, long maxBytes, Optional<String> token, int maxFrameBytes) {
+    private LmCacheServer(ServerSocketChannel server, long maxBytes, TensorMemoryAllocator pool, Optional<String> token,
+                          int maxFrameBytes) {
         this.server = server;
         this.maxBytes = maxBytes;
+        this.pool = pool;
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
         this.maxFrameBytes = maxFrameBytes;
         this.acceptor = Thread.ofPlatform().name("lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
@@ -79,7 +109,8 @@ public final class LmCacheServer implements AutoCloseable {
      * @param host          the address to bind (use {@link InetAddress#getLoopbackAddress()} unless
      *                      the server must be reachable from other machines)
      * @param port          the port, 0 for an ephemeral one
-     * @param maxBytes      the most bytes (metadata + payloads) stored; least recently used entries go first
+     * @param maxBytes      the size of the payload pool (rounded up to whole pages; each payload takes a
+     *                      multiple of 4 KiB of it); least recently used entries are evicted to make room
      * @param token         a shared secret every connection must present first (AUTH), or empty
      * @param maxFrameBytes the largest payload one message may carry; larger closes the connection
      */
@@ -104,7 +135,16 @@ public final class LmCacheServer implements AutoCloseable {
             ch.close();
             throw new IOException("cannot bind lm:// server to " + host.getHostAddress() + ":" + port + ": " + e.getMessage(), e);
         }
-        LmCacheServer s = new LmCacheServer(ch, maxBytes, token, maxFrameBytes);
+        TensorMemoryAllocator pool;
+        try {
+            // Not CUDA-pinned: the server only moves bytes between sockets and memory.
+            pool = TensorMemoryAllocator.create("lm-server", HostArena.allocate(maxBytes,
+                    HostArenaOptions.DEFAULT.withCudaPinned(false)), PAYLOAD_ALIGNMENT);
+        } catch (RuntimeException e) {
+            ch.close();
+            throw e;
+        }
+        LmCacheServer s = new LmCacheServer(ch, maxBytes, pool, token, maxFrameBytes);
         s.acceptor.start();
         return s;
     }
@@ -126,7 +166,7 @@ public final class LmCacheServer implements AutoCloseable {
     public Stats stats() {
         synchronized (lru) {
             return new Stats(connections.get(), puts.get(), gets.get(), hits.get(), evictions.get(), refusedPuts.get(),
-                    protocolErrors.get(), lru.size(), bytes);
+                    protocolErrors.get(), lru.size(), bytes, pool.stats().usedBytes());
         }
     }
 
@@ -158,6 +198,16 @@ public final class LmCacheServer implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         Stats s = stats();
+        synchronized (lru) {
+            lru.values().forEach(Entry::release);
+            lru.clear();
+            bytes = 0;
+        }
+        try {
+            pool.close();
+        } catch (RuntimeException e) { // a handler that did not stop in time still holds an object
+            LOG.log(Level.WARNING, "lm:// server: payload pool not released at close: {0}", e.getMessage());
+        }
         LOG.log(Level.DEBUG, "lm:// server closed: {0}", s);
     }
 
@@ -234,6 +284,7 @@ public final class LmCacheServer implements AutoCloseable {
                             e = lru.remove(h.key());
                             if (e != null) {
                                 bytes -= e.size();
+                                e.release();
                             }
                         }
                         reply(c, e != null ? LmProtocol.SUCCESS : LmProtocol.FAIL);
@@ -295,31 +346,67 @@ public final class LmCacheServer implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new ProtocolException(e.getMessage());
         }
-        byte[] payload = LmProtocol.readFully(c, len);
-        puts.incrementAndGet();
-        Entry entry = new Entry(meta, payload);
-        if (entry.size() > maxBytes) {
+        Optional<MemoryObj> payload = len == 0 ? Optional.empty() : allocateEvicting(len);
+        if (len > 0 && payload.isEmpty()) {
+            drain(c, len); // keep the stream in step: the next message follows the payload
+            puts.incrementAndGet();
             long n = refusedPuts.incrementAndGet();
-            LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes > max {2}; refused so far: {3})",
-                    h.key(), entry.size(), maxBytes, n);
+            LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes do not fit the {2}-byte pool; refused so far: {3})",
+                    h.key(), len, maxBytes, n);
             return;
         }
+        Entry entry = new Entry(meta, payload, len);
+        try {
+            if (payload.isPresent()) {
+                LmProtocol.readFully(c, payload.get().segment().asSlice(0, len).asByteBuffer());
+            }
+        } catch (IOException | RuntimeException e) {
+            entry.release();
+            throw e;
+        }
+        puts.incrementAndGet(); // only once the whole payload arrived: a PUT cut short is a protocol error
         synchronized (lru) {
             Entry old = lru.put(h.key(), entry);
             if (old != null) {
                 bytes -= old.size();
+                old.release();
             }
             bytes += entry.size();
-            Iterator<Map.Entry<String, Entry>> it = lru.entrySet().iterator();
-            while (bytes > maxBytes && it.hasNext()) {
-                Map.Entry<String, Entry> victim = it.next();
-                if (victim.getValue() == entry) {
-                    continue;
+        }
+    }
+
+    /** An object of {@code len} bytes, evicting least recently used entries until it fits; empty when it cannot. */
+    private Optional<MemoryObj> allocateEvicting(int len) {
+        TensorShape shape = TensorShape.of(len);
+        if (len > pool.stats().capacityBytes()) {
+            return Optional.empty();
+        }
+        synchronized (lru) {
+            while (true) {
+                Optional<MemoryObj> obj = pool.allocate(shape, DType.UINT8, MemoryFormat.BINARY);
+                if (obj.isPresent()) {
+                    return obj;
                 }
-                bytes -= victim.getValue().size();
+                Iterator<Map.Entry<String, Entry>> it = lru.entrySet().iterator();
+                if (!it.hasNext()) {
+                    return Optional.empty(); // what is left is held by GETs in progress
+                }
+                Entry victim = it.next().getValue();
                 it.remove();
+                bytes -= victim.size();
+                victim.release();
                 evictions.incrementAndGet();
             }
+        }
+    }
+
+    private static void drain(SocketChannel c, int len) throws IOException {
+        ByteBuffer scratch = ByteBuffer.allocateDirect(Math.min(len, DRAIN_BYTES));
+        for (int left = len; left > 0; ) {
+            int n = Math.min(left, scratch.capacity());
+            scratch.clear().limit(n);
+            LmProtocol.readFully(c, scratch);
+            left -= n;
         }
     }
 
@@ -329,14 +416,22 @@ public final class LmCacheServer implements AutoCloseable {
         Entry e;
         synchronized (lru) {
             e = lru.get(h.key());
+            if (e != null) {
+                e.payload().ifPresent(MemoryObj::retain); // the send's own reference: eviction cannot free it meanwhile
+            }
         }
         if (e == null) {
             reply(c, LmProtocol.FAIL);
             return;
         }
         hits.incrementAndGet();
-        LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata())),
-                ByteBuffer.wrap(e.payload()));
+        try {
+            ByteBuffer body = e.payload().map(p -> p.segment().asSlice(0, e.length()).asByteBuffer())
+                    .orElse(ByteBuffer.allocate(0));
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata())), body);
+        } finally {
+            e.release();
+        }
     }
 
     private static void reply(SocketChannel c, int code) throws IOException {

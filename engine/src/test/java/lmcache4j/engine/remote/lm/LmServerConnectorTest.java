@@ -142,6 +142,92 @@ class LmServerConnectorTest {
     }
 
     @Test
+    void payloadsLiveInTheServersPoolAndEveryPathGivesTheirMemoryBack() throws Exception {
+        long chunk = TestChunks.CHUNK_BYTES; // 64 KiB, a multiple of the pool's 4 KiB alignment
+        try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 3 * chunk, Optional.empty(), 16 * MB);
+             LmConnector lm = connector(server, "?pool=1");
+             LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) { // the connector sends from its own thread
+            MemoryObj[] src = new MemoryObj[6];
+            for (int i = 0; i < src.length; i++) {
+                src[i] = TestChunks.chunk(cpu, 20 + i, AllocationMode.NO_EVICTION).orElseThrow();
+            }
+            RemoteMetadata meta = RemoteMetadata.forObject(src[0]);
+            for (int n = 0; n < 5; n++) { // a replaced entry gives its memory back at once
+                await(lm.put(TestChunks.key(0), meta, src[0].segment()));
+            }
+            // A PUT has no reply; a request on the same (single) connection is answered after it.
+            assertTrue(await(lm.exists(TestChunks.key(0))));
+            assertEquals(chunk, server.stats().poolUsedBytes());
+            assertEquals(0, server.stats().evictions());
+            await(lm.put(TestChunks.key(1), meta, src[1].segment()));
+            await(lm.put(TestChunks.key(2), meta, src[2].segment()));
+            await(lm.put(TestChunks.key(3), meta, src[3].segment())); // the pool is full: key 0 goes
+            assertFalse(await(lm.exists(TestChunks.key(0))));
+            assertEquals(1, server.stats().evictions());
+            assertEquals(3 * chunk, server.stats().poolUsedBytes());
+
+            // a payload larger than the pool is refused, drained, and the connection stays in step
+            java.lang.foreign.MemorySegment big = arena.allocate(4 * chunk);
+            RemoteMetadata bigMeta = new RemoteMetadata((int) (4 * chunk), lmcache4j.allocator.MemoryFormat.BINARY,
+                    Optional.of(lmcache4j.allocator.DType.UINT8), lmcache4j.allocator.TensorShape.of((int) (4 * chunk), 0, 0, 0));
+            await(lm.put(TestChunks.key(9), bigMeta, big));
+            MemoryObj back = await(lm.get(TestChunks.key(3), m -> alloc(cpu, m))).orElseThrow();
+            assertEquals(1, server.stats().refusedPuts());
+            assertEquals(-1L, back.segment().mismatch(src[3].segment()));
+            back.release();
+
+            // several clients putting and getting under eviction: every hit is the bytes of its key
+            java.util.List<java.util.concurrent.Future<Integer>> workers = new java.util.ArrayList<>();
+            try (var pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+                 LmConnector many = connector(server, "?pool=4")) {
+                for (int t = 0; t < 4; t++) {
+                    int seed = t;
+                    workers.add(pool.submit(() -> {
+                        java.util.Random rnd = new java.util.Random(seed);
+                        int hits = 0;
+                        for (int op = 0; op < 60; op++) {
+                            int k = rnd.nextInt(src.length);
+                            if (rnd.nextBoolean()) {
+                                await(many.put(TestChunks.key(k), meta, src[k].segment()));
+                            } else {
+                                Optional<MemoryObj> got = await(many.get(TestChunks.key(k), m -> alloc(cpu, m)));
+                                if (got.isPresent()) {
+                                    assertEquals(-1L, got.get().segment().mismatch(src[k].segment()), "key " + k + " served wrong bytes");
+                                    got.get().release();
+                                    hits++;
+                                }
+                            }
+                        }
+                        return hits;
+                    }));
+                }
+                int hits = 0;
+                for (var w : workers) {
+                    hits += w.get(60, TimeUnit.SECONDS);
+                }
+                assertTrue(hits > 0);
+            }
+            // the 4-connection client is closed: its last PUTs were read before its connections closed
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            LmCacheServer.Stats st = server.stats();
+            while (st.entries() * chunk != st.poolUsedBytes() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+                st = server.stats();
+            }
+            assertEquals(st.entries() * chunk, st.poolUsedBytes(), "pool memory not given back: " + st);
+            for (int k = 0; k < src.length; k++) {
+                await(lm.remove(TestChunks.key(k)));
+            }
+            assertEquals(0, server.stats().poolUsedBytes());
+            assertEquals(0, server.stats().bytes());
+            for (MemoryObj o : src) {
+                o.release();
+            }
+        }
+    }
+
+    @Test
     void listIsNotImplemented() throws Exception {
         try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, MB, Optional.empty(), MB);
              SocketChannel ch = SocketChannel.open(new InetSocketAddress(LOOPBACK, server.port()))) {

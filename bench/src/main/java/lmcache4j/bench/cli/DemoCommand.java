@@ -49,8 +49,9 @@ public final class DemoCommand {
               --no-disk     no disk tier: the CPU tier only
               --disk-gb X   the disk tier, max_local_disk_size in GiB (default %.1f: less than the workload
                             stores, so it evicts too); O_DIRECT where the file system allows it
-              --remote URL  a remote tier shared with other processes: redis://host:port,
-                            lm://host:port (./lmcache4j server) or fs:///shared/dir; a second demo
+              --remote URL  a remote tier shared with other processes: redis://host:port (also rediss://,
+                            redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j
+                            server) or fs:///shared/dir; a second demo
                             pointed at the same remote hits what the first stored there
               --json        print one JSON object instead of the report (no progress bar)
               --quiet       no progress bar

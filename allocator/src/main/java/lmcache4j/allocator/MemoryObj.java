@@ -6,6 +6,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
 
+import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
 
 /**
@@ -33,14 +34,16 @@ public final class MemoryObj {
         }
     }
 
-    // state = RELEASED bit (63) | pin count (bits 32..62) | reference count (bits 0..30)
+    // state = RELEASED bit (63) | pin count (bits 32..62) | reference count XOR 1 (bits 0..30).
+    // The XOR makes the field's default 0 mean "one reference, no pin": a new object needs no
+    // initializing store, and a volatile store in the constructor was a full fence per allocation.
     private static final long RELEASED = Long.MIN_VALUE;
     private static final long COUNT_MASK = 0x7FFF_FFFFL;
     private static final int PIN_SHIFT = 32;
     private static final long ONE_PIN = 1L << PIN_SHIFT;
 
     @SuppressWarnings("unused") // accessed through STATE
-    private volatile long state = 1; // one reference: the creator's
+    private volatile long state; // 0: one reference (the creator's), no pin
 
     private final long id;
     private final MemoryOwner owner;
@@ -53,6 +56,8 @@ public final class MemoryObj {
     private final Arena privateArena;
     private final Throwable allocationSite;
     private final Object ledgerEntry;
+    /** Set once by the allocator right after allocation, for sampled objects only; read when the memory goes back. */
+    private LeakDetection.Tracker leakTracker;
 
     /**
      * Made by allocators only.
@@ -93,7 +98,7 @@ public final class MemoryObj {
             if (refs(s) == COUNT_MASK) {
                 throw misuse("retain", "the reference count would overflow", s);
             }
-        } while (!STATE.compareAndSet(this, s, s + 1));
+        } while (!STATE.compareAndSet(this, s, withRefs(s, refs(s) + 1)));
         return this;
     }
 
@@ -130,12 +135,16 @@ public final class MemoryObj {
             if (refs(s) == 0) {
                 throw misuse("release", "the reference count is already 0 (release below zero)", s);
             }
-            next = s - 1;
+            next = withRefs(s, refs(s) - 1);
             if (refs(next) == 0 && pins(next) == 0) {
                 next |= RELEASED;
             }
         } while (!STATE.compareAndSet(this, s, next));
-        return next < 0;
+        if (next < 0) {
+            LeakDetection.released(leakTracker);
+            return true;
+        }
+        return false;
     }
 
     /** Pins the object: it cannot be evicted until every pin is undone. */
@@ -177,6 +186,7 @@ public final class MemoryObj {
             owner.pinnedCountChanged(-1);
         }
         if (next < 0) {
+            LeakDetection.released(leakTracker);
             owner.reclaim(this);
             return true;
         }
@@ -278,13 +288,28 @@ public final class MemoryObj {
         return allocationSite;
     }
 
+    /**
+     * For the owner, right after allocation and before the object is handed out: the leak
+     * detector's registration of this object, dropped when the memory goes back properly.
+     */
+    public void attachLeakTracker(LeakDetection.Tracker tracker) {
+        if (leakTracker != null) {
+            throw new IllegalStateException(this + " already has a leak tracker");
+        }
+        leakTracker = tracker;
+    }
+
     /** The owner's bookkeeping record of this allocation, or null. For the owner. */
     public Object ledgerEntry() {
         return ledgerEntry;
     }
 
     private static long refs(long s) {
-        return s & COUNT_MASK;
+        return (s & COUNT_MASK) ^ 1;
+    }
+
+    private static long withRefs(long s, long refs) {
+        return (s & ~COUNT_MASK) | (refs ^ 1);
     }
 
     private static long pins(long s) {

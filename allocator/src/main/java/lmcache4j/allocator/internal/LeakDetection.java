@@ -62,8 +62,44 @@ public final class LeakDetection {
                 || LEVEL == Level.SAMPLED && java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) == 0;
     }
 
-    /** Runs {@code onUnreachable} when {@code obj} becomes unreachable. The action must not reference {@code obj}. */
-    public static void register(Object obj, Runnable onUnreachable) {
-        CLEANER.register(obj, onUnreachable);
+    /**
+     * Runs {@code onUnreachable} when {@code obj} becomes unreachable, unless {@link #released} was
+     * called with the returned tracker first. The action must not reference {@code obj}.
+     */
+    public static Tracker register(Object obj, Runnable onUnreachable) {
+        Tracker t = new Tracker(onUnreachable);
+        t.cleanable = CLEANER.register(obj, t);
+        return t;
+    }
+
+    /**
+     * The tracked object was released properly: drop its registration now, on this thread, so the
+     * collector has no reference to process and the cleaner thread never takes the allocator's lock
+     * for it (with every sampled object left registered that cost the allocation path stray lock
+     * contention and longer pauses). {@code tracker} may be null.
+     */
+    public static void released(Tracker tracker) {
+        if (tracker != null) {
+            tracker.released = true;
+            tracker.cleanable.clean(); // runs the action, which now does nothing, and deregisters
+        }
+    }
+
+    /** One tracked object's registration. */
+    public static final class Tracker implements Runnable {
+        private final Runnable onUnreachable;
+        private volatile boolean released;
+        private Cleaner.Cleanable cleanable;
+
+        private Tracker(Runnable onUnreachable) {
+            this.onUnreachable = onUnreachable;
+        }
+
+        @Override
+        public void run() {
+            if (!released) {
+                onUnreachable.run();
+            }
+        }
     }
 }

@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
 
 import lmcache4j.allocator.AllocatorLeakException;
 import lmcache4j.allocator.AllocatorStats;
@@ -24,6 +23,7 @@ import lmcache4j.allocator.internal.IdSequence;
 import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
+import lmcache4j.allocator.internal.PoolLock;
 
 /**
  * Fixed-size pages (LMCache spec §2.6): every page holds one full chunk; a partial last chunk
@@ -44,7 +44,7 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
     private final HostArena arena;
     /** The arena's segment, fetched once: slicing it is the allocation fast path. */
     private final MemorySegment region;
-    private final ReentrantLock lock = new ReentrantLock();
+    private final PoolLock lock = new PoolLock();
     private final int[] ring;
     private int head;
     private int freePages;
@@ -279,8 +279,8 @@ public final class PagedTensorMemoryAllocator implements MemoryAllocator, Memory
 
     private void track(MemoryObj obj) {
         if (LeakDetection.shouldTrack()) {
-            LeakDetection.register(obj, new LeakReclaimer(this, (int) (obj.address() / pageSize), obj.id(),
-                    obj.privateArena(), obj.toString()));
+            obj.attachLeakTracker(LeakDetection.register(obj, new LeakReclaimer(this, (int) (obj.address() / pageSize), obj.id(),
+                    obj.privateArena(), obj.toString())));
         }
     }
 

@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
 
 import lmcache4j.allocator.AllocatorLeakException;
 import lmcache4j.allocator.AllocatorStats;
@@ -24,6 +23,7 @@ import lmcache4j.allocator.internal.IdSequence;
 import lmcache4j.allocator.internal.AllocatorChecks;
 import lmcache4j.allocator.internal.LeakDetection;
 import lmcache4j.allocator.internal.MemoryOwner;
+import lmcache4j.allocator.internal.PoolLock;
 
 /**
  * LMCache's "explicit free list" allocator (spec §2.5) with a better data structure: the same
@@ -48,7 +48,7 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
     private final long alignment;
     private final int alignmentShift;
     private final boolean strict;
-    private final ReentrantLock lock = new ReentrantLock();
+    private final PoolLock lock = new PoolLock();
     private final FreeBlockIndex free = new FreeBlockIndex();
     private final IdSequence ids = new IdSequence();
     private final AllocationLedger ledger = AllocationLedger.linked();
@@ -307,8 +307,8 @@ public final class TensorMemoryAllocator implements MemoryAllocator, MemoryOwner
 
     private void trackLeak(MemoryObj obj) {
         if (LeakDetection.shouldTrack()) {
-            LeakDetection.register(obj, new LeakReclaimer(this, obj.address(), (AllocationLedger.Entry) obj.ledgerEntry(),
-                    obj.physicalSize(), obj.privateArena(), obj.toString()));
+            obj.attachLeakTracker(LeakDetection.register(obj, new LeakReclaimer(this, obj.address(), (AllocationLedger.Entry) obj.ledgerEntry(),
+                    obj.physicalSize(), obj.privateArena(), obj.toString())));
         }
     }
 

@@ -148,6 +148,11 @@ public final class AllocatorBench {
                 progress.printf("allocator bench: %-6s warmup %d/%d  %8.1f ns/pair (whole replay %.1f)%n", kind.key(),
                         w + 1, settings.warmup(), t.steadyNsPerPair(trace), t.wholeNsPerPair(trace));
             }
+            // The trace's arrays (tens of MB) were made just before: without a full collection every
+            // young collection during the runs copies them again, pausing 10 ms or more, and which runs
+            // catch a pause decided the median. After it, young collections copy only what the
+            // allocators keep live, so the runs still pay for the garbage an allocator makes.
+            System.gc();
             for (int r = 0; r < settings.runs(); r++) {
                 Timing t = replayOnce(allocator, trace, sampler);
                 nsPerPair[r] = t.steadyNsPerPair(trace);

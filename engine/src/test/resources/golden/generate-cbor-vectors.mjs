@@ -142,6 +142,9 @@ const chainSpecs = [
   { name: 'seed 0, chunk 256, 1000 tokens, partial dropped', seed: '0', chunk_size: 256, save_unfull_chunk: false, tokens: lcgTokens(11, 1000) },
   { name: 'seed 42, chunk 16, 100 tokens', seed: '42', chunk_size: 16, save_unfull_chunk: true, tokens: lcgTokens(12, 100) },
   { name: 'seed 12345, chunk 4, 10 small tokens', seed: '12345', chunk_size: 4, save_unfull_chunk: true, tokens: [...Array(10).keys()] },
+  // 32 chunks or more: lmcache4j hashes these with its two-thread pipeline (ChainPipeline).
+  { name: 'seed 0, chunk 256, 8300 tokens (33 chunks)', seed: '0', chunk_size: 256, save_unfull_chunk: true, tokens: lcgTokens(13, 8300) },
+  { name: 'seed 7, chunk 16, 600 tokens (38 chunks)', seed: '7', chunk_size: 16, save_unfull_chunk: true, tokens: lcgTokens(14, 600) },
 ];
 const chains = chainSpecs.map((c) => ({ ...c, none_hash_hex: hex(noneHash(c.seed)), links: chain(c.seed, c.chunk_size, c.tokens, c.save_unfull_chunk) }));
 

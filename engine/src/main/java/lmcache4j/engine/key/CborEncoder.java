@@ -119,11 +119,24 @@ final class CborEncoder {
      * the next write covers.
      */
     void writeIntArray(int[] tokens, int from, int to) {
-        int n = to - from;
-        ensure(MAX_HEAD_BYTES + (long) n * MAX_INT_BYTES + Long.BYTES); // + the last store's overhang
-        head(MAJOR_ARRAY, n);
-        byte[] b = buf;
-        int p = pos;
+        ensure(maxIntArrayBytes(to - from));
+        pos = intArrayAt(buf, pos, tokens, from, to);
+    }
+
+    /**
+     * Room {@link #intArrayAt} may touch for {@code n} ints: the head, five bytes an int, and the
+     * last 8-byte store's overhang past the encoding's end.
+     */
+    static long maxIntArrayBytes(int n) {
+        return MAX_HEAD_BYTES + (long) n * MAX_INT_BYTES + Long.BYTES;
+    }
+
+    /**
+     * Writes the array of {@code tokens[from, to)} at {@code b[p]} and returns the position after
+     * it; {@code b} must have {@link #maxIntArrayBytes} bytes from {@code p}.
+     */
+    static int intArrayAt(byte[] b, int p, int[] tokens, int from, int to) {
+        p = headAt(b, p, MAJOR_ARRAY, to - from);
         for (int i = from; i < to; i++) {
             int v = tokens[i];
             if (v >= 24) {
@@ -133,12 +146,10 @@ final class CborEncoder {
             } else if (v >= 0) {
                 b[p++] = (byte) v;
             } else { // negative: not a token id, but encoded as CBOR would
-                pos = p;
-                putInt(v);
-                p = pos;
+                p = headAt(b, p, MAJOR_NEGATIVE, ~v & 0xffff_ffffL); // -1 - v, which fits an unsigned 32-bit value
             }
         }
-        pos = p;
+        return p;
     }
 
     private void putInt(int v) {
@@ -149,10 +160,12 @@ final class CborEncoder {
         }
     }
 
-    /** Shortest head for {@code value} (non-negative, or an unsigned 64-bit pattern). Capacity is checked by the caller. */
     private void head(int major, long value) {
-        byte[] b = buf;
-        int p = pos;
+        pos = headAt(buf, pos, major, value);
+    }
+
+    /** Shortest head for {@code value} (non-negative, or an unsigned 64-bit pattern) at {@code b[p]}; returns the next position. */
+    static int headAt(byte[] b, int p, int major, long value) {
         int mt = major << 5;
         if (value >= 0 && value < 24) {
             b[p++] = (byte) (mt | (int) value);
@@ -175,7 +188,7 @@ final class CborEncoder {
                 b[p++] = (byte) (value >>> shift);
             }
         }
-        pos = p;
+        return p;
     }
 
     private void ensure(long extra) {

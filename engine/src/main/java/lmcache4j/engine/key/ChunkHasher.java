@@ -21,7 +21,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code init_none_hash}); two processes share keys only when they share it.
  *
  * <p>Thread-safe. Hashing reuses a per-thread CBOR buffer and {@link MessageDigest}, so the only
- * allocation per chunk is the resulting {@link ChunkHash} and its digest bytes.
+ * allocation per chunk is the resulting {@link ChunkHash} and its digest bytes. A {@link #chain}
+ * of {@value ChainPipeline#MIN_CHUNKS_DEFAULT} chunks or more is computed with a helper thread that
+ * encodes ahead ({@link ChainPipeline}); the hashes are the same either way.
  */
 public final class ChunkHasher {
     /** The environment variable vLLM derives {@code NONE_HASH} from. */
@@ -157,6 +159,10 @@ public final class ChunkHasher {
         int end = includePartial ? tokens.length : tokens.length - tokens.length % chunkSize;
         ChunkHash[] hashes = new ChunkHash[(int) (((long) end + chunkSize - 1) / chunkSize)];
         Scratch s = SCRATCH.get();
+        if (ChainPipeline.worthIt(hashes.length, noneHash)) {
+            ChainPipeline.chain(noneHash, tokens, end, chunkSize, hashes, s.pipelineBuffer(hashes.length, chunkSize), s.sha256);
+            return List.of(hashes);
+        }
         ChunkHash parent = noneHash;
         for (int c = 0; c < hashes.length; c++) {
             int start = c * chunkSize;
@@ -208,6 +214,20 @@ public final class ChunkHasher {
             } catch (NoSuchAlgorithmException e) {
                 throw new IllegalStateException("this JDK has no SHA-256, which every JDK must provide", e);
             }
+        }
+
+        private byte[] pipeline = new byte[0];
+
+        /** The pipeline's buffer, grown to the largest chain seen on this thread and reused. */
+        byte[] pipelineBuffer(int chunks, int chunkSize) {
+            long bytes = ChainPipeline.bufferBytes(chunks, chunkSize);
+            if (bytes > Integer.MAX_VALUE - 16) {
+                throw new IllegalArgumentException(chunks + " chunks of " + chunkSize + " tokens are too many for one chain");
+            }
+            if (pipeline.length < bytes) {
+                pipeline = new byte[(int) bytes];
+            }
+            return pipeline;
         }
 
         /** SHA-256 of what {@link #cbor} holds; the digest array becomes the hash without a copy. */

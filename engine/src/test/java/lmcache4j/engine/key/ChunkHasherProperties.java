@@ -57,6 +57,30 @@ class ChunkHasherProperties {
         }
     }
 
+    @Provide
+    Arbitrary<int[]> longTokens() {
+        // Every CBOR integer size, negatives included, in prompts long enough for the two-thread chain.
+        Arbitrary<Integer> token = Arbitraries.frequencyOf(
+                net.jqwik.api.Tuple.of(6, Arbitraries.integers().between(0, 200_000)),
+                net.jqwik.api.Tuple.of(1, Arbitraries.integers().between(0, 300)),
+                net.jqwik.api.Tuple.of(1, Arbitraries.integers()));
+        return token.array(int[].class).ofMinSize(0).ofMaxSize(6_000);
+    }
+
+    @Property(tries = 40)
+    void theTwoThreadChainEqualsTheChunkByChunkChain(@ForAll("longTokens") int[] tokens,
+            @ForAll @IntRange(min = 1, max = 300) int chunkSize, @ForAll boolean includePartial) {
+        List<ChunkHash> chain = HASHER.chain(tokens, chunkSize, includePartial);
+        int end = includePartial ? tokens.length : tokens.length - tokens.length % chunkSize;
+        ChunkHash parent = HASHER.noneHash();
+        java.util.ArrayList<ChunkHash> expected = new java.util.ArrayList<>();
+        for (int start = 0; start < end; start += chunkSize) {
+            parent = HASHER.next(parent, tokens, start, Math.min(start + chunkSize, end));
+            expected.add(parent);
+        }
+        assertEquals(expected, chain);
+    }
+
     @Property
     void theChainIsPrefixStable(@ForAll("tokens") int[] tokens, @ForAll @IntRange(min = 1, max = 64) int chunkSize,
             @ForAll @IntRange(min = 0, max = 300) int cut) {

@@ -112,4 +112,34 @@ class ChunkHasherTest {
         }
         assertEquals(0, mismatches.get());
     }
+
+    @org.junit.jupiter.api.Test
+    @org.junit.jupiter.api.Timeout(60)
+    void longChainsFromManyThreadsAtOnceAreAllRight() throws Exception {
+        // More callers than helper threads: some chains get a helper, the rest encode on their own.
+        ChunkHasher hasher = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0");
+        int threads = 8;
+        java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(threads)) {
+            for (int t = 0; t < threads; t++) {
+                int seed = t;
+                done.add(pool.submit(() -> {
+                    java.util.Random rnd = new java.util.Random(seed);
+                    for (int round = 0; round < 30; round++) {
+                        int[] tokens = rnd.ints(256 * (32 + rnd.nextInt(64)) + rnd.nextInt(256), 0, 128_256).toArray();
+                        java.util.List<ChunkHash> chain = hasher.chain(tokens, 256, true);
+                        ChunkHash parent = hasher.noneHash();
+                        for (int c = 0; c < chain.size(); c++) {
+                            parent = hasher.next(parent, tokens, c * 256, Math.min(c * 256 + 256, tokens.length));
+                            org.junit.jupiter.api.Assertions.assertEquals(parent, chain.get(c), "thread " + seed + " chunk " + c);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (var f : done) {
+                f.get(50, java.util.concurrent.TimeUnit.SECONDS);
+            }
+        }
+    }
 }

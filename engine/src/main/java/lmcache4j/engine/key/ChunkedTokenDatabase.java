@@ -52,15 +52,13 @@ public final class ChunkedTokenDatabase extends TokenDatabase {
                     + "of the chunk size " + chunkSize + "; only whole chunks can be skipped");
         }
         int end = saveUnfullChunk ? tokens.length : tokens.length - tokens.length % chunkSize;
-        ChunkHasher hasher = hasher();
+        // The whole chain at once: a long prompt's chain is hashed on two threads (ChainPipeline).
+        // Skipped chunks still feed the chain; only their ranges are left out.
+        List<ChunkHash> chain = hasher().chain(tokens, chunkSize, saveUnfullChunk);
         List<HashRange> ranges = new ArrayList<>(Math.max(0, (end - skipBefore + chunkSize - 1) / chunkSize));
-        ChunkHash parent = hasher.noneHash();
-        for (int start = 0; start < end; start += chunkSize) {
-            int chunkEnd = Math.min(start + chunkSize, end);
-            parent = hasher.next(parent, tokens, start, chunkEnd);
-            if (start >= skipBefore) {
-                ranges.add(new HashRange(start, chunkEnd, parent));
-            }
+        for (int c = skipBefore / chunkSize; c < chain.size(); c++) {
+            int start = c * chunkSize;
+            ranges.add(new HashRange(start, Math.min(start + chunkSize, end), chain.get(c)));
         }
         return ranges;
     }

@@ -54,7 +54,7 @@ class RemoteOutageTest {
         try (StorageManager storage = new StorageManager(cpu, List.of(remote))) {
             put(storage, cpu, 0);
             remote.awaitPuts();
-            assertEquals(1, remote.stats().puts());
+            assertEquals(1, remote.stats().puts(), () -> "the first put did not land: " + remote.stats());
 
             server.close(); // the outage
             awaitHealth(remote, false);

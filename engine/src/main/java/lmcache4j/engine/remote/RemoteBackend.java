@@ -201,8 +201,8 @@ public final class RemoteBackend implements StorageBackend {
             try {
                 serialized = serde.serialize(obj); // holds what backs the payload until closed
             } catch (RuntimeException e) { // a dtype or shape LMCache's header cannot carry
-                putsInFlight.remove(key);
                 failedPuts.increment();
+                putsInFlight.remove(key);
                 continue;
             }
             CompletableFuture<Void> sent;
@@ -212,7 +212,6 @@ public final class RemoteBackend implements StorageBackend {
                 sent = CompletableFuture.failedFuture(e);
             }
             sent.whenComplete((ok, failure) -> {
-                putsInFlight.remove(key);
                 if (failure == null) {
                     puts.increment();
                     putBytes.add(serialized.payload().byteSize());
@@ -220,6 +219,8 @@ public final class RemoteBackend implements StorageBackend {
                     failedPuts.increment();
                 }
                 serialized.close();
+                // Last: once no put is in flight (awaitPuts, close) its counts and memory are settled.
+                putsInFlight.remove(key);
             });
         }
     }

@@ -32,6 +32,17 @@ class ServerCommandTest {
     }
 
     @Test
+    void aPoolTheMachineCannotReserveIsAClearStartFailure() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        // 1 PiB: more than any x86-64 user address space, so the reservation fails on every machine.
+        assertEquals(1, ServerCommand.run(new String[] {"--port=0", "--max-size", "1048576"}, new PrintStream(out),
+                new PrintStream(err)));
+        assertTrue(err.toString().contains("cannot reserve the lm:// server's payload pool"), err.toString());
+        assertTrue(err.toString().contains("lower the maximum size"), err.toString());
+    }
+
+    @Test
     void servesUntilStopped() throws Exception {
         PipedOutput out = new PipedOutput();
         CountDownLatch stop = new CountDownLatch(1);

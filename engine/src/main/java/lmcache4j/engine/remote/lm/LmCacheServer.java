@@ -113,6 +113,7 @@ public final class LmCacheServer implements AutoCloseable {
      *                      multiple of 4 KiB of it); least recently used entries are evicted to make room
      * @param token         a shared secret every connection must present first (AUTH), or empty
      * @param maxFrameBytes the largest payload one message may carry; larger closes the connection
+     * @throws IOException when the address cannot be bound or the payload pool cannot be reserved
      */
     public static LmCacheServer start(InetAddress host, int port, long maxBytes, Optional<String> token, int maxFrameBytes)
             throws IOException {
@@ -142,7 +143,10 @@ public final class LmCacheServer implements AutoCloseable {
                     HostArenaOptions.DEFAULT.withCudaPinned(false)), PAYLOAD_ALIGNMENT);
         } catch (RuntimeException e) {
             ch.close();
-            throw e;
+            // Typically ENOMEM: the kernel refuses to reserve more than the machine can back.
+            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes ("
+                    + String.format(java.util.Locale.ROOT, "%.1f GiB", maxBytes / (double) (1L << 30))
+                    + "; lower the maximum size): " + e.getMessage(), e);
         }
         LmCacheServer s = new LmCacheServer(ch, maxBytes, pool, token, maxFrameBytes);
         s.acceptor.start();

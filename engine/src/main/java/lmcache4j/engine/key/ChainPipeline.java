@@ -40,6 +40,8 @@ final class ChainPipeline {
      */
     static final int MIN_CHUNKS_DEFAULT = 32;
     static final int MIN_CHUNKS = Math.max(0, Integer.getInteger("lmcache4j.hash.pipelineMinChunks", MIN_CHUNKS_DEFAULT));
+    /** With one CPU a helper would only take turns with the caller (and spin on its time): no pipeline. */
+    private static final boolean MULTI_CORE = Runtime.getRuntime().availableProcessors() > 1;
 
     /** The slot's fixed head: array of 3, then a 32-byte byte string (the parent). */
     private static final byte ARRAY_OF_3 = (byte) (CborEncoder.MAJOR_ARRAY << 5 | 3);
@@ -58,7 +60,7 @@ final class ChainPipeline {
 
     /** Whether a chain of {@code chunks} chunks with this {@code noneHash} takes the pipeline. */
     static boolean worthIt(int chunks, ChunkHash noneHash) {
-        return MIN_CHUNKS > 0 && chunks >= MIN_CHUNKS && noneHash.length() == PARENT_BYTES;
+        return MIN_CHUNKS > 0 && chunks >= MIN_CHUNKS && noneHash.length() == PARENT_BYTES && MULTI_CORE;
     }
 
     /** Bytes of the scratch buffer {@link #chain} needs for {@code chunks} chunks of {@code chunkSize}. */
@@ -100,7 +102,7 @@ final class ChainPipeline {
         private static final Helper[] ALL = start();
 
         private static Helper[] start() {
-            int count = Math.max(1, Math.min(MAX_HELPERS, Runtime.getRuntime().availableProcessors() - 1));
+            int count = Math.clamp(Runtime.getRuntime().availableProcessors() - 1, 1, MAX_HELPERS);
             Helper[] helpers = new Helper[count];
             for (int i = 0; i < count; i++) {
                 helpers[i] = new Helper();

@@ -69,13 +69,13 @@ public final class LmCacheServer implements AutoCloseable {
         }
     }
 
-    /** Room in the scratch buffer that drains a refused PUT's payload. */
-    private static final int DRAIN_BYTES = 1 << 20;
     private static final long PAYLOAD_ALIGNMENT = 4096;
 
     private final ServerSocketChannel server;
     private final long maxBytes;
     private final TensorMemoryAllocator pool;
+    /** The pool's bytes (maxBytes rounded up to pages): a larger payload is refused without evicting anything. */
+    private final long poolCapacity;
     private final Optional<byte[]> token;
     private final int maxFrameBytes;
     private final Thread acceptor;
@@ -98,6 +98,7 @@ public final class LmCacheServer implements AutoCloseable {
         this.server = server;
         this.maxBytes = maxBytes;
         this.pool = pool;
+        this.poolCapacity = pool.stats().capacityBytes();
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
         this.maxFrameBytes = maxFrameBytes;
         this.acceptor = Thread.ofPlatform().name("lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
@@ -352,7 +353,7 @@ public final class LmCacheServer implements AutoCloseable {
         }
         Optional<MemoryObj> payload = len == 0 ? Optional.empty() : allocateEvicting(len);
         if (len > 0 && payload.isEmpty()) {
-            drain(c, len); // keep the stream in step: the next message follows the payload
+            LmProtocol.skipFully(c, len); // keep the stream in step: the next message follows the payload
             puts.incrementAndGet();
             long n = refusedPuts.incrementAndGet();
             LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes do not fit the {2}-byte pool; refused so far: {3})",
@@ -382,7 +383,7 @@ public final class LmCacheServer implements AutoCloseable {
     /** An object of {@code len} bytes, evicting least recently used entries until it fits; empty when it cannot. */
     private Optional<MemoryObj> allocateEvicting(int len) {
         TensorShape shape = TensorShape.of(len);
-        if (len > pool.stats().capacityBytes()) {
+        if (len > poolCapacity) {
             return Optional.empty();
         }
         synchronized (lru) {
@@ -401,16 +402,6 @@ public final class LmCacheServer implements AutoCloseable {
                 victim.release();
                 evictions.incrementAndGet();
             }
-        }
-    }
-
-    private static void drain(SocketChannel c, int len) throws IOException {
-        ByteBuffer scratch = ByteBuffer.allocateDirect(Math.min(len, DRAIN_BYTES));
-        for (int left = len; left > 0; ) {
-            int n = Math.min(left, scratch.capacity());
-            scratch.clear().limit(n);
-            LmProtocol.readFully(c, scratch);
-            left -= n;
         }
     }
 

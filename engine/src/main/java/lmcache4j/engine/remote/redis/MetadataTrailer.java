@@ -23,12 +23,9 @@ final class MetadataTrailer {
     private MetadataTrailer() {
     }
 
-    /** LMCache's header followed, when {@code withCrc}, by the trailer for {@code payload}. */
-    static byte[] metadataValue(RemoteMetadata metadata, MemorySegment payload, boolean withCrc) {
+    /** LMCache's header followed by the trailer for {@code payload}. */
+    static byte[] metadataValue(RemoteMetadata metadata, MemorySegment payload) {
         byte[] header = metadata.toBytes();
-        if (!withCrc) {
-            return header;
-        }
         ByteBuffer out = ByteBuffer.allocate(RemoteMetadata.BYTES + BYTES).order(ByteOrder.LITTLE_ENDIAN);
         out.put(header).putInt(MAGIC).putInt((int) crc32c(payload));
         return out.array();

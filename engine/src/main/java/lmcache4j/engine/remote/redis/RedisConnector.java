@@ -382,7 +382,7 @@ public final class RedisConnector implements RemoteConnector {
                 // The CRC (about 1 ms for a 32 MiB chunk) runs on a virtual thread: puts are asynchronous,
                 // and the caller is the engine's store path.
                 CompletableFuture<ByteBuffer> metadataValue = writeChecksum
-                        ? CompletableFuture.supplyAsync(() -> ByteBuffer.wrap(MetadataTrailer.metadataValue(metadata, payload, true)), callbacks)
+                        ? CompletableFuture.supplyAsync(() -> ByteBuffer.wrap(MetadataTrailer.metadataValue(metadata, payload)), callbacks)
                         : CompletableFuture.completedFuture(ByteBuffer.wrap(metadata.toBytes()));
                 done = metadataValue.thenCompose(head -> commands().thenCompose(c -> {
                     // Payload first, so that a visible metadata implies a payload: one server applies

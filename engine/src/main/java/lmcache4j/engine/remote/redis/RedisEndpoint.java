@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -50,8 +51,22 @@ abstract sealed class RedisEndpoint {
      */
     abstract boolean ordersPipelinedCommands();
 
+    /** The Lettuce client behind the connections. */
+    abstract AbstractRedisClient client();
+
     /** Shuts the client and its threads down. */
-    abstract void shutdown();
+    final void shutdown() {
+        try {
+            client().shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        } catch (RuntimeException ignored) {
+            // closing anyway
+        }
+        try {
+            resources.shutdown(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
+        } catch (Exception ignored) {
+            // closing anyway
+        }
+    }
 
     /** Options both kinds share: reconnect, and reject commands at once while disconnected rather than buffer them. */
     static <B extends ClientOptions.Builder> B common(B options, Duration timeout) {
@@ -59,14 +74,6 @@ abstract sealed class RedisEndpoint {
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .timeoutOptions(TimeoutOptions.builder().fixedTimeout(timeout).build());
         return options;
-    }
-
-    void shutdownResources() {
-        try {
-            resources.shutdown(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
-        } catch (Exception ignored) {
-            // closing anyway
-        }
     }
 
     /** One Redis server: {@code redis://}, {@code rediss://} or {@code redis-sentinel://}. */
@@ -101,13 +108,8 @@ abstract sealed class RedisEndpoint {
         }
 
         @Override
-        void shutdown() {
-            try {
-                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            } catch (RuntimeException ignored) {
-                // closing anyway
-            }
-            shutdownResources();
+        AbstractRedisClient client() {
+            return client;
         }
     }
 
@@ -148,13 +150,8 @@ abstract sealed class RedisEndpoint {
         }
 
         @Override
-        void shutdown() {
-            try {
-                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            } catch (RuntimeException ignored) {
-                // closing anyway
-            }
-            shutdownResources();
+        AbstractRedisClient client() {
+            return client;
         }
     }
 }

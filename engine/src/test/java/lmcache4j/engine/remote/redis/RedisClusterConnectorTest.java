@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.foreign.ValueLayout;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -27,7 +26,6 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
@@ -61,13 +59,11 @@ class RedisClusterConnectorTest {
     }
 
     private static Optional<MemoryObj> alloc(LocalCpuBackend cpu, RemoteMetadata m) {
-        return cpu.allocate(m.toShape(), m.dtype().orElseThrow(), m.format(), AllocationMode.NO_EVICTION);
+        return RedisConnectorTest.alloc(cpu, m);
     }
 
     private static MemoryObj chunk(LocalCpuBackend cpu, int i) {
-        MemoryObj obj = TestChunks.chunk(cpu, 10 + i, AllocationMode.NO_EVICTION).orElseThrow();
-        obj.segment().set(ValueLayout.JAVA_INT_UNALIGNED, 8, 0x12345678 + i);
-        return obj;
+        return RedisConnectorTest.chunk(cpu, i);
     }
 
     /** The node (index in slot order) that owns {@code redisKey}'s slot. */

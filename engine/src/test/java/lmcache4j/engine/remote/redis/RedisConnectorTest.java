@@ -64,11 +64,20 @@ class RedisConnectorTest {
         return RedisConnector.connect(URI.create(redis.url() + query));
     }
 
-    private static Optional<MemoryObj> alloc(LocalCpuBackend cpu, RemoteMetadata m) {
+    /** Every chunk of a four-chunk tier can be allocated: nothing read into it was kept. */
+    private static void assertAllFourChunksFree(LocalCpuBackend cpu) {
+        List<MemoryObj> all = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            all.add(TestChunks.chunk(cpu, i, AllocationMode.NO_EVICTION).orElseThrow());
+        }
+        all.forEach(MemoryObj::release);
+    }
+
+    static Optional<MemoryObj> alloc(LocalCpuBackend cpu, RemoteMetadata m) {
         return cpu.allocate(m.toShape(), m.dtype().orElseThrow(), m.format(), AllocationMode.NO_EVICTION);
     }
 
-    private static MemoryObj chunk(LocalCpuBackend cpu, int i) {
+    static MemoryObj chunk(LocalCpuBackend cpu, int i) {
         MemoryObj obj = TestChunks.chunk(cpu, 10 + i, AllocationMode.NO_EVICTION).orElseThrow();
         obj.segment().set(ValueLayout.JAVA_INT_UNALIGNED, 8, 0x12345678 + i);
         return obj;
@@ -198,11 +207,7 @@ class RedisConnectorTest {
             assertTrue(await(r.get(key, m -> alloc(cpu, m))).isEmpty(), "a corrupt payload was served");
             assertEquals(0L, c.sync().dbsize(), "the corrupt entry was not deleted");
             // the object read into was released: all four chunks can be allocated again
-            List<MemoryObj> all = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-                all.add(TestChunks.chunk(cpu, i, AllocationMode.NO_EVICTION).orElseThrow());
-            }
-            all.forEach(MemoryObj::release);
+            assertAllFourChunksFree(cpu);
         } finally {
             client.shutdown();
         }
@@ -231,11 +236,7 @@ class RedisConnectorTest {
             assertEquals(0L, c.sync().exists(metaKey), "orphan metadata not deleted");
             assertFalse(await(r.exists(key)));
             // the object was given back: the tier can hand out all four chunks again
-            List<MemoryObj> all = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-                all.add(TestChunks.chunk(cpu, i, AllocationMode.NO_EVICTION).orElseThrow());
-            }
-            all.forEach(MemoryObj::release);
+            assertAllFourChunksFree(cpu);
         } finally {
             client.shutdown();
         }

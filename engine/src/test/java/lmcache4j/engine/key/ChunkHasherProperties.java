@@ -67,7 +67,7 @@ class ChunkHasherProperties {
         return token.array(int[].class).ofMinSize(0).ofMaxSize(6_000);
     }
 
-    @Property(tries = 40)
+    @Property // tries: jqwik.tries.default, from -Dlmcache4j.fuzz.tries (60 in CI)
     void theTwoThreadChainEqualsTheChunkByChunkChain(@ForAll("longTokens") int[] tokens,
             @ForAll @IntRange(min = 1, max = 300) int chunkSize, @ForAll boolean includePartial) {
         List<ChunkHash> chain = HASHER.chain(tokens, chunkSize, includePartial);

@@ -10,7 +10,7 @@ import java.util.Map;
  * become {@code Map<String, Object>}, arrays {@code List<Object>}, numbers {@code Long} (the
  * vectors hold integers only), plus strings, booleans and null.
  */
-final class MiniJson {
+public final class MiniJson {
     private final String s;
     private int i;
 
@@ -18,7 +18,7 @@ final class MiniJson {
         this.s = s;
     }
 
-    static Object parse(String json) {
+    public static Object parse(String json) {
         MiniJson p = new MiniJson(json);
         Object v = p.value();
         p.skipSpace();

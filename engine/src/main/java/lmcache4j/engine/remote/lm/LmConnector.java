@@ -38,8 +38,9 @@ import lmcache4j.engine.remote.RemoteMetadata;
  * <p>A pool of blocking connections, each used by one operation at a time, on a small executor
  * with one thread per connection. Reply headers and payloads are read in loops until every byte
  * has arrived (LMCache's client does a single {@code recv}). Put writes the header and the
- * payload segment's own buffer (no heap copy); get reads straight into the allocated object's
- * segment. A connection that fails or times out mid-operation is closed and replaced later.
+ * payload segment's own buffer (no heap copy), then an EXIST for the same key: the protocol's PUT
+ * has no reply, and the EXIST's answer is what makes a completed put mean "stored". Get reads
+ * straight into the allocated object's segment. A connection that fails or times out mid-operation is closed and replaced later.
  */
 public final class LmConnector implements RemoteConnector {
     /** The default per-operation timeout. */
@@ -139,8 +140,17 @@ public final class LmConnector implements RemoteConnector {
                 throw new IllegalArgumentException("payload is " + payload.byteSize() + " bytes, metadata says "
                         + metadata.length());
             }
-            byte[] head = LmProtocol.encodeClient(LmProtocol.PUT, metadata, key.toKeyString());
-            LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer());
+            String keyString = key.toKeyString();
+            byte[] head = LmProtocol.encodeClient(LmProtocol.PUT, metadata, keyString);
+            // A PUT has no reply: an EXIST on the same connection, which the server answers only
+            // after it has handled the PUT, tells whether the chunk was stored, so a completed
+            // put means stored (not merely sent) and a refused one is a failed put.
+            LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer(),
+                    ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.EXIST, 0, keyString)));
+            if (LmProtocol.replyCode(readReply(ch)) != LmProtocol.SUCCESS) {
+                throw new IOException("lm:// server " + url() + " did not store " + keyString
+                        + " (refused: no room for " + metadata.length() + " bytes, or evicted at once)");
+            }
             return null;
         });
     }
@@ -186,7 +196,7 @@ public final class LmConnector implements RemoteConnector {
     @Override
     public CompletableFuture<Void> ping() {
         return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.HEALTH, 0, ""));
+            write(ch, LmProtocol.encodeClient(LmProtocol.HEALTH, 0, LmProtocol.PLACEHOLDER_KEY));
             int code = LmProtocol.replyCode(readReply(ch));
             if (code != LmProtocol.SUCCESS) {
                 throw new IOException("lm:// server " + url() + " answered HEALTH with " + code);

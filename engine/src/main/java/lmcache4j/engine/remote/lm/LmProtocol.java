@@ -15,30 +15,40 @@ import java.util.Arrays;
 import lmcache4j.engine.remote.RemoteMetadata;
 
 /**
- * LMCache's {@code lm://} wire format ({@code lmcache/v1/protocol.py}, spec §4.9), with two
- * lmcache4j additions that LMCache clients never send (AUTH, REMOVE).
+ * LMCache's {@code lm://} wire format, as LMCache's current {@code lmcache/v1/protocol.py} frames it
+ * (matched against LMCache commit {@value #LMCACHE_COMMIT}; spec §4.9), with two lmcache4j
+ * additions that LMCache clients never send (AUTH, REMOVE).
  *
  * <p><b>ClientMetaMessage</b>, {@value #CLIENT_HEADER_BYTES} bytes: Python {@code struct} format
- * {@code "iiiiiiii150s"} in native mode (little-endian, no padding on x86-64/aarch64):
- * {@code command, length, fmt, dtype, shape0..3, key[150]}. The key is the UTF-8 key string
- * right-padded with spaces. Bytes 4..32 are exactly a {@link RemoteMetadata} header.
+ * {@code "iiiiiiiii150s"} in native mode (little-endian, no padding on x86-64/aarch64):
+ * {@code command, length, fmt, dtype, location, shape0..3, key[150]}. The key is the UTF-8 key
+ * string right-padded with spaces. {@code location} is 0 (none), 1 ({@code LocalCPUBackend}) or 2
+ * ({@code LocalDiskBackend}).
  *
- * <p><b>ServerMetaMessage</b>, {@value #SERVER_HEADER_BYTES} bytes: {@code "iiiiiiii"}:
- * {@code code, length, fmt, dtype, shape0..3}; bytes 4..32 are again a {@link RemoteMetadata}.
+ * <p><b>ServerMetaMessage</b>, {@value #SERVER_HEADER_BYTES} bytes: {@code "iiiiiiiii"}:
+ * {@code code, length, fmt, dtype, shape0..3, location}: location comes <em>last</em> here, so
+ * bytes 4..32 are exactly a {@link RemoteMetadata}.
  *
- * <p>LMCache's newer 9-int forms add a {@code location} field, but its {@code ServerMetaMessage}
- * encoder writes {@code location} last while the decoder reads it fifth (and passes the fields to
- * the constructor in another order), so the two sides of LMCache itself disagree. lmcache4j uses
- * the 8-int form on both sides, which LMCache's older (and common) client and server speak.
+ * <p>Older LMCache releases used 8-int frames (182 and 32 bytes, no location). They cannot be told
+ * apart from the current ones on the wire without guessing (a 182-byte header followed by a
+ * payload reads as a valid 186-byte header), so lmcache4j speaks the current form only.
  *
  * <p>Flows: PUT = header (length = payload bytes) + payload, no reply. GET = header (length 0)
  * → reply header, and when SUCCESS {@code length} payload bytes. EXIST → reply header, code
- * 200 present / 400 absent. LIST → FAIL (not implemented, as in LMCache). HEALTH → SUCCESS.
+ * 200 present / 400 absent. HEALTH → SUCCESS. LIST: LMCache's server has no LIST case and sends
+ * nothing back, which leaves a client waiting forever; lmcache4j's server answers FAIL instead.
  * lmcache4j: AUTH ({@value #AUTH}) with length = token bytes and the token as payload → SUCCESS
  * or FAIL (then the server closes); when the server has a token, any other first command closes
  * the connection. REMOVE ({@value #REMOVE}) → 200 removed / 400 absent.
+ *
+ * <p>LMCache's server parses every key field with {@code CacheEngineKey.from_string}, which needs
+ * at least five {@code @}-separated parts; commands that carry no real key (HEALTH, LIST, AUTH)
+ * therefore send {@link #PLACEHOLDER_KEY} so that LMCache's server accepts them too.
  */
 public final class LmProtocol {
+    /** The LMCache commit whose {@code lmcache/v1/protocol.py} these frames were matched against. */
+    public static final String LMCACHE_COMMIT = "c1a02cc81b0751e540b73430f38bec6bc27fd211";
+
     public static final int PUT = 1;
     public static final int GET = 2;
     public static final int EXIST = 3;
@@ -52,14 +62,23 @@ public final class LmProtocol {
     public static final int SUCCESS = 200;
     public static final int FAIL = 400;
 
+    /** {@code location}: none given (what LMCache's lm:// client sends). */
+    public static final int LOCATION_NONE = 0;
+    /** {@code location}: LMCache's {@code LocalCPUBackend}. */
+    public static final int LOCATION_LOCAL_CPU = 1;
+    /** {@code location}: LMCache's {@code LocalDiskBackend}. */
+    public static final int LOCATION_LOCAL_DISK = 2;
+
     /** The key field's size. */
     public static final int KEY_BYTES = 150;
-    /** 8 int32 + the key field. */
-    public static final int CLIENT_HEADER_BYTES = 32 + KEY_BYTES;
-    /** 8 int32. */
-    public static final int SERVER_HEADER_BYTES = 32;
+    /** 9 int32 + the key field. */
+    public static final int CLIENT_HEADER_BYTES = 36 + KEY_BYTES;
+    /** 9 int32. */
+    public static final int SERVER_HEADER_BYTES = 36;
     /** The most token bytes an AUTH may carry. */
     public static final int MAX_TOKEN_BYTES = 4096;
+    /** A key string LMCache's {@code CacheEngineKey.from_string} parses, for commands without a key. */
+    public static final String PLACEHOLDER_KEY = "lmcache4j@1@0@0@half";
 
     /** The dummy metadata LMCache's client sends with GET/EXIST/...: length 0, fmt 1, fp16, zero shape. */
     private static final int[] DUMMY = {0, 1, 2, 0, 0, 0, 0};
@@ -67,8 +86,12 @@ public final class LmProtocol {
     private LmProtocol() {
     }
 
-    /** A client header. {@code meta} holds the 7 metadata ints (length, fmt, dtype, shape0..3). */
-    public record ClientHeader(int command, int[] meta, String key) {
+    /**
+     * A client header. {@code meta} holds the 7 metadata ints in {@link RemoteMetadata}'s order
+     * (length, fmt, dtype, shape0..3); {@code location} is the field the wire puts between dtype
+     * and shape.
+     */
+    public record ClientHeader(int command, int[] meta, int location, String key) {
         public ClientHeader {
             if (meta.length != 7) {
                 throw new IllegalArgumentException("7 metadata ints needed, got " + meta.length);
@@ -92,17 +115,19 @@ public final class LmProtocol {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof ClientHeader h && h.command == command && Arrays.equals(h.meta, meta) && h.key.equals(key);
+            return o instanceof ClientHeader h && h.command == command && Arrays.equals(h.meta, meta)
+                    && h.location == location && h.key.equals(key);
         }
 
         @Override
         public int hashCode() {
-            return 31 * (31 * command + Arrays.hashCode(meta)) + key.hashCode();
+            return 31 * (31 * (31 * command + Arrays.hashCode(meta)) + location) + key.hashCode();
         }
 
         @Override
         public String toString() {
-            return "ClientHeader[command=" + command + ", meta=" + Arrays.toString(meta) + ", key=" + key + "]";
+            return "ClientHeader[command=" + command + ", meta=" + Arrays.toString(meta) + ", location=" + location
+                    + ", key=" + key + "]";
         }
     }
 
@@ -117,24 +142,36 @@ public final class LmProtocol {
 
     // ---- client → server ----------------------------------------------------------------------
 
-    /** A client header carrying {@code metadata} (PUT). */
+    /** A client header carrying {@code metadata} (PUT), with no location. */
     public static byte[] encodeClient(int command, RemoteMetadata metadata, String key) {
-        ByteBuffer b = ByteBuffer.allocate(CLIENT_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(command);
-        metadata.encode(b);
-        putKey(b, key);
-        return b.array();
+        return encodeClient(command, metadata, LOCATION_NONE, key);
+    }
+
+    /** A client header carrying {@code metadata} and a {@code location} code. */
+    public static byte[] encodeClient(int command, RemoteMetadata metadata, int location, String key) {
+        return encodeClient(command, metadata.toBytes(), location, key);
     }
 
     /** A client header with LMCache's dummy metadata and the given length (GET, EXIST, HEALTH, AUTH...). */
     public static byte[] encodeClient(int command, int length, String key) {
+        ByteBuffer meta = ByteBuffer.allocate(RemoteMetadata.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        meta.putInt(length);
+        for (int i = 1; i < DUMMY.length; i++) {
+            meta.putInt(DUMMY[i]);
+        }
+        return encodeClient(command, meta.array(), LOCATION_NONE, key);
+    }
+
+    /** {@code metadataBytes} in {@link RemoteMetadata}'s order; the wire puts location after dtype. */
+    private static byte[] encodeClient(int command, byte[] metadataBytes, int location, String key) {
+        byte[] keyField = keyField(key); // checks the key before anything is built
+        ByteBuffer m = ByteBuffer.wrap(metadataBytes).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer b = ByteBuffer.allocate(CLIENT_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(command);
-        b.putInt(length);
-        for (int i = 1; i < DUMMY.length; i++) {
-            b.putInt(DUMMY[i]);
-        }
-        putKey(b, key);
+        b.putInt(m.getInt()).putInt(m.getInt()).putInt(m.getInt()); // length, fmt, dtype
+        b.putInt(location);
+        b.putInt(m.getInt()).putInt(m.getInt()).putInt(m.getInt()).putInt(m.getInt()); // shape0..3
+        b.put(keyField);
         return b.array();
     }
 
@@ -151,10 +188,6 @@ public final class LmProtocol {
         return field;
     }
 
-    private static void putKey(ByteBuffer b, String key) {
-        b.put(keyField(key));
-    }
-
     /**
      * Decodes a client header. The key is the field with trailing spaces removed; it must be valid
      * UTF-8 without control characters (it may be empty: HEALTH, LIST and AUTH carry no key).
@@ -166,17 +199,22 @@ public final class LmProtocol {
         ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         int command = b.getInt();
         int[] meta = new int[7];
-        for (int i = 0; i < 7; i++) {
+        meta[0] = b.getInt(); // length
+        meta[1] = b.getInt(); // fmt
+        meta[2] = b.getInt(); // dtype
+        int location = b.getInt();
+        for (int i = 3; i < 7; i++) { // shape0..3
             meta[i] = b.getInt();
         }
+        int keyStart = CLIENT_HEADER_BYTES - KEY_BYTES;
         int end = KEY_BYTES;
-        while (end > 0 && bytes[32 + end - 1] == ' ') {
+        while (end > 0 && bytes[keyStart + end - 1] == ' ') {
             end--;
         }
         String key;
         try {
             CharBuffer chars = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes, 32, end));
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes, keyStart, end));
             key = chars.toString();
         } catch (CharacterCodingException e) {
             throw new ProtocolException("key field is not valid UTF-8");
@@ -186,35 +224,47 @@ public final class LmProtocol {
                 throw new ProtocolException("key contains control character 0x" + Integer.toHexString(key.charAt(i)));
             }
         }
-        return new ClientHeader(command, meta, key);
+        return new ClientHeader(command, meta, location, key);
     }
 
     // ---- server → client ----------------------------------------------------------------------
 
-    /** A reply header: {@code code} followed by the 28 metadata bytes (zeros/dummy when none). */
-    public static byte[] encodeServer(int code, byte[] metadataBytes) {
+    /** A reply header: {@code code}, the 28 metadata bytes, then {@code location}. */
+    public static byte[] encodeServer(int code, byte[] metadataBytes, int location) {
         if (metadataBytes.length != RemoteMetadata.BYTES) {
             throw new IllegalArgumentException("metadata must be " + RemoteMetadata.BYTES + " bytes");
         }
         ByteBuffer b = ByteBuffer.allocate(SERVER_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(code);
         b.put(metadataBytes);
+        b.putInt(location);
         return b.array();
     }
 
-    /** A reply header with only a code (length 0 and LMCache's dummy fmt/dtype). */
+    /** A reply header with {@code metadataBytes} and no location (what LMCache's server sends). */
+    public static byte[] encodeServer(int code, byte[] metadataBytes) {
+        return encodeServer(code, metadataBytes, LOCATION_NONE);
+    }
+
+    /** A reply header with only a code (length 0, LMCache's dummy fmt/dtype, no location). */
     public static byte[] encodeServer(int code) {
         ByteBuffer b = ByteBuffer.allocate(SERVER_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(code);
         for (int v : DUMMY) {
             b.putInt(v);
         }
+        b.putInt(LOCATION_NONE);
         return b.array();
     }
 
     /** The code of a reply header. */
     public static int replyCode(byte[] reply) {
         return ByteBuffer.wrap(reply).order(ByteOrder.LITTLE_ENDIAN).getInt(0);
+    }
+
+    /** The location code of a reply header (its last field). */
+    public static int replyLocation(byte[] reply) {
+        return ByteBuffer.wrap(reply).order(ByteOrder.LITTLE_ENDIAN).getInt(SERVER_HEADER_BYTES - 4);
     }
 
     /** The metadata of a SUCCESS reply to GET. */

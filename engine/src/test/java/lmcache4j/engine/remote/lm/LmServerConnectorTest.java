@@ -114,9 +114,13 @@ class LmServerConnectorTest {
              LmConnector lm = connector(server, "?pool=1");
              LocalCpuBackend cpu = TestChunks.cpuTier(1, "LRU", 1)) {
             MemoryObj obj = TestChunks.chunk(cpu, 7, AllocationMode.NO_EVICTION).orElseThrow();
-            await(lm.put(TestChunks.key(0), RemoteMetadata.forObject(obj), obj.segment()));
+            // the put fails: the EXIST that follows every PUT finds nothing stored
+            ExecutionException refused = assertThrows(ExecutionException.class,
+                    () -> await(lm.put(TestChunks.key(0), RemoteMetadata.forObject(obj), obj.segment())));
+            assertTrue(refused.getCause().getMessage().contains("did not store"), refused.getCause().toString());
             assertFalse(await(lm.exists(TestChunks.key(0))));
             assertEquals(1, server.stats().refusedPuts());
+            assertEquals(0, server.stats().evictions());
             obj.release();
         }
     }
@@ -143,8 +147,11 @@ class LmServerConnectorTest {
 
     @Test
     void payloadsLiveInTheServersPoolAndEveryPathGivesTheirMemoryBack() throws Exception {
-        long chunk = TestChunks.CHUNK_BYTES; // 64 KiB, a multiple of the pool's 4 KiB alignment
-        try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 3 * chunk, Optional.empty(), 16 * MB);
+        long chunk = TestChunks.CHUNK_BYTES; // 64 KiB: one page of the server's pool
+        assertEquals(LmCacheServer.PAGE_BYTES, chunk);
+        // room for three entries: their pages plus what each entry is charged beyond them
+        long room = 3 * (chunk + LmCacheServer.ENTRY_CHARGE_BYTES);
+        try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, room, Optional.empty(), 16 * MB);
              LmConnector lm = connector(server, "?pool=1");
              LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
              java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) { // the connector sends from its own thread
@@ -171,7 +178,8 @@ class LmServerConnectorTest {
             java.lang.foreign.MemorySegment big = arena.allocate(4 * chunk);
             RemoteMetadata bigMeta = new RemoteMetadata((int) (4 * chunk), lmcache4j.allocator.MemoryFormat.BINARY,
                     Optional.of(lmcache4j.allocator.DType.UINT8), lmcache4j.allocator.TensorShape.of((int) (4 * chunk), 0, 0, 0));
-            await(lm.put(TestChunks.key(9), bigMeta, big));
+            assertThrows(ExecutionException.class, () -> await(lm.put(TestChunks.key(9), bigMeta, big)));
+            assertEquals(1, server.stats().evictions(), "a payload that can never fit evicts nothing");
             MemoryObj back = await(lm.get(TestChunks.key(3), m -> alloc(cpu, m))).orElseThrow();
             assertEquals(1, server.stats().refusedPuts());
             assertEquals(-1L, back.segment().mismatch(src[3].segment()));
@@ -189,7 +197,11 @@ class LmServerConnectorTest {
                         for (int op = 0; op < 60; op++) {
                             int k = rnd.nextInt(src.length);
                             if (rnd.nextBoolean()) {
-                                await(many.put(TestChunks.key(k), meta, src[k].segment()));
+                                try {
+                                    await(many.put(TestChunks.key(k), meta, src[k].segment()));
+                                } catch (ExecutionException e) { // another client's PUT evicted it before the acknowledging EXIST
+                                    assertTrue(e.getCause().getMessage().contains("did not store"), e.getCause().toString());
+                                }
                             } else {
                                 Optional<MemoryObj> got = await(many.get(TestChunks.key(k), m -> alloc(cpu, m)));
                                 if (got.isPresent()) {
@@ -228,13 +240,14 @@ class LmServerConnectorTest {
     }
 
     @Test
-    void listIsNotImplemented() throws Exception {
+    void listIsAnsweredWithFail() throws Exception {
         try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, MB, Optional.empty(), MB);
              SocketChannel ch = SocketChannel.open(new InetSocketAddress(LOOPBACK, server.port()))) {
-            LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.LIST, 0, "")));
-            assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(ch, 32)));
+            // LMCache's server sends nothing for LIST; lmcache4j's answers FAIL so that no client waits forever
+            LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.LIST, 0, LmProtocol.PLACEHOLDER_KEY)));
+            assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)));
             LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.HEALTH, 0, "")));
-            assertEquals(LmProtocol.SUCCESS, LmProtocol.replyCode(LmProtocol.readFully(ch, 32)));
+            assertEquals(LmProtocol.SUCCESS, LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)));
         }
     }
 

@@ -334,14 +334,16 @@ public final class LmCacheServer implements AutoCloseable {
                 backoffMillis = Math.min(1_000, Math.max(10, backoffMillis * 2));
                 acceptErrorLog.log("lm:// server: accepting a connection failed: " + e
                         + "; retrying in " + backoffMillis + " ms (accept errors so far: " + acceptErrors.get() + ")");
-                try {
-                    Thread.sleep(backoffMillis);
-                } catch (InterruptedException ie) {
-                    if (closed) {
-                        return;
-                    }
-                }
+                backOff(backoffMillis);
             }
+        }
+    }
+
+    private void backOff(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException ie) {
+            // close() interrupts nothing here; the loop checks closed
         }
     }
 

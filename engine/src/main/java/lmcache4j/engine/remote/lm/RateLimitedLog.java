@@ -7,7 +7,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * One log line per interval for a repeating event, saying how many were not logged in between:
  * an accept loop that fails thousands of times a second (file descriptors exhausted) must not
- * fill the disk with the same line.
+ * fill the disk with the same line. Logging never throws: a logger that fails (formatting a time
+ * stamp loads a file, and an accept loop logs exactly when files have run out) counts the line as
+ * not logged.
  */
 final class RateLimitedLog {
     private final Logger log;
@@ -28,7 +30,11 @@ final class RateLimitedLog {
         long next = nextNanos.get();
         if ((next == Long.MIN_VALUE || now - next >= 0) && nextNanos.compareAndSet(next, now + intervalNanos)) {
             long n = suppressed.getAndSet(0);
-            log.log(level, n == 0 ? message : message + " (" + n + " more like it not logged)");
+            try {
+                log.log(level, n == 0 ? message : message + " (" + n + " more like it not logged)");
+            } catch (Throwable e) { // the logger itself failed (it may need a file, and files ran out): never the caller's problem
+                suppressed.addAndGet(n + 1);
+            }
         } else {
             suppressed.incrementAndGet();
         }

@@ -4,32 +4,51 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.engine.remote.lm.LmCacheServer;
+import lmcache4j.engine.remote.lm.LmServerLimits;
 
 /**
- * {@code ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N]}:
+ * {@code ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N] [limits]}:
  * runs an {@code lm://} cache server in the foreground until SIGINT/SIGTERM, then stops it
  * gracefully. Exit status 0, 1 when the server cannot start, 2 for bad arguments.
  */
 public final class ServerCommand {
     static final String USAGE = """
             usage: ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N]
-            Runs an lm:// cache server (LMCache's protocol, spec 4.9) in the foreground until Ctrl-C / SIGTERM.
-              --host H          address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)
-              --port N          TCP port, 0 = any free port (default 65432)
-              --max-size GB     size of the off-heap payload pool; least recently used entries are
-                                evicted when a payload does not fit (default 4)
-              --token T         shared secret clients must send first (lm://host:port?token=T); default none
-              --max-frame-mb N  largest payload one message may carry, in MiB (default 1024)
+                                      [--max-connections N] [--max-entries N] [--idle-timeout S] [--stall-timeout S]
+            Runs an lm:// cache server in the foreground until Ctrl-C / SIGTERM. It speaks LMCache's current
+            lm:// frames (lmcache/v1/protocol.py: 186-byte requests, 36-byte replies), so LMCache's own
+            client can use it, and lmcache4j's remote tier can use LMCache's server.
+              --host H             address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)
+              --port N             TCP port, 0 = any free port (default 65432)
+              --max-size GB        size of the off-heap payload pool, in 64 KiB pages; every entry is charged
+                                   its pages plus 512 bytes, and least recently used entries are evicted as
+                                   the bytes of a new payload arrive, never for bytes not yet sent (default 4)
+              --token T            shared secret clients must send first (lm://host:port?token=T); default
+                                   none. A wrong token is answered after 1 s, at most 10 a second in all.
+              --max-frame-mb N     largest payload one message may carry, in MiB (default 1024); larger
+                                   closes the connection
+              --max-connections N  connections served at once (default: half the open-file limit, at most
+                                   4096). At the limit the longest-idle connection (idle 2 s or more) is
+                                   closed to admit a new one; if none is idle the new one is closed at once
+              --max-entries N      entries stored at once (default: what a quarter of the heap holds at
+                                   1 KiB an entry); the least recently used go first
+              --idle-timeout S     close a connection with no request for S seconds (default 3600)
+              --stall-timeout S    close a connection whose request, reply or AUTH stops moving for S
+                                   seconds (default 30); a frame must also average at least 1 MiB/s
+            Limits that are reached are counted and printed with the statistics when the server stops.
             """;
 
     private ServerCommand() {
     }
 
-    record Options(String host, int port, long maxBytes, Optional<String> token, int maxFrameBytes) {
+    record Options(String host, int port, long maxBytes, Optional<String> token, int maxFrameBytes,
+                   LmServerLimits limits) {
     }
 
     static final class UsageException extends Exception {
@@ -75,7 +94,7 @@ public final class ServerCommand {
         }
         LmCacheServer server;
         try {
-            server = LmCacheServer.start(host, o.port(), o.maxBytes(), o.token(), o.maxFrameBytes());
+            server = LmCacheServer.start(host, o.port(), o.maxBytes(), o.token(), o.maxFrameBytes(), o.limits());
         } catch (IOException | IllegalArgumentException e) {
             err.println("lmcache4j server: " + e.getMessage());
             return 1;
@@ -96,7 +115,7 @@ public final class ServerCommand {
         }
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()
                 + " (max " + o.maxBytes() + " bytes, max frame " + o.maxFrameBytes() + " bytes"
-                + (o.token().isPresent() ? ", token required" : "") + ")");
+                + (o.token().isPresent() ? ", token required" : "") + "; " + server.describeLimits() + ")");
         out.flush();
         try {
             stopSignal.await();
@@ -117,13 +136,15 @@ public final class ServerCommand {
         double gb = 4;
         Optional<String> token = Optional.empty();
         long frameMb = 1024;
+        LmServerLimits limits = LmServerLimits.defaults();
+        Set<String> known = Set.of("--host", "--port", "--max-size", "--token", "--max-frame-mb",
+                "--max-connections", "--max-entries", "--idle-timeout", "--stall-timeout");
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             CliFlag flag = CliFlag.of(arg);
             String name = flag.name();
             String value = flag.value();
-            if (!name.equals("--host") && !name.equals("--port") && !name.equals("--max-size") && !name.equals("--token")
-                    && !name.equals("--max-frame-mb")) {
+            if (!known.contains(name)) {
                 throw new UsageException("unknown argument '" + arg + "'");
             }
             if (value == null) {
@@ -138,6 +159,10 @@ public final class ServerCommand {
                     case "--port" -> port = Integer.parseInt(value);
                     case "--max-size" -> gb = Double.parseDouble(value);
                     case "--token" -> token = Optional.of(value);
+                    case "--max-connections" -> limits = limits.withMaxConnections(positiveInt(name, value));
+                    case "--max-entries" -> limits = limits.withMaxEntries(positiveInt(name, value));
+                    case "--idle-timeout" -> limits = limits.withIdleTimeout(seconds(name, value));
+                    case "--stall-timeout" -> limits = limits.withStallTimeout(seconds(name, value));
                     default -> frameMb = Long.parseLong(value);
                 }
             } catch (NumberFormatException e) {
@@ -156,6 +181,22 @@ public final class ServerCommand {
         if (token.isPresent() && token.get().isEmpty()) {
             throw new UsageException("--token must not be empty");
         }
-        return new Options(host, port, (long) (gb * (1L << 30)), token, (int) (frameMb << 20));
+        return new Options(host, port, (long) (gb * (1L << 30)), token, (int) (frameMb << 20), limits);
+    }
+
+    private static int positiveInt(String name, String value) throws UsageException {
+        int n = Integer.parseInt(value);
+        if (n < 1) {
+            throw new UsageException(name + " must be at least 1, got " + n);
+        }
+        return n;
+    }
+
+    private static Duration seconds(String name, String value) throws UsageException {
+        double s = Double.parseDouble(value);
+        if (!(s >= 0.001) || s > 365 * 86_400) {
+            throw new UsageException(name + " must be 0.001 to 31536000 seconds, got " + value);
+        }
+        return Duration.ofNanos((long) (s * 1e9));
     }
 }

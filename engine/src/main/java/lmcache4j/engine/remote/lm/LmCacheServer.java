@@ -158,6 +158,7 @@ public final class LmCacheServer implements AutoCloseable {
     private final RateLimitedLog acceptErrorLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
     private final RateLimitedLog refusalLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
     private final RateLimitedLog protocolErrorLog = new RateLimitedLog(LOG, Level.WARNING, 1_000);
+    private final RateLimitedLog authFailureLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
 
     private LmCacheServer(ServerSocketChannel server, long maxBytes, PagedTensorMemoryAllocator pool, Optional<String> token,
                           int maxFrameBytes, LmServerLimits limits) {
@@ -522,7 +523,7 @@ public final class LmCacheServer implements AutoCloseable {
         if (!ok) {
             long n = authFailures.incrementAndGet();
             authThrottle.awaitFailureSlot(); // guesses cost time, whatever the number of connections
-            LOG.log(Level.WARNING, "lm:// server: wrong token from {0}; closing (wrong tokens so far: {1})", c, n);
+            authFailureLog.log("lm:// server: wrong token from " + c + "; closing (wrong tokens so far: " + n + ")");
         }
         reply(c, ok ? LmProtocol.SUCCESS : LmProtocol.FAIL);
         return ok;

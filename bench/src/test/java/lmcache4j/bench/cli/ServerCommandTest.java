@@ -26,7 +26,8 @@ class ServerCommandTest {
         assertEquals(0, ServerCommand.run(new String[] {"--help"}, new PrintStream(out), new PrintStream(err)));
         assertTrue(out.toString().contains("usage: ./lmcache4j server"));
         for (String[] bad : new String[][] {{"--port", "x"}, {"--port", "70000"}, {"--bogus"}, {"--max-size", "0"},
-                {"--token"}, {"--token="}, {"--max-frame-mb", "0"}}) {
+                {"--token"}, {"--token="}, {"--max-frame-mb", "0"}, {"--max-connections", "0"}, {"--max-entries", "-3"},
+                {"--idle-timeout", "-1"}, {"--stall-timeout", "x"}, {"--stall-timeout", "NaN"}, {"--idle-timeout", "1e99"}}) {
             assertEquals(2, ServerCommand.run(bad, new PrintStream(out), new PrintStream(err)), String.join(" ", bad));
         }
     }

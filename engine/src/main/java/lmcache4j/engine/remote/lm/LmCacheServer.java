@@ -212,7 +212,8 @@ public final class LmCacheServer implements AutoCloseable {
         }
         long poolBytes = Math.ceilDiv(maxBytes, PAGE_BYTES) * PAGE_BYTES;
         if (poolBytes / PAGE_BYTES > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("the maximum size of " + maxBytes + " bytes is more pages than one pool indexes");
+            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes: one pool holds at"
+                    + " most 2^31 - 1 pages of " + PAGE_BYTES + " bytes (128 TiB); lower the maximum size");
         }
         ServerSocketChannel ch = ServerSocketChannel.open();
         try {

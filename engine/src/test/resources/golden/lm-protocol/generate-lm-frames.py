@@ -33,7 +33,7 @@ class _DType:
 
 torch = types.ModuleType("torch")
 for _name in ["half", "float16", "bfloat16", "float", "float32", "float64", "double", "uint8",
-              "float8_e4m3fn", "float8_e5m2"]:
+              "int8", "int16", "int32", "int64", "bool", "float8_e4m3fn", "float8_e5m2"]:
     setattr(torch, _name, _DType(_name))
 # torch aliases: half is float16, float is float32, double is float64.
 torch.half = torch.float16
@@ -151,5 +151,64 @@ for name, msg in servers:
     result["server"].append({"name": name, "fields": fields(msg), "hex": frame.hex()})
 for name, msg in metadata:
     result["metadata"].append({"name": name, "hex": msg.serialize().hex()})
+
+
+# --- key strings, from LMCache's CacheEngineKey / LayerCacheEngineKey (lmcache/utils.py) -------------
+def lmcache_key_classes():
+    """Executes the dtype tables and the two key classes of lmcache/utils.py, extracted with ast.
+
+    utils.py as a whole imports much more (cachetools, nvtx, LMCache's logging); these top-level
+    statements need only torch's dtypes."""
+    import ast
+    source = open(checkout + "/lmcache/utils.py", encoding="utf-8").read()
+    lines = source.splitlines()
+
+    def statement(node):  # its source lines, decorators included (get_source_segment leaves them out)
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        return "\n".join(lines[first - 1:node.end_lineno])
+
+    wanted = []
+    for node in ast.parse(source).body:
+        names = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        if (names and names[0] in ("TORCH_DTYPE_TO_STR_DTYPE", "STR_DTYPE_TO_TORCH_DTYPE")) \
+                or (isinstance(node, ast.If) and "hasattr(torch" in ast.get_source_segment(source, node)) \
+                or (isinstance(node, ast.ClassDef) and node.name in ("CacheEngineKey", "LayerCacheEngineKey")):
+            wanted.append(statement(node))
+    import dataclasses
+    import typing
+    module = types.ModuleType("lmcache_utils_keys")  # dataclass looks its class's module up in sys.modules
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
+    namespace.update({"torch": torch, "dataclass": dataclasses.dataclass, "field": dataclasses.field})
+    namespace.update({n: getattr(typing, n) for n in ("Any", "List", "Optional", "Tuple", "Union")})
+    exec(compile("from __future__ import annotations\n" + "\n\n".join(wanted), "lmcache/utils.py", "exec"), namespace)
+    return namespace["CacheEngineKey"], namespace["LayerCacheEngineKey"]
+
+
+try:
+    Key, LayerKey = lmcache_key_classes()
+except FileNotFoundError:
+    Key = None
+if Key is not None:
+    digest = hashlib.sha256(b"lmcache4j key").digest()
+    cases = [
+        ("sha256_bytes_bf16", dict(model_name="meta-llama/Llama-3.1-8B", world_size=1, worker_id=0,
+                                   chunk_hash=digest, dtype=torch.bfloat16)),
+        ("leading_zero_bytes_half_tags", dict(model_name="m", world_size=2, worker_id=1,
+                                              chunk_hash=bytes.fromhex("00ff10ab"), dtype=torch.float16,
+                                              request_configs={"lmcache.tag.user": "alice", "other": "x"})),
+        ("fp8", dict(model_name="Qwen/Qwen3-8B", world_size=8, worker_id=7, chunk_hash=digest[:8],
+                     dtype=torch.float8_e4m3fn)),
+    ]
+    result["keys"] = []
+    for name, kw in cases:
+        k = Key(**kw)
+        layer = LayerKey(layer_id=7, **kw)
+        result["keys"].append({"name": name, "model": kw["model_name"], "world_size": kw["world_size"],
+                               "worker_id": kw["worker_id"], "chunk_hash": kw["chunk_hash"].hex(),
+                               "dtype": k._dtype_str,
+                               "tags": [[t, v] for t, v in (k.tags or ())],
+                               "key": k.to_string(), "layer7_key": layer.to_string()})
+
 json.dump(result, sys.stdout, indent=1)
 sys.stdout.write("\n")

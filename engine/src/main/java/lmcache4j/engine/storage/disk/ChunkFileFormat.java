@@ -58,7 +58,7 @@ final class ChunkFileFormat {
     /** Whether a file's first bytes decode, and if not whether it is ours at all. */
     enum Verdict { VALID, CORRUPT, FOREIGN }
 
-    /** A decoding result: the header when valid, else why not. */
+    /** A decoding result: the header when valid (or parsed but inconsistent), else why not. */
     record Parsed(Verdict verdict, ChunkFileHeader header, String reason) {
         static Parsed valid(ChunkFileHeader h) {
             return new Parsed(Verdict.VALID, h, "");
@@ -66,6 +66,11 @@ final class ChunkFileFormat {
 
         static Parsed corrupt(String why) {
             return new Parsed(Verdict.CORRUPT, null, why);
+        }
+
+        /** A header that passes its own checks but whose fields disagree: kept for diagnostics and tests. */
+        static Parsed inconsistent(ChunkFileHeader h, String why) {
+            return new Parsed(Verdict.CORRUPT, h, why);
         }
 
         static Parsed foreign(String why) {
@@ -165,10 +170,41 @@ final class ChunkFileFormat {
             return Parsed.corrupt("key string is not valid UTF-8");
         }
         long payloadLength = buf.get(LONG, off);
-        if (payloadLength < 0 || payloadLength > Long.MAX_VALUE / 2) {
-            return Parsed.corrupt("payload length " + payloadLength + " is out of range");
+        if (payloadLength < 0) {
+            return Parsed.corrupt("payload length " + payloadLength + " is negative");
         }
-        return Parsed.valid(new ChunkFileHeader(key, format, dtype, shape, payloadLength, buf.get(INT, off + 8)));
+        ChunkFileHeader header = new ChunkFileHeader(key, format, dtype, shape, payloadLength, buf.get(INT, off + 8));
+        String disagreement = disagreement(format, dtype, shape, payloadLength);
+        return disagreement == null ? Parsed.valid(header) : Parsed.inconsistent(header, disagreement);
+    }
+
+    /**
+     * Why a header's fields cannot describe one chunk the allocator could hold, or null when they
+     * can. A forged header passes its own CRC, so this is what stops a shape that disagrees with
+     * the payload from reaching an allocation or a copy.
+     */
+    static String disagreement(MemoryFormat format, DType dtype, TensorShape shape, long payloadLength) {
+        long shapeBytes;
+        try {
+            format.validate(shape);
+            shapeBytes = shape.byteSize(dtype);
+            if (shapeBytes > 0 && format.tokenCount(shape) < 1) {
+                return "shape " + shape + " holds no token in format " + format;
+            }
+        } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
+            return e.getMessage();
+        }
+        if (shapeBytes == 0) {
+            return "shape " + shape + " has no element: no chunk is empty";
+        }
+        if (shapeBytes > Long.MAX_VALUE / 2) {
+            return "shape " + shape + " of " + dtype + " is " + shapeBytes + " bytes: larger than any file";
+        }
+        if (payloadLength != shapeBytes) {
+            return "payload length " + payloadLength + " disagrees with shape " + shape + " of " + dtype + " ("
+                    + shapeBytes + " bytes)";
+        }
+        return null;
     }
 
     /** CRC32C of a segment's bytes, computed in place (no copy to the heap for native segments). */

@@ -289,19 +289,17 @@ public final class ChunkFiles {
      * open file) and must match {@code header}, so a file replaced since the index learnt of it is
      * caught.
      *
-     * @throws CorruptChunkException on a checksum mismatch, a truncated file or a header that no
-     *                               longer matches; the caller deletes the file and counts a miss
+     * @throws CorruptChunkException on a checksum mismatch, a truncated file, a header whose fields
+     *                               disagree with each other or with the file, or one that no longer
+     *                               matches {@code header}; the caller deletes the file and counts a miss
      * @throws IOException           naming the file when it cannot be opened or read (for example
      *                               deleted meanwhile)
-     * @throws IllegalArgumentException when {@code dst} is smaller than the payload
+     * @throws IllegalArgumentException when {@code dst} is smaller than a sound file's payload (a
+     *                                  caller's mistake: checked after the file)
      */
     public void readPayload(Path file, ChunkFileHeader header, MemoryObj dst) throws IOException, CorruptChunkException {
         MemorySegment target = dst.segment();
         long length = header.payloadLength();
-        if (target.byteSize() < length) {
-            throw new IllegalArgumentException("cannot read chunk file " + file + " into " + dst + ": its payload is "
-                    + length + " bytes, the object holds " + target.byteSize());
-        }
         MemorySegment scratch = SCRATCH.get();
         boolean direct = directIo && target.address() % ALIGN == 0;
         long body = length & -(long) ALIGN;
@@ -324,6 +322,10 @@ public final class ChunkFiles {
             if (!h.keyString().equals(header.keyString()) || h.format() != header.format() || h.dtype() != header.dtype()
                     || !h.shape().equals(header.shape()) || h.payloadLength() != length) {
                 throw new CorruptChunkException(file, "its header on disk " + h + " no longer matches the expected " + header);
+            }
+            if (target.byteSize() < length) { // the header on disk is sound: the caller passed too small an object
+                throw new IllegalArgumentException("cannot read chunk file " + file + " into " + dst + ": its payload is "
+                        + length + " bytes, the object holds " + target.byteSize());
             }
             step = "reading the payload of";
             long got = readFully(ch, target.asSlice(0, body), ChunkFileHeader.BYTES);

@@ -328,8 +328,9 @@ public final class LocalDiskBackend implements StorageBackend {
         if (!io.submit(IoExecutor.Priority.PREFETCH, () -> {
             try {
                 result.complete(read(key, AllocationMode.EVICT));
-            } catch (RuntimeException e) {
-                result.completeExceptionally(e);
+            } catch (RuntimeException e) { // read turns failures into misses; this is the last guard
+                LOG.log(Level.WARNING, "disk tier prefetch of " + key + " failed, treated as a miss: " + e, e);
+                result.complete(Optional.empty());
             }
         })) {
             result.complete(Optional.empty());
@@ -353,25 +354,14 @@ public final class LocalDiskBackend implements StorageBackend {
         boolean ok = false;
         try {
             ChunkFileHeader h = e.header;
+            // A wait for CPU memory that times out is the retrieve's error to report, not a disk miss.
             Optional<MemoryObj> allocated = cpu.allocate(h.shape(), h.dtype(), h.format(), mode);
             if (allocated.isEmpty()) {
                 return Optional.empty();
             }
             obj = allocated.get();
-            files.readPayload(e.path, h, obj);
-            reads.increment();
-            ok = true;
-            return Optional.of(obj);
-        } catch (CorruptChunkException ex) {
-            corruptReads.increment();
-            LOG.log(Level.WARNING, "disk tier dropped a corrupt chunk: " + ex.getMessage());
-            drop(key, e);
-            return Optional.empty();
-        } catch (IOException ex) {
-            ioFailures.increment();
-            LOG.log(Level.WARNING, "disk tier read failed, treated as a miss: " + ex.getMessage());
-            drop(key, e);
-            return Optional.empty();
+            ok = readInto(key, e, obj);
+            return ok ? Optional.of(obj) : Optional.empty();
         } finally {
             if (!ok && obj != null) {
                 obj.release();
@@ -385,7 +375,31 @@ public final class LocalDiskBackend implements StorageBackend {
         }
     }
 
-    private void drop(CacheKey key, Entry e) {
+    /** Reads {@code e}'s payload into {@code obj}; any failure is a counted miss that drops the entry. */
+    private boolean readInto(CacheKey key, Entry e, MemoryObj obj) {
+        try {
+            files.readPayload(e.path, e.header, obj);
+            reads.increment();
+            return true;
+        } catch (CorruptChunkException ex) {
+            corruptReads.increment();
+            LOG.log(Level.WARNING, "disk tier dropped a corrupt chunk (a counted miss, its KV is recomputed; no bad byte "
+                    + "was served): " + ex.getMessage());
+            drop(key, e, true);
+        } catch (IOException ex) {
+            ioFailures.increment();
+            LOG.log(Level.WARNING, "disk tier read failed, treated as a miss: " + ex.getMessage());
+            drop(key, e, true);
+        } catch (RuntimeException ex) {
+            // Not proven corrupt, so the file stays for the next start; this process stops offering it.
+            ioFailures.increment();
+            LOG.log(Level.WARNING, "disk tier read of " + e.path + " failed, treated as a miss: " + ex, ex);
+            drop(key, e, false);
+        }
+        return false;
+    }
+
+    private void drop(CacheKey key, Entry e, boolean deleteFile) {
         lock.lock();
         try {
             if (index.get(key) == e) {
@@ -396,7 +410,9 @@ public final class LocalDiskBackend implements StorageBackend {
         } finally {
             lock.unlock();
         }
-        deleteQuietly(e.path);
+        if (deleteFile) {
+            deleteQuietly(e.path);
+        }
     }
 
     // ---- removal ----------------------------------------------------------------------------

@@ -183,8 +183,9 @@ class ChunkFilesFaultTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment header = arena.allocate(4096);
             ChunkFileFormat.encode(header, bad.getBytes(StandardCharsets.UTF_8), MemoryFormat.BINARY, DType.UINT8,
-                    TensorShape.of(0), 0, 0);
-            Files.write(dir.resolve(ChunkFileNames.fileName(bad)), header.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                    TensorShape.of(16), 16, ChunkFileFormat.crc32c(arena.allocate(16)));
+            byte[] file = java.util.Arrays.copyOf(header.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), 8192);
+            Files.write(dir.resolve(ChunkFileNames.fileName(bad)), file);
         }
         assertTrue(files.readHeader(dir.resolve(ChunkFileNames.fileName(bad))).isPresent(), "the header itself is valid");
         // a valid chunk file under another key's name

@@ -25,8 +25,9 @@ final class EngineTiers {
      * The disk tier when {@code local_disk} and {@code max_local_disk_size} are set: with several
      * directories, worker {@code i} takes directory {@code i mod n} ({@code local_disk_path_sharding:
      * by_gpu}). {@code extra_config}: {@code use_odirect} (LMCache's), and lmcache4j's
-     * {@code local_disk.fsync} (default false), {@code local_disk.io_threads} (4, as LMCache) and
-     * {@code local_disk.max_queued_puts} (64).
+     * {@code local_disk.fsync} (default false), {@code local_disk.io_threads} (4, as LMCache),
+     * {@code local_disk.max_queued_puts} (64) and {@code local_disk.claim_nonempty_dir} (default
+     * false: a non-empty directory the tier has not marked as its own is refused).
      */
     static Optional<StorageBackend> diskTier(LMCacheEngineConfig config, ModelMetadata metadata, LocalCpuBackend cpu) {
         List<java.nio.file.Path> dirs = config.localDiskPaths();
@@ -36,7 +37,8 @@ final class EngineTiers {
         java.nio.file.Path dir = dirs.get(metadata.workerId() % dirs.size());
         try {
             lmcache4j.engine.storage.disk.ChunkFiles files = new lmcache4j.engine.storage.disk.ChunkFiles(dir,
-                    config.extraBoolean("use_odirect", false), config.extraBoolean("local_disk.fsync", false));
+                    config.extraBoolean("use_odirect", false), config.extraBoolean("local_disk.fsync", false),
+                    config.extraBoolean("local_disk.claim_nonempty_dir", false));
             return Optional.of(new lmcache4j.engine.storage.disk.LocalDiskBackend(files, cpu, config.maxLocalDiskSizeBytes(),
                     config.cachePolicy(), (int) config.extraDouble("local_disk.io_threads", 4),
                     (int) config.extraDouble("local_disk.max_queued_puts", 64)));

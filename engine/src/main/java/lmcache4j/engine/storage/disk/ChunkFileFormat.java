@@ -78,6 +78,19 @@ final class ChunkFileFormat {
         }
     }
 
+    /** Bytes of the magic every file the cache writes starts with, temp and probe files included. */
+    static final int MAGIC_BYTES = 8;
+
+    /** Whether the first {@code validBytes} of {@code buf} begin with the chunk magic. */
+    static boolean startsWithMagic(MemorySegment buf, long validBytes) {
+        return validBytes >= MAGIC.length && MemorySegment.mismatch(buf, 0, MAGIC.length, MAGIC_SEGMENT, 0, MAGIC.length) == -1;
+    }
+
+    /** Writes the magic at the start of {@code buf}. */
+    static void writeMagic(MemorySegment buf) {
+        MemorySegment.copy(MAGIC, 0, buf, JAVA_BYTE, 0, MAGIC.length);
+    }
+
     /** The longest key string (UTF-8 bytes) a header of rank {@code rank} can hold. */
     static int maxKeyBytes(int rank) {
         return ChunkFileHeader.BYTES - FIXED - 4 * rank;
@@ -100,7 +113,7 @@ final class ChunkFileFormat {
                     + "(1.." + maxKeyBytes(rank) + " bytes for rank " + rank + ")");
         }
         buf.asSlice(0, ChunkFileHeader.BYTES).fill((byte) 0);
-        MemorySegment.copy(MAGIC, 0, buf, JAVA_BYTE, 0, MAGIC.length);
+        writeMagic(buf);
         buf.set(INT, OFF_VERSION, VERSION);
         buf.set(INT, OFF_HEADER_LENGTH, ChunkFileHeader.BYTES);
         buf.set(INT, OFF_FORMAT, format.code());
@@ -120,7 +133,7 @@ final class ChunkFileFormat {
 
     /** Decodes the first {@code validBytes} bytes of {@code buf}, as read from the start of a file. */
     static Parsed decode(MemorySegment buf, long validBytes) {
-        if (validBytes < MAGIC.length || MemorySegment.mismatch(buf, 0, MAGIC.length, MAGIC_SEGMENT, 0, MAGIC.length) != -1) {
+        if (!startsWithMagic(buf, validBytes)) {
             return Parsed.foreign("it does not start with the lmcache4j chunk magic");
         }
         if (validBytes < ChunkFileHeader.BYTES) {

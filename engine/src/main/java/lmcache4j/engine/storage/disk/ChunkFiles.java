@@ -44,6 +44,11 @@ import lmcache4j.engine.key.CacheKeys;
  * one. {@link #recover()} deletes the temp files a crash leaves behind. Payload CRC32C is checked on
  * every read, not at recovery.
  *
+ * <p>The cache deletes, overwrites and follows nothing it did not write ({@link ChunkFileOwnership}):
+ * only regular files with its names and its magic are its own; symlinks never are. A marker file
+ * ({@link ChunkDirectoryMarker}) claims the directory, and a non-empty directory without one is
+ * refused unless the caller asks to claim it.
+ *
  * <p>Whether O_DIRECT is used is decided once, in the constructor, by a probe write and read. It is
  * still skipped for an object whose memory is not 4 KiB-aligned (then that one transfer is
  * buffered). Payload bytes go straight between the object's off-heap segment and the file; only
@@ -62,37 +67,64 @@ public final class ChunkFiles {
     /** Per thread: [0, 4096) the header, [4096, 8192) the tail block. 4 KiB-aligned. */
     private static final ThreadLocal<MemorySegment> SCRATCH =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(2L * ALIGN, ALIGN));
+    // A temp file is always new (O_EXCL): a file or symlink planted at its name is never written through.
     private static final Set<OpenOption> WRITE_BUFFERED =
-            Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-    private static final Set<OpenOption> WRITE_DIRECT = Set.of(StandardOpenOption.CREATE,
-            StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
-    private static final Set<OpenOption> READ_BUFFERED = Set.of(StandardOpenOption.READ);
-    private static final Set<OpenOption> READ_DIRECT = Set.of(StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+            Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+    private static final Set<OpenOption> WRITE_DIRECT = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT);
+    private static final Set<OpenOption> READ_BUFFERED = Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
+    private static final Set<OpenOption> READ_DIRECT =
+            Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT);
 
     private final Path directory;
     private final boolean fsync;
     private final boolean directIo;
     private final String ioDescription;
     private final UnaryOperator<Path> tempPathOf;
+    private final TempFileOpener tempOpener;
+
+    /** How a write creates its temp file; a seam for tests that need the disk to fail. */
+    @FunctionalInterface
+    interface TempFileOpener {
+        FileChannel open(Path temp, Set<OpenOption> options) throws IOException;
+    }
 
     /**
-     * Opens (creating if needed) the chunk directory and decides whether O_DIRECT is used.
+     * Opens (creating if needed) the chunk directory, refusing a non-empty one that is not the
+     * cache's, and decides whether O_DIRECT is used.
      *
      * @param directory  the directory of chunk files
      * @param useODirect whether to use O_DIRECT when this file system supports it
      * @param fsync      whether each write is fsynced (file and directory) before it returns
-     * @throws UncheckedIOException naming the directory when it cannot be created or written
+     * @throws UncheckedIOException  naming the directory when it cannot be created or written
+     * @throws IllegalStateException when the directory holds files the cache did not write and no
+     *                               marker (see {@link #ChunkFiles(Path, boolean, boolean, boolean)})
      */
     public ChunkFiles(Path directory, boolean useODirect, boolean fsync) {
-        this(directory, useODirect, fsync,
-                target -> target.resolveSibling(target.getFileName() + ".tmp-" + PID + "-" + TEMP_SEQUENCE.incrementAndGet()));
+        this(directory, useODirect, fsync, false);
+    }
+
+    /**
+     * As {@link #ChunkFiles(Path, boolean, boolean)}; with {@code claimNonEmptyDirectory}, a
+     * directory that holds other files and no {@code .lmcache4j-chunks} marker is claimed
+     * (marked) instead of refused. Its other files are left alone either way.
+     */
+    public ChunkFiles(Path directory, boolean useODirect, boolean fsync, boolean claimNonEmptyDirectory) {
+        this(directory, useODirect, fsync, claimNonEmptyDirectory, ChunkFiles::defaultTempPath, FileChannel::open);
     }
 
     /** For tests: {@code tempPathOf} maps a final path to the temp file a write goes through. */
     ChunkFiles(Path directory, boolean useODirect, boolean fsync, UnaryOperator<Path> tempPathOf) {
+        this(directory, useODirect, fsync, false, tempPathOf, FileChannel::open);
+    }
+
+    /** For tests: also how the temp file is opened. */
+    ChunkFiles(Path directory, boolean useODirect, boolean fsync, boolean claimNonEmptyDirectory,
+               UnaryOperator<Path> tempPathOf, TempFileOpener tempOpener) {
         this.directory = Objects.requireNonNull(directory, "directory").toAbsolutePath().normalize();
         this.fsync = fsync;
         this.tempPathOf = Objects.requireNonNull(tempPathOf, "tempPathOf");
+        this.tempOpener = Objects.requireNonNull(tempOpener, "tempOpener");
         try {
             Files.createDirectories(this.directory);
         } catch (IOException e) {
@@ -101,10 +133,15 @@ public final class ChunkFiles {
         if (!Files.isDirectory(this.directory)) {
             throw new UncheckedIOException(new IOException("the chunk directory " + this.directory + " is not a directory"));
         }
+        ChunkDirectoryMarker.claim(this.directory, claimNonEmptyDirectory);
         Probe probe = probe(this.directory, useODirect);
         this.directIo = probe.direct();
         this.ioDescription = probe.description();
         LOG.log(System.Logger.Level.INFO, "chunk files in {0}: {1}", this.directory, ioDescription);
+    }
+
+    private static Path defaultTempPath(Path target) {
+        return target.resolveSibling(target.getFileName() + ".tmp-" + PID + "-" + TEMP_SEQUENCE.incrementAndGet());
     }
 
     private record Probe(boolean direct, String description) {
@@ -115,12 +152,16 @@ public final class ChunkFiles {
         Path file = dir.resolve(".probe" + ChunkFileNames.TEMP_MARKER + PID + "-" + TEMP_SEQUENCE.incrementAndGet());
         String fsType = "unknown file system";
         long blockSize = -1;
+        boolean created = false;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(2L * ALIGN, ALIGN);
             for (int i = 0; i < ALIGN; i++) {
                 buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
             }
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ChunkFileFormat.writeMagic(buf); // so that a probe a crash leaves behind is recognisably the cache's
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                    LinkOption.NOFOLLOW_LINKS)) {
+                created = true;
                 writeFully(ch, buf.asSlice(0, ALIGN), 0);
             } catch (IOException e) {
                 throw new UncheckedIOException("the chunk directory " + dir + " is not writable: writing the probe file "
@@ -142,7 +183,7 @@ public final class ChunkFiles {
                         + " does not divide the " + ALIGN + "-byte alignment of chunk files)");
             }
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    ExtendedOpenOption.DIRECT)) {
+                    LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT)) {
                 writeFully(ch, buf.asSlice(0, ALIGN), 0);
                 MemorySegment back = buf.asSlice(ALIGN, ALIGN);
                 back.fill((byte) 0);
@@ -157,7 +198,9 @@ public final class ChunkFiles {
             }
         } finally {
             try {
-                Files.deleteIfExists(file);
+                if (created) {
+                    Files.deleteIfExists(file);
+                }
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "cannot delete the probe file " + file + ": " + describe(e));
             }
@@ -194,14 +237,21 @@ public final class ChunkFiles {
 
     /**
      * Writes {@code obj}'s bytes and metadata as {@code key}'s chunk file: header and payload to a
-     * temp file, fsync if enabled, atomic rename onto {@link #pathFor(CacheKey)} (replacing an older
-     * file of the key). The caller keeps its reference to {@code obj} for the duration.
+     * new temp file, fsync if enabled, atomic rename onto {@link #pathFor(CacheKey)} (replacing an
+     * older file of the key, never anything the cache did not write). The caller keeps its reference
+     * to {@code obj} for the duration.
      *
      * @return the bytes the file takes on disk
-     * @throws IOException naming the file, the operation and the cause; the temp file is gone
+     * @throws IOException naming the file, the operation and the cause (for example a symlink or a
+     *                     foreign file at the chunk's name); a temp file the write made is gone
      */
     public long write(CacheKey key, MemoryObj obj) throws IOException {
         Path target = pathFor(key);
+        if (ChunkFileOwnership.ofChunkFile(target) == ChunkFileOwnership.Owner.FOREIGN) {
+            throw new IOException("cannot write chunk file " + target + ": something the cache did not write is there "
+                    + "(a symlink, a directory or a file without the chunk magic); it is left alone, and this chunk is "
+                    + "not cached on disk until it is moved away");
+        }
         MemorySegment payload = obj.segment();
         long length = payload.byteSize();
         MemorySegment scratch = SCRATCH.get();
@@ -213,9 +263,11 @@ public final class ChunkFiles {
         boolean direct = directIo && payload.address() % ALIGN == 0;
         Path temp = tempPathOf.apply(target);
         String step = "creating the temp file";
+        boolean created = false;
         boolean renamed = false;
         try {
-            try (FileChannel ch = FileChannel.open(temp, direct ? WRITE_DIRECT : WRITE_BUFFERED)) {
+            try (FileChannel ch = tempOpener.open(temp, direct ? WRITE_DIRECT : WRITE_BUFFERED)) {
+                created = true;
                 step = "writing the header";
                 writeFully(ch, scratch.asSlice(0, ALIGN), 0);
                 step = "writing the payload";
@@ -243,12 +295,17 @@ public final class ChunkFiles {
             }
             return fileBytes;
         } catch (IOException e) {
-            // Not durable, so not written: leave neither the temp file nor an unsynced final file.
-            discard(renamed ? target : temp, e);
+            // Not durable, so not written: leave neither the temp file nor an unsynced final file
+            // (only what this write made: a file planted at the temp name is not ours to delete).
+            if (created) {
+                discard(renamed ? target : temp, e);
+            }
             throw new IOException("cannot write chunk file " + target + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
                     + step + " failed (temp file " + temp + "): " + describe(e), e);
         } catch (RuntimeException | Error e) {
-            discard(renamed ? target : temp, e);
+            if (created) {
+                discard(renamed ? target : temp, e);
+            }
             throw e;
         }
     }
@@ -280,6 +337,15 @@ public final class ChunkFiles {
             return ChunkFileFormat.decode(scratch, readFully(ch, scratch, 0));
         } catch (IOException e) {
             throw new IOException("cannot read the header of chunk file " + file + ": " + describe(e), e);
+        }
+    }
+
+    /** As {@link #inspect}, but a file that cannot be read is foreign: not proven the cache's, so left alone. */
+    private ChunkFileFormat.Parsed inspectOrForeign(Path file) {
+        try {
+            return inspect(file);
+        } catch (IOException e) {
+            return ChunkFileFormat.Parsed.foreign(e.getMessage());
         }
     }
 
@@ -351,11 +417,13 @@ public final class ChunkFiles {
     }
 
     /**
-     * Scans the directory after a start: keeps every complete, valid chunk file and deletes the
-     * rest (temp files of unfinished writes, damaged or truncated files, files whose key does not
-     * parse or does not match their name, and files that are not ours). Subdirectories are left
-     * alone. Payload checksums are not verified here (they are on every read). Call before any
-     * write: temp files of writes in progress would be deleted too.
+     * Scans the directory after a start: keeps every complete chunk file whose header is sound and
+     * deletes the cache's own files that are not (temp files of unfinished writes; files with the
+     * chunk magic but a damaged, truncated or inconsistent header, or whose key does not parse or
+     * does not match their name). Everything else (files without the magic whatever their name,
+     * symlinks, directories) is foreign: left alone, counted, and reported in one WARNING line.
+     * Payload checksums are not verified here (every read does). Call before
+     * any write: temp files of writes in progress would be deleted too.
      *
      * @throws IOException naming the directory or file when listing, reading or deleting fails
      */
@@ -364,33 +432,38 @@ public final class ChunkFiles {
         int partial = 0;
         int corrupt = 0;
         int foreign = 0;
+        List<String> foreignExamples = new ArrayList<>();
         try (DirectoryStream<Path> entries = listing()) {
             for (Path file : entries) {
-                BasicFileAttributes attrs;
+                String name = file.getFileName().toString();
+                if (name.equals(ChunkDirectoryMarker.NAME)) {
+                    continue;
+                }
+                Optional<BasicFileAttributes> found;
                 try {
-                    attrs = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                    found = ChunkFileOwnership.attributes(file);
                 } catch (IOException e) {
                     throw new IOException("cannot recover chunk directory " + directory + ": reading the attributes of "
                             + file + " failed: " + describe(e), e);
                 }
-                if (attrs.isDirectory()) {
-                    continue;
+                if (found.isEmpty()) {
+                    continue; // gone since it was listed
                 }
-                String name = file.getFileName().toString();
-                if (ChunkFileNames.isTemp(name)) {
+                BasicFileAttributes attrs = found.get();
+                if (ChunkFileOwnership.isTempFile(file, attrs)) {
                     remove(file, "a partial write");
                     partial++;
                     continue;
                 }
-                if (!attrs.isRegularFile() || !name.endsWith(ChunkFileNames.SUFFIX)) {
-                    remove(file, "not an lmcache4j chunk file");
-                    foreign++;
-                    continue;
-                }
-                ChunkFileFormat.Parsed parsed = inspect(file);
+                ChunkFileFormat.Parsed parsed = attrs.isRegularFile() && name.endsWith(ChunkFileNames.SUFFIX)
+                        ? inspectOrForeign(file)
+                        : ChunkFileFormat.Parsed.foreign("not a regular file named *" + ChunkFileNames.SUFFIX);
                 if (parsed.verdict() == ChunkFileFormat.Verdict.FOREIGN) {
-                    remove(file, parsed.reason());
+                    LOG.log(System.Logger.Level.DEBUG, "leaving {0} alone: {1}", file, parsed.reason());
                     foreign++;
+                    if (foreignExamples.size() < RecoveryReport.MAX_EXAMPLES) {
+                        foreignExamples.add(name);
+                    }
                     continue;
                 }
                 String problem = parsed.verdict() == ChunkFileFormat.Verdict.CORRUPT ? parsed.reason() : null;
@@ -419,20 +492,41 @@ public final class ChunkFiles {
             throw new IOException("cannot recover chunk directory " + directory + ": listing it failed: "
                     + describe(e.getCause()), e.getCause());
         }
-        RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign);
-        LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial, "
-                + "{4} corrupt, {5} foreign files", directory, chunks.size(), report.totalBytes(), partial, corrupt, foreign);
+        RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign, foreignExamples);
+        LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial "
+                + "and {4} corrupt files; left {5} foreign entries alone", directory, chunks.size(), report.totalBytes(),
+                partial, corrupt, foreign);
+        if (foreign > 0) {
+            LOG.log(System.Logger.Level.WARNING, "chunk directory {0}: {1}; lmcache4j never deletes, overwrites or follows "
+                    + "what it did not write, and they do not count toward max_local_disk_size", directory,
+                    report.foreignSummary());
+        }
         return report;
     }
 
     /**
-     * Deletes a chunk file; a file already gone is not an error.
+     * Deletes a chunk file if it is still the cache's (a regular file with the chunk magic); a file
+     * already gone is not an error, and anything else at that name (a symlink, a file another
+     * program put there) is left alone and logged.
      *
-     * @throws IOException naming the file when it exists and cannot be deleted
+     * @return whether a file was deleted
+     * @throws IOException naming the file when it is the cache's and cannot be deleted
      */
-    public void delete(Path file) throws IOException {
+    public boolean delete(Path file) throws IOException {
         try {
-            Files.deleteIfExists(file);
+            switch (ChunkFileOwnership.ofChunkFile(file)) {
+                case ABSENT -> {
+                    return false;
+                }
+                case FOREIGN -> {
+                    LOG.log(System.Logger.Level.WARNING, "not deleting {0}: it is no longer an lmcache4j chunk file "
+                            + "(a symlink, a directory or a file without the chunk magic now has its name)", file);
+                    return false;
+                }
+                default -> {
+                    return Files.deleteIfExists(file);
+                }
+            }
         } catch (IOException e) {
             throw new IOException("cannot delete chunk file " + file + ": " + describe(e), e);
         }

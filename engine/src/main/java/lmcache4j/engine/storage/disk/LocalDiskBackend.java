@@ -104,8 +104,9 @@ public final class LocalDiskBackend implements StorageBackend {
         }
         this.io = new IoExecutor("lmcache4j-disk", ioThreads, maxQueuedPuts);
         LOG.log(Level.INFO, () -> NAME + ": " + index.size() + " chunk(s), " + usedBytes
-                + " bytes recovered; removed " + recovery.removedPartial() + " partial, " + recovery.removedCorrupt()
-                + " corrupt, " + recovery.removedForeign() + " foreign file(s); " + (files.directIo() ? "O_DIRECT" : "buffered") + " I/O");
+                + " bytes recovered; removed " + recovery.removedPartial() + " partial and " + recovery.removedCorrupt()
+                + " corrupt file(s); left " + recovery.foreign() + " foreign entr(ies) alone; "
+                + (files.directIo() ? "O_DIRECT" : "buffered") + " I/O");
     }
 
     @Override

@@ -62,7 +62,7 @@ class ChunkFilesKillTest {
             RecoveryReport r = files.recover();
             assertEquals(temps.size(), r.removedPartial(), "round " + round + ": temp files " + temps);
             assertEquals(0, r.removedCorrupt());
-            assertEquals(0, r.removedForeign());
+            assertEquals(0, r.foreign());
             try (Stream<Path> s = Files.list(dir)) {
                 assertEquals(List.of(), s.filter(p -> ChunkFileNames.isTemp(p.getFileName().toString())).toList());
             }

@@ -139,13 +139,15 @@ class LocalDiskBackendTest {
 
     private static Path findChunkFile(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
-            return files.filter(Files::isRegularFile).findFirst().orElseThrow();
+            return files.filter(p -> p.getFileName().toString().endsWith(ChunkFileNames.SUFFIX)).findFirst().orElseThrow();
         }
     }
 
     private static long directoryBytes(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
-            return files.filter(Files::isRegularFile).mapToLong(p -> {
+            // the marker that claims the directory is not cache data
+            return files.filter(p -> Files.isRegularFile(p) && !p.getFileName().toString().equals(ChunkDirectoryMarker.NAME))
+                    .mapToLong(p -> {
                 try {
                     return Files.size(p);
                 } catch (IOException e) {

@@ -24,6 +24,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
+import java.util.zip.CRC32C;
 
 import com.sun.nio.file.ExtendedOpenOption;
 
@@ -42,7 +43,7 @@ import lmcache4j.engine.key.CacheKeys;
  * <p>Writes go to {@code <name>.lmc.tmp-<pid>-<n>}, are fsynced when asked, then renamed over
  * {@link #pathFor(CacheKey)} atomically: a reader or a restart sees either no file or a complete
  * one. {@link #recover()} deletes the temp files a crash leaves behind. Payload CRC32C is checked on
- * every read, not at recovery.
+ * every read and by {@link #verify}, which the tier runs on recovered files before serving them.
  *
  * <p>The cache deletes, overwrites and follows nothing it did not write ({@link ChunkFileOwnership}):
  * only regular files with its names and its magic are its own; symlinks never are. A marker file
@@ -67,6 +68,8 @@ public final class ChunkFiles {
     /** Per thread: [0, 4096) the header, [4096, 8192) the tail block. 4 KiB-aligned. */
     private static final ThreadLocal<MemorySegment> SCRATCH =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(2L * ALIGN, ALIGN));
+    /** What the padding after a payload holds (less than one block of it). */
+    private static final MemorySegment ZEROS = MemorySegment.ofArray(new byte[ALIGN]);
     // A temp file is always new (O_EXCL): a file or symlink planted at its name is never written through.
     private static final Set<OpenOption> WRITE_BUFFERED =
             Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
@@ -417,12 +420,74 @@ public final class ChunkFiles {
     }
 
     /**
+     * Reads a whole chunk file and checks it against {@code expected}: its size, its header on disk,
+     * the payload's CRC32C and the zero padding after the payload. Nothing is kept: the bytes stream
+     * through {@code buffer} (with O_DIRECT when the constructor's probe allowed it, so a pass over
+     * a large directory does not flood the page cache).
+     *
+     * @param buffer a 4 KiB-aligned segment, a multiple of 4 KiB long, that this call may overwrite
+     * @throws CorruptChunkException on a checksum mismatch, a truncated file, non-zero padding, or a
+     *                               header on disk that is unsound or differs from {@code expected}
+     * @throws IOException           naming the file when it cannot be opened or read
+     */
+    public void verify(Path file, ChunkFileHeader expected, MemorySegment buffer) throws IOException, CorruptChunkException {
+        if (buffer.byteSize() < ALIGN || buffer.byteSize() % ALIGN != 0 || buffer.address() % ALIGN != 0) {
+            throw new IllegalArgumentException("a verify buffer must be 4 KiB-aligned and a multiple of 4 KiB, got "
+                    + buffer.byteSize() + " bytes at address " + buffer.address());
+        }
+        boolean direct = directIo && buffer.isNative();
+        String step = "opening";
+        try (FileChannel ch = FileChannel.open(file, direct ? READ_DIRECT : READ_BUFFERED)) {
+            step = "reading the size of";
+            long size = ch.size();
+            if (size != expected.fileBytes()) {
+                throw new CorruptChunkException(file, "it is " + size + " bytes, its header says " + expected.fileBytes());
+            }
+            step = "reading the header of";
+            MemorySegment head = buffer.asSlice(0, ALIGN);
+            ChunkFileFormat.Parsed onDisk = ChunkFileFormat.decode(head, readFully(ch, head, 0));
+            if (onDisk.verdict() != ChunkFileFormat.Verdict.VALID) {
+                throw new CorruptChunkException(file, onDisk.reason());
+            }
+            if (!onDisk.header().equals(expected)) {
+                throw new CorruptChunkException(file, "its header on disk " + onDisk.header() + " no longer matches the "
+                        + "expected " + expected);
+            }
+            step = "reading the payload of";
+            CRC32C crc = new CRC32C();
+            long payloadLeft = expected.payloadLength();
+            for (long pos = ChunkFileHeader.BYTES; pos < size; ) {
+                MemorySegment block = buffer.asSlice(0, Math.min(buffer.byteSize(), size - pos));
+                long got = readFully(ch, block, pos);
+                if (got != block.byteSize()) {
+                    throw new CorruptChunkException(file, "truncated at " + (pos + got) + " bytes while it was read");
+                }
+                long payload = Math.min(block.byteSize(), payloadLeft);
+                crc.update(block.asSlice(0, payload).asByteBuffer());
+                long padding = block.byteSize() - payload;
+                if (padding > 0 && MemorySegment.mismatch(block, payload, block.byteSize(), ZEROS, 0, padding) != -1) {
+                    throw new CorruptChunkException(file, "the padding after its payload is not zero");
+                }
+                payloadLeft -= payload;
+                pos += block.byteSize();
+            }
+            if ((int) crc.getValue() != expected.crc32c()) {
+                throw new CorruptChunkException(file, String.format("payload CRC32C mismatch: header %08x, data %08x",
+                        expected.crc32c(), (int) crc.getValue()));
+            }
+        } catch (IOException e) {
+            throw new IOException("cannot verify chunk file " + file + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
+                    + step + " it failed: " + describe(e), e);
+        }
+    }
+
+    /**
      * Scans the directory after a start: keeps every complete chunk file whose header is sound and
      * deletes the cache's own files that are not (temp files of unfinished writes; files with the
      * chunk magic but a damaged, truncated or inconsistent header, or whose key does not parse or
      * does not match their name). Everything else (files without the magic whatever their name,
      * symlinks, directories) is foreign: left alone, counted, and reported in one WARNING line.
-     * Payload checksums are not verified here (every read does). Call before
+     * Payload checksums are not verified here ({@link #verify} does, and every read). Call before
      * any write: temp files of writes in progress would be deleted too.
      *
      * @throws IOException naming the directory or file when listing, reading or deleting fails

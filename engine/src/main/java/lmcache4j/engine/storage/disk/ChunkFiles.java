@@ -498,6 +498,7 @@ public final class ChunkFiles {
         int corrupt = 0;
         int foreign = 0;
         List<String> foreignExamples = new ArrayList<>();
+        String firstCorrupt = null;
         try (DirectoryStream<Path> entries = listing()) {
             for (Path file : entries) {
                 String name = file.getFileName().toString();
@@ -548,7 +549,9 @@ public final class ChunkFiles {
                 }
                 if (problem != null) {
                     remove(file, problem);
-                    corrupt++;
+                    if (corrupt++ == 0) {
+                        firstCorrupt = name + ": " + problem;
+                    }
                     continue;
                 }
                 chunks.add(new RecoveredChunk(key, parsed.header(), file, attrs.size()));
@@ -561,6 +564,10 @@ public final class ChunkFiles {
         LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial "
                 + "and {4} corrupt files; left {5} foreign entries alone", directory, chunks.size(), report.totalBytes(),
                 partial, corrupt, foreign);
+        if (corrupt > 0) {
+            LOG.log(System.Logger.Level.WARNING, "chunk directory {0}: removed {1} corrupt chunk file(s) (the cache''s own: "
+                    + "they carry its magic), for example {2}", directory, corrupt, firstCorrupt);
+        }
         if (foreign > 0) {
             LOG.log(System.Logger.Level.WARNING, "chunk directory {0}: {1}; lmcache4j never deletes, overwrites or follows "
                     + "what it did not write, and they do not count toward max_local_disk_size", directory,

@@ -161,6 +161,30 @@ class LocalDiskBackendIntegrityTest {
     }
 
     @Test
+    void aChunkFileSwappedForASymlinkIsNeitherReadThroughNorDeleted() throws Exception {
+        byte[] original;
+        LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 2);
+        try (LocalDiskBackend disk = open(cpu, 16)) {
+            MemoryObj obj = chunk(cpu, 4, AllocationMode.EVICT).orElseThrow();
+            disk.batchedSubmitPut(keys(4, 5), List.of(obj));
+            disk.awaitPuts();
+            obj.release();
+            // a valid chunk file of the same key outside, and the tier's file replaced by a link to it
+            Path elsewhere = outside.resolve(pathOf(4, dir).getFileName());
+            Files.move(pathOf(4, dir), elsewhere);
+            original = Files.readAllBytes(elsewhere);
+            Files.createSymbolicLink(pathOf(4, dir), elsewhere);
+
+            assertTrue(disk.getBlocking(key(4)).isEmpty(), "the link is not read through");
+            assertEquals(1, disk.stats().ioFailures());
+            disk.remove(key(4));
+            disk.clear();
+        }
+        assertTrue(Files.isSymbolicLink(pathOf(4, dir)), "nor deleted");
+        assertArrayEquals(original, Files.readAllBytes(outside.resolve(pathOf(4, dir).getFileName())), "its target untouched");
+    }
+
+    @Test
     void aTruncatedFileIsNotServedAfterARestart() throws Exception {
         writeChunks(2);
         ChunkFileEdits.truncate(pathOf(0, dir), 4096 + 100);

@@ -54,17 +54,19 @@ final class RecoveredChunkVerifier implements AutoCloseable {
         this.listener = Objects.requireNonNull(listener, "listener");
         if (this.chunks.isEmpty()) {
             thread = null;
-            finish();
+            finish(false);
         } else {
             thread = Thread.ofPlatform().daemon().name("lmcache4j-disk-verify").start(this::run);
         }
     }
 
     private void run() {
+        boolean stoppedEarly = false;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(BUFFER_BYTES, ChunkFileHeader.ALIGNMENT);
             for (RecoveredChunk chunk : chunks) {
                 if (stopping) {
+                    stoppedEarly = true;
                     break;
                 }
                 if (listener.wanted(chunk)) {
@@ -72,9 +74,10 @@ final class RecoveredChunkVerifier implements AutoCloseable {
                 }
             }
         } catch (RuntimeException | Error e) {
+            stoppedEarly = true;
             LOG.log(Level.ERROR, "the check of recovered chunk files stopped: " + e, e);
         } finally {
-            finish();
+            finish(stoppedEarly);
         }
     }
 
@@ -96,16 +99,16 @@ final class RecoveredChunkVerifier implements AutoCloseable {
         }
     }
 
-    private void finish() {
+    private void finish(boolean stoppedEarly) {
         doneNanos = System.nanoTime();
-        finished.countDown();
         VerificationProgress p = progress();
         if (p.chunks() > 0) {
             LOG.log(Level.INFO, () -> String.format("checked %d of %d recovered chunk files (%,d bytes) in %.1f ms, %.2f GB/s "
                     + "(%s I/O): %d corrupt and %d unreadable removed%s", p.checked(), p.chunks(), p.bytes(), p.nanos() / 1e6,
                     p.gbPerSecond(), files.directIo() ? "O_DIRECT" : "buffered", p.corrupt(), p.failed(),
-                    stopping ? "; stopped by close" : ""));
+                    stoppedEarly ? "; stopped before the end" : ""));
         }
+        finished.countDown();
     }
 
     /** How far the check is. */

@@ -11,7 +11,8 @@ import java.util.Map;
 final class DerivedRules {
     /** Known {@code extra_config} keys whose value must be a JSON boolean (spec §6.10). */
     private static final List<String> BOOLEAN_EXTRAS = List.of("use_odirect", "save_only_first_rank",
-            "remote_enable_mla_worker_id_as0", "use_exists_sync", "save_chunk_meta", "force_store_wait");
+            "remote_enable_mla_worker_id_as0", "use_exists_sync", "save_chunk_meta", "force_store_wait",
+            "local_disk.fsync", "local_disk.claim_nonempty_dir", "local_disk.verify_in_background");
     /** Known {@code extra_config} keys whose value must be a positive number of seconds. */
     private static final List<String> POSITIVE_SECONDS_EXTRAS = List.of("ping_interval", "ping_timeout");
 

@@ -58,7 +58,7 @@ final class ChunkFileFormat {
     /** Whether a file's first bytes decode, and if not whether it is ours at all. */
     enum Verdict { VALID, CORRUPT, FOREIGN }
 
-    /** A decoding result: the header when valid, else why not. */
+    /** A decoding result: the header when valid (or parsed but inconsistent), else why not. */
     record Parsed(Verdict verdict, ChunkFileHeader header, String reason) {
         static Parsed valid(ChunkFileHeader h) {
             return new Parsed(Verdict.VALID, h, "");
@@ -68,9 +68,27 @@ final class ChunkFileFormat {
             return new Parsed(Verdict.CORRUPT, null, why);
         }
 
+        /** A header that passes its own checks but whose fields disagree: kept for diagnostics and tests. */
+        static Parsed inconsistent(ChunkFileHeader h, String why) {
+            return new Parsed(Verdict.CORRUPT, h, why);
+        }
+
         static Parsed foreign(String why) {
             return new Parsed(Verdict.FOREIGN, null, why);
         }
+    }
+
+    /** Bytes of the magic every file the cache writes starts with, temp and probe files included. */
+    static final int MAGIC_BYTES = 8;
+
+    /** Whether the first {@code validBytes} of {@code buf} begin with the chunk magic. */
+    static boolean startsWithMagic(MemorySegment buf, long validBytes) {
+        return validBytes >= MAGIC.length && MemorySegment.mismatch(buf, 0, MAGIC.length, MAGIC_SEGMENT, 0, MAGIC.length) == -1;
+    }
+
+    /** Writes the magic at the start of {@code buf}. */
+    static void writeMagic(MemorySegment buf) {
+        MemorySegment.copy(MAGIC, 0, buf, JAVA_BYTE, 0, MAGIC.length);
     }
 
     /** The longest key string (UTF-8 bytes) a header of rank {@code rank} can hold. */
@@ -95,7 +113,7 @@ final class ChunkFileFormat {
                     + "(1.." + maxKeyBytes(rank) + " bytes for rank " + rank + ")");
         }
         buf.asSlice(0, ChunkFileHeader.BYTES).fill((byte) 0);
-        MemorySegment.copy(MAGIC, 0, buf, JAVA_BYTE, 0, MAGIC.length);
+        writeMagic(buf);
         buf.set(INT, OFF_VERSION, VERSION);
         buf.set(INT, OFF_HEADER_LENGTH, ChunkFileHeader.BYTES);
         buf.set(INT, OFF_FORMAT, format.code());
@@ -115,7 +133,7 @@ final class ChunkFileFormat {
 
     /** Decodes the first {@code validBytes} bytes of {@code buf}, as read from the start of a file. */
     static Parsed decode(MemorySegment buf, long validBytes) {
-        if (validBytes < MAGIC.length || MemorySegment.mismatch(buf, 0, MAGIC.length, MAGIC_SEGMENT, 0, MAGIC.length) != -1) {
+        if (!startsWithMagic(buf, validBytes)) {
             return Parsed.foreign("it does not start with the lmcache4j chunk magic");
         }
         if (validBytes < ChunkFileHeader.BYTES) {
@@ -165,10 +183,41 @@ final class ChunkFileFormat {
             return Parsed.corrupt("key string is not valid UTF-8");
         }
         long payloadLength = buf.get(LONG, off);
-        if (payloadLength < 0 || payloadLength > Long.MAX_VALUE / 2) {
-            return Parsed.corrupt("payload length " + payloadLength + " is out of range");
+        if (payloadLength < 0) {
+            return Parsed.corrupt("payload length " + payloadLength + " is negative");
         }
-        return Parsed.valid(new ChunkFileHeader(key, format, dtype, shape, payloadLength, buf.get(INT, off + 8)));
+        ChunkFileHeader header = new ChunkFileHeader(key, format, dtype, shape, payloadLength, buf.get(INT, off + 8));
+        String disagreement = disagreement(format, dtype, shape, payloadLength);
+        return disagreement == null ? Parsed.valid(header) : Parsed.inconsistent(header, disagreement);
+    }
+
+    /**
+     * Why a header's fields cannot describe one chunk the allocator could hold, or null when they
+     * can. A forged header passes its own CRC, so this is what stops a shape that disagrees with
+     * the payload from reaching an allocation or a copy.
+     */
+    static String disagreement(MemoryFormat format, DType dtype, TensorShape shape, long payloadLength) {
+        long shapeBytes;
+        try {
+            format.validate(shape);
+            shapeBytes = shape.byteSize(dtype);
+            if (shapeBytes > 0 && format.tokenCount(shape) < 1) {
+                return "shape " + shape + " holds no token in format " + format;
+            }
+        } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
+            return e.getMessage();
+        }
+        if (shapeBytes == 0) {
+            return "shape " + shape + " has no element: no chunk is empty";
+        }
+        if (shapeBytes > Long.MAX_VALUE / 2) {
+            return "shape " + shape + " of " + dtype + " is " + shapeBytes + " bytes: larger than any file";
+        }
+        if (payloadLength != shapeBytes) {
+            return "payload length " + payloadLength + " disagrees with shape " + shape + " of " + dtype + " ("
+                    + shapeBytes + " bytes)";
+        }
+        return null;
     }
 
     /** CRC32C of a segment's bytes, computed in place (no copy to the heap for native segments). */

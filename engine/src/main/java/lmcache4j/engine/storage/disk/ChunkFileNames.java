@@ -53,9 +53,31 @@ final class ChunkFileNames {
         return sb.append(SUFFIX).toString();
     }
 
-    /** Whether {@code name} is a temp file left by a write (or an O_DIRECT probe) that did not finish. */
+    /**
+     * Whether {@code name} has the form of a temp file of a write (or an O_DIRECT probe):
+     * {@code <name>.lmc.tmp-<pid>-<n>}. The name alone does not make a file the cache's: its content
+     * must too (see {@link ChunkFileOwnership}).
+     */
     static boolean isTemp(String name) {
-        return name.contains(TEMP_MARKER);
+        int at = name.lastIndexOf(TEMP_MARKER);
+        if (at <= 0) {
+            return false;
+        }
+        String unique = name.substring(at + TEMP_MARKER.length());
+        int dash = unique.indexOf('-');
+        return dash > 0 && allDigits(unique, 0, dash) && allDigits(unique, dash + 1, unique.length());
+    }
+
+    private static boolean allDigits(String s, int from, int to) {
+        if (from >= to) {
+            return false;
+        }
+        for (int i = from; i < to; i++) {
+            if (s.charAt(i) < '0' || s.charAt(i) > '9') {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean isSafe(char c) {

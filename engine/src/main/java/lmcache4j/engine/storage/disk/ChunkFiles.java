@@ -24,6 +24,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
+import java.util.zip.CRC32C;
 
 import com.sun.nio.file.ExtendedOpenOption;
 
@@ -42,7 +43,12 @@ import lmcache4j.engine.key.CacheKeys;
  * <p>Writes go to {@code <name>.lmc.tmp-<pid>-<n>}, are fsynced when asked, then renamed over
  * {@link #pathFor(CacheKey)} atomically: a reader or a restart sees either no file or a complete
  * one. {@link #recover()} deletes the temp files a crash leaves behind. Payload CRC32C is checked on
- * every read, not at recovery.
+ * every read and by {@link #verify}, which the tier runs on recovered files before serving them.
+ *
+ * <p>The cache deletes, overwrites and follows nothing it did not write ({@link ChunkFileOwnership}):
+ * only regular files with its names and its magic are its own; symlinks never are. A marker file
+ * ({@link ChunkDirectoryMarker}) claims the directory, and a non-empty directory without one is
+ * refused unless the caller asks to claim it.
  *
  * <p>Whether O_DIRECT is used is decided once, in the constructor, by a probe write and read. It is
  * still skipped for an object whose memory is not 4 KiB-aligned (then that one transfer is
@@ -62,37 +68,66 @@ public final class ChunkFiles {
     /** Per thread: [0, 4096) the header, [4096, 8192) the tail block. 4 KiB-aligned. */
     private static final ThreadLocal<MemorySegment> SCRATCH =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(2L * ALIGN, ALIGN));
+    /** What the padding after a payload holds (less than one block of it). */
+    private static final MemorySegment ZEROS = MemorySegment.ofArray(new byte[ALIGN]);
+    // A temp file is always new (O_EXCL): a file or symlink planted at its name is never written through.
     private static final Set<OpenOption> WRITE_BUFFERED =
-            Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-    private static final Set<OpenOption> WRITE_DIRECT = Set.of(StandardOpenOption.CREATE,
-            StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
-    private static final Set<OpenOption> READ_BUFFERED = Set.of(StandardOpenOption.READ);
-    private static final Set<OpenOption> READ_DIRECT = Set.of(StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+            Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+    private static final Set<OpenOption> WRITE_DIRECT = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT);
+    private static final Set<OpenOption> READ_BUFFERED = Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
+    private static final Set<OpenOption> READ_DIRECT =
+            Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT);
 
     private final Path directory;
     private final boolean fsync;
     private final boolean directIo;
     private final String ioDescription;
     private final UnaryOperator<Path> tempPathOf;
+    private final TempFileOpener tempOpener;
+
+    /** How a write creates its temp file; a seam for tests that need the disk to fail. */
+    @FunctionalInterface
+    interface TempFileOpener {
+        FileChannel open(Path temp, Set<OpenOption> options) throws IOException;
+    }
 
     /**
-     * Opens (creating if needed) the chunk directory and decides whether O_DIRECT is used.
+     * Opens (creating if needed) the chunk directory, refusing a non-empty one that is not the
+     * cache's, and decides whether O_DIRECT is used.
      *
      * @param directory  the directory of chunk files
      * @param useODirect whether to use O_DIRECT when this file system supports it
      * @param fsync      whether each write is fsynced (file and directory) before it returns
-     * @throws UncheckedIOException naming the directory when it cannot be created or written
+     * @throws UncheckedIOException  naming the directory when it cannot be created or written
+     * @throws IllegalStateException when the directory holds files the cache did not write and no
+     *                               marker (see {@link #ChunkFiles(Path, boolean, boolean, boolean)})
      */
     public ChunkFiles(Path directory, boolean useODirect, boolean fsync) {
-        this(directory, useODirect, fsync,
-                target -> target.resolveSibling(target.getFileName() + ".tmp-" + PID + "-" + TEMP_SEQUENCE.incrementAndGet()));
+        this(directory, useODirect, fsync, false);
+    }
+
+    /**
+     * As {@link #ChunkFiles(Path, boolean, boolean)}; with {@code claimNonEmptyDirectory}, a
+     * directory that holds other files and no {@code .lmcache4j-chunks} marker is claimed
+     * (marked) instead of refused. Its other files are left alone either way.
+     */
+    public ChunkFiles(Path directory, boolean useODirect, boolean fsync, boolean claimNonEmptyDirectory) {
+        this(directory, useODirect, fsync, claimNonEmptyDirectory, ChunkFiles::defaultTempPath, FileChannel::open);
     }
 
     /** For tests: {@code tempPathOf} maps a final path to the temp file a write goes through. */
     ChunkFiles(Path directory, boolean useODirect, boolean fsync, UnaryOperator<Path> tempPathOf) {
+        this(directory, useODirect, fsync, false, tempPathOf, FileChannel::open);
+    }
+
+    /** For tests: also how the temp file is opened. */
+    ChunkFiles(Path directory, boolean useODirect, boolean fsync, boolean claimNonEmptyDirectory,
+               UnaryOperator<Path> tempPathOf, TempFileOpener tempOpener) {
         this.directory = Objects.requireNonNull(directory, "directory").toAbsolutePath().normalize();
         this.fsync = fsync;
         this.tempPathOf = Objects.requireNonNull(tempPathOf, "tempPathOf");
+        this.tempOpener = Objects.requireNonNull(tempOpener, "tempOpener");
         try {
             Files.createDirectories(this.directory);
         } catch (IOException e) {
@@ -101,10 +136,15 @@ public final class ChunkFiles {
         if (!Files.isDirectory(this.directory)) {
             throw new UncheckedIOException(new IOException("the chunk directory " + this.directory + " is not a directory"));
         }
+        ChunkDirectoryMarker.claim(this.directory, claimNonEmptyDirectory);
         Probe probe = probe(this.directory, useODirect);
         this.directIo = probe.direct();
         this.ioDescription = probe.description();
         LOG.log(System.Logger.Level.INFO, "chunk files in {0}: {1}", this.directory, ioDescription);
+    }
+
+    private static Path defaultTempPath(Path target) {
+        return target.resolveSibling(target.getFileName() + ".tmp-" + PID + "-" + TEMP_SEQUENCE.incrementAndGet());
     }
 
     private record Probe(boolean direct, String description) {
@@ -115,12 +155,16 @@ public final class ChunkFiles {
         Path file = dir.resolve(".probe" + ChunkFileNames.TEMP_MARKER + PID + "-" + TEMP_SEQUENCE.incrementAndGet());
         String fsType = "unknown file system";
         long blockSize = -1;
+        boolean created = false;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(2L * ALIGN, ALIGN);
             for (int i = 0; i < ALIGN; i++) {
                 buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
             }
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ChunkFileFormat.writeMagic(buf); // so that a probe a crash leaves behind is recognisably the cache's
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                    LinkOption.NOFOLLOW_LINKS)) {
+                created = true;
                 writeFully(ch, buf.asSlice(0, ALIGN), 0);
             } catch (IOException e) {
                 throw new UncheckedIOException("the chunk directory " + dir + " is not writable: writing the probe file "
@@ -142,7 +186,7 @@ public final class ChunkFiles {
                         + " does not divide the " + ALIGN + "-byte alignment of chunk files)");
             }
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    ExtendedOpenOption.DIRECT)) {
+                    LinkOption.NOFOLLOW_LINKS, ExtendedOpenOption.DIRECT)) {
                 writeFully(ch, buf.asSlice(0, ALIGN), 0);
                 MemorySegment back = buf.asSlice(ALIGN, ALIGN);
                 back.fill((byte) 0);
@@ -157,7 +201,9 @@ public final class ChunkFiles {
             }
         } finally {
             try {
-                Files.deleteIfExists(file);
+                if (created) {
+                    Files.deleteIfExists(file);
+                }
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "cannot delete the probe file " + file + ": " + describe(e));
             }
@@ -194,14 +240,21 @@ public final class ChunkFiles {
 
     /**
      * Writes {@code obj}'s bytes and metadata as {@code key}'s chunk file: header and payload to a
-     * temp file, fsync if enabled, atomic rename onto {@link #pathFor(CacheKey)} (replacing an older
-     * file of the key). The caller keeps its reference to {@code obj} for the duration.
+     * new temp file, fsync if enabled, atomic rename onto {@link #pathFor(CacheKey)} (replacing an
+     * older file of the key, never anything the cache did not write). The caller keeps its reference
+     * to {@code obj} for the duration.
      *
      * @return the bytes the file takes on disk
-     * @throws IOException naming the file, the operation and the cause; the temp file is gone
+     * @throws IOException naming the file, the operation and the cause (for example a symlink or a
+     *                     foreign file at the chunk's name); a temp file the write made is gone
      */
     public long write(CacheKey key, MemoryObj obj) throws IOException {
         Path target = pathFor(key);
+        if (ChunkFileOwnership.ofChunkFile(target) == ChunkFileOwnership.Owner.FOREIGN) {
+            throw new IOException("cannot write chunk file " + target + ": something the cache did not write is there "
+                    + "(a symlink, a directory or a file without the chunk magic); it is left alone, and this chunk is "
+                    + "not cached on disk until it is moved away");
+        }
         MemorySegment payload = obj.segment();
         long length = payload.byteSize();
         MemorySegment scratch = SCRATCH.get();
@@ -213,9 +266,11 @@ public final class ChunkFiles {
         boolean direct = directIo && payload.address() % ALIGN == 0;
         Path temp = tempPathOf.apply(target);
         String step = "creating the temp file";
+        boolean created = false;
         boolean renamed = false;
         try {
-            try (FileChannel ch = FileChannel.open(temp, direct ? WRITE_DIRECT : WRITE_BUFFERED)) {
+            try (FileChannel ch = tempOpener.open(temp, direct ? WRITE_DIRECT : WRITE_BUFFERED)) {
+                created = true;
                 step = "writing the header";
                 writeFully(ch, scratch.asSlice(0, ALIGN), 0);
                 step = "writing the payload";
@@ -243,12 +298,17 @@ public final class ChunkFiles {
             }
             return fileBytes;
         } catch (IOException e) {
-            // Not durable, so not written: leave neither the temp file nor an unsynced final file.
-            discard(renamed ? target : temp, e);
+            // Not durable, so not written: leave neither the temp file nor an unsynced final file
+            // (only what this write made: a file planted at the temp name is not ours to delete).
+            if (created) {
+                discard(renamed ? target : temp, e);
+            }
             throw new IOException("cannot write chunk file " + target + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
                     + step + " failed (temp file " + temp + "): " + describe(e), e);
         } catch (RuntimeException | Error e) {
-            discard(renamed ? target : temp, e);
+            if (created) {
+                discard(renamed ? target : temp, e);
+            }
             throw e;
         }
     }
@@ -283,25 +343,32 @@ public final class ChunkFiles {
         }
     }
 
+    /** As {@link #inspect}, but a file that cannot be read is foreign: not proven the cache's, so left alone. */
+    private ChunkFileFormat.Parsed inspectOrForeign(Path file) {
+        try {
+            return inspect(file);
+        } catch (IOException e) {
+            return ChunkFileFormat.Parsed.foreign(e.getMessage());
+        }
+    }
+
     /**
      * Reads the payload of {@code file} into the first {@code header.payloadLength()} bytes of
      * {@code dst.segment()} and verifies its CRC32C. The header on disk is read again (from the same
      * open file) and must match {@code header}, so a file replaced since the index learnt of it is
      * caught.
      *
-     * @throws CorruptChunkException on a checksum mismatch, a truncated file or a header that no
-     *                               longer matches; the caller deletes the file and counts a miss
+     * @throws CorruptChunkException on a checksum mismatch, a truncated file, a header whose fields
+     *                               disagree with each other or with the file, or one that no longer
+     *                               matches {@code header}; the caller deletes the file and counts a miss
      * @throws IOException           naming the file when it cannot be opened or read (for example
      *                               deleted meanwhile)
-     * @throws IllegalArgumentException when {@code dst} is smaller than the payload
+     * @throws IllegalArgumentException when {@code dst} is smaller than a sound file's payload (a
+     *                                  caller's mistake: checked after the file)
      */
     public void readPayload(Path file, ChunkFileHeader header, MemoryObj dst) throws IOException, CorruptChunkException {
         MemorySegment target = dst.segment();
         long length = header.payloadLength();
-        if (target.byteSize() < length) {
-            throw new IllegalArgumentException("cannot read chunk file " + file + " into " + dst + ": its payload is "
-                    + length + " bytes, the object holds " + target.byteSize());
-        }
         MemorySegment scratch = SCRATCH.get();
         boolean direct = directIo && target.address() % ALIGN == 0;
         long body = length & -(long) ALIGN;
@@ -324,6 +391,10 @@ public final class ChunkFiles {
             if (!h.keyString().equals(header.keyString()) || h.format() != header.format() || h.dtype() != header.dtype()
                     || !h.shape().equals(header.shape()) || h.payloadLength() != length) {
                 throw new CorruptChunkException(file, "its header on disk " + h + " no longer matches the expected " + header);
+            }
+            if (target.byteSize() < length) { // the header on disk is sound: the caller passed too small an object
+                throw new IllegalArgumentException("cannot read chunk file " + file + " into " + dst + ": its payload is "
+                        + length + " bytes, the object holds " + target.byteSize());
             }
             step = "reading the payload of";
             long got = readFully(ch, target.asSlice(0, body), ChunkFileHeader.BYTES);
@@ -349,11 +420,75 @@ public final class ChunkFiles {
     }
 
     /**
-     * Scans the directory after a start: keeps every complete, valid chunk file and deletes the
-     * rest (temp files of unfinished writes, damaged or truncated files, files whose key does not
-     * parse or does not match their name, and files that are not ours). Subdirectories are left
-     * alone. Payload checksums are not verified here (they are on every read). Call before any
-     * write: temp files of writes in progress would be deleted too.
+     * Reads a whole chunk file and checks it against {@code expected}: its size, its header on disk,
+     * the payload's CRC32C and the zero padding after the payload. Nothing is kept: the bytes stream
+     * through {@code buffer} (with O_DIRECT when the constructor's probe allowed it, so a pass over
+     * a large directory does not flood the page cache).
+     *
+     * @param buffer a 4 KiB-aligned segment, a multiple of 4 KiB long, that this call may overwrite
+     * @throws CorruptChunkException on a checksum mismatch, a truncated file, non-zero padding, or a
+     *                               header on disk that is unsound or differs from {@code expected}
+     * @throws IOException           naming the file when it cannot be opened or read
+     */
+    public void verify(Path file, ChunkFileHeader expected, MemorySegment buffer) throws IOException, CorruptChunkException {
+        if (buffer.byteSize() < ALIGN || buffer.byteSize() % ALIGN != 0 || buffer.address() % ALIGN != 0) {
+            throw new IllegalArgumentException("a verify buffer must be 4 KiB-aligned and a multiple of 4 KiB, got "
+                    + buffer.byteSize() + " bytes at address " + buffer.address());
+        }
+        boolean direct = directIo && buffer.isNative();
+        String step = "opening";
+        try (FileChannel ch = FileChannel.open(file, direct ? READ_DIRECT : READ_BUFFERED)) {
+            step = "reading the size of";
+            long size = ch.size();
+            if (size != expected.fileBytes()) {
+                throw new CorruptChunkException(file, "it is " + size + " bytes, its header says " + expected.fileBytes());
+            }
+            step = "reading the header of";
+            MemorySegment head = buffer.asSlice(0, ALIGN);
+            ChunkFileFormat.Parsed onDisk = ChunkFileFormat.decode(head, readFully(ch, head, 0));
+            if (onDisk.verdict() != ChunkFileFormat.Verdict.VALID) {
+                throw new CorruptChunkException(file, onDisk.reason());
+            }
+            if (!onDisk.header().equals(expected)) {
+                throw new CorruptChunkException(file, "its header on disk " + onDisk.header() + " no longer matches the "
+                        + "expected " + expected);
+            }
+            step = "reading the payload of";
+            CRC32C crc = new CRC32C();
+            long payloadLeft = expected.payloadLength();
+            for (long pos = ChunkFileHeader.BYTES; pos < size; ) {
+                MemorySegment block = buffer.asSlice(0, Math.min(buffer.byteSize(), size - pos));
+                long got = readFully(ch, block, pos);
+                if (got != block.byteSize()) {
+                    throw new CorruptChunkException(file, "truncated at " + (pos + got) + " bytes while it was read");
+                }
+                long payload = Math.min(block.byteSize(), payloadLeft);
+                crc.update(block.asSlice(0, payload).asByteBuffer());
+                long padding = block.byteSize() - payload;
+                if (padding > 0 && MemorySegment.mismatch(block, payload, block.byteSize(), ZEROS, 0, padding) != -1) {
+                    throw new CorruptChunkException(file, "the padding after its payload is not zero");
+                }
+                payloadLeft -= payload;
+                pos += block.byteSize();
+            }
+            if ((int) crc.getValue() != expected.crc32c()) {
+                throw new CorruptChunkException(file, String.format("payload CRC32C mismatch: header %08x, data %08x",
+                        expected.crc32c(), (int) crc.getValue()));
+            }
+        } catch (IOException e) {
+            throw new IOException("cannot verify chunk file " + file + " (" + (direct ? "O_DIRECT" : "buffered") + "): "
+                    + step + " it failed: " + describe(e), e);
+        }
+    }
+
+    /**
+     * Scans the directory after a start: keeps every complete chunk file whose header is sound and
+     * deletes the cache's own files that are not (temp files of unfinished writes; files with the
+     * chunk magic but a damaged, truncated or inconsistent header, or whose key does not parse or
+     * does not match their name). Everything else (files without the magic whatever their name,
+     * symlinks, directories) is foreign: left alone, counted, and reported in one WARNING line.
+     * Payload checksums are not verified here ({@link #verify} does, and every read). Call before
+     * any write: temp files of writes in progress would be deleted too.
      *
      * @throws IOException naming the directory or file when listing, reading or deleting fails
      */
@@ -362,33 +497,39 @@ public final class ChunkFiles {
         int partial = 0;
         int corrupt = 0;
         int foreign = 0;
+        List<String> foreignExamples = new ArrayList<>();
+        String firstCorrupt = null;
         try (DirectoryStream<Path> entries = listing()) {
             for (Path file : entries) {
-                BasicFileAttributes attrs;
+                String name = file.getFileName().toString();
+                if (name.equals(ChunkDirectoryMarker.NAME)) {
+                    continue;
+                }
+                Optional<BasicFileAttributes> found;
                 try {
-                    attrs = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                    found = ChunkFileOwnership.attributes(file);
                 } catch (IOException e) {
                     throw new IOException("cannot recover chunk directory " + directory + ": reading the attributes of "
                             + file + " failed: " + describe(e), e);
                 }
-                if (attrs.isDirectory()) {
-                    continue;
+                if (found.isEmpty()) {
+                    continue; // gone since it was listed
                 }
-                String name = file.getFileName().toString();
-                if (ChunkFileNames.isTemp(name)) {
+                BasicFileAttributes attrs = found.get();
+                if (ChunkFileOwnership.isTempFile(file, attrs)) {
                     remove(file, "a partial write");
                     partial++;
                     continue;
                 }
-                if (!attrs.isRegularFile() || !name.endsWith(ChunkFileNames.SUFFIX)) {
-                    remove(file, "not an lmcache4j chunk file");
-                    foreign++;
-                    continue;
-                }
-                ChunkFileFormat.Parsed parsed = inspect(file);
+                ChunkFileFormat.Parsed parsed = attrs.isRegularFile() && name.endsWith(ChunkFileNames.SUFFIX)
+                        ? inspectOrForeign(file)
+                        : ChunkFileFormat.Parsed.foreign("not a regular file named *" + ChunkFileNames.SUFFIX);
                 if (parsed.verdict() == ChunkFileFormat.Verdict.FOREIGN) {
-                    remove(file, parsed.reason());
+                    LOG.log(System.Logger.Level.DEBUG, "leaving {0} alone: {1}", file, parsed.reason());
                     foreign++;
+                    if (foreignExamples.size() < RecoveryReport.MAX_EXAMPLES) {
+                        foreignExamples.add(name);
+                    }
                     continue;
                 }
                 String problem = parsed.verdict() == ChunkFileFormat.Verdict.CORRUPT ? parsed.reason() : null;
@@ -408,7 +549,9 @@ public final class ChunkFiles {
                 }
                 if (problem != null) {
                     remove(file, problem);
-                    corrupt++;
+                    if (corrupt++ == 0) {
+                        firstCorrupt = name + ": " + problem;
+                    }
                     continue;
                 }
                 chunks.add(new RecoveredChunk(key, parsed.header(), file, attrs.size()));
@@ -417,20 +560,45 @@ public final class ChunkFiles {
             throw new IOException("cannot recover chunk directory " + directory + ": listing it failed: "
                     + describe(e.getCause()), e.getCause());
         }
-        RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign);
-        LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial, "
-                + "{4} corrupt, {5} foreign files", directory, chunks.size(), report.totalBytes(), partial, corrupt, foreign);
+        RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign, foreignExamples);
+        LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial "
+                + "and {4} corrupt files; left {5} foreign entries alone", directory, chunks.size(), report.totalBytes(),
+                partial, corrupt, foreign);
+        if (corrupt > 0) {
+            LOG.log(System.Logger.Level.WARNING, "chunk directory {0}: removed {1} corrupt chunk file(s) (the cache''s own: "
+                    + "they carry its magic), for example {2}", directory, corrupt, firstCorrupt);
+        }
+        if (foreign > 0) {
+            LOG.log(System.Logger.Level.WARNING, "chunk directory {0}: {1}; lmcache4j never deletes, overwrites or follows "
+                    + "what it did not write, and they do not count toward max_local_disk_size", directory,
+                    report.foreignSummary());
+        }
         return report;
     }
 
     /**
-     * Deletes a chunk file; a file already gone is not an error.
+     * Deletes a chunk file if it is still the cache's (a regular file with the chunk magic); a file
+     * already gone is not an error, and anything else at that name (a symlink, a file another
+     * program put there) is left alone and logged.
      *
-     * @throws IOException naming the file when it exists and cannot be deleted
+     * @return whether a file was deleted
+     * @throws IOException naming the file when it is the cache's and cannot be deleted
      */
-    public void delete(Path file) throws IOException {
+    public boolean delete(Path file) throws IOException {
         try {
-            Files.deleteIfExists(file);
+            switch (ChunkFileOwnership.ofChunkFile(file)) {
+                case ABSENT -> {
+                    return false;
+                }
+                case FOREIGN -> {
+                    LOG.log(System.Logger.Level.WARNING, "not deleting {0}: it is no longer an lmcache4j chunk file "
+                            + "(a symlink, a directory or a file without the chunk magic now has its name)", file);
+                    return false;
+                }
+                default -> {
+                    return Files.deleteIfExists(file);
+                }
+            }
         } catch (IOException e) {
             throw new IOException("cannot delete chunk file " + file + ": " + describe(e), e);
         }

@@ -29,9 +29,12 @@ import lmcache4j.engine.storage.policy.CachePolicy;
  * threads (prefetch before delete before put); when the put queue is full a store skips the disk
  * tier (counted) instead of waiting. Reads allocate through the CPU tier, as in LMCache.
  *
- * <p>On start the index is rebuilt from the directory: every complete, valid file is a cached chunk
- * again; partial, corrupt or foreign files are removed and counted. A read whose checksum does not
- * match is a miss that deletes the file, never corrupt KV.
+ * <p>On start the index is rebuilt from the directory: partial and corrupt files of the cache are
+ * removed and counted; files it did not write are left alone and counted. Every complete file with a
+ * sound header is a cached chunk again once a background check ({@link #verification()}) has read
+ * its payload and matched its CRC32C: until then lookups do not see it, so a file corrupted while
+ * the cache was down is never promised. A read whose checksum does not match (a file gone bad since)
+ * is a miss that deletes the file and is counted in {@link Stats#corruptReads()}, never corrupt KV.
  */
 public final class LocalDiskBackend implements StorageBackend {
     /** LMCache's backend name. */
@@ -57,6 +60,8 @@ public final class LocalDiskBackend implements StorageBackend {
     private final long capacity;
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<CacheKey, Entry> index = new HashMap<>();
+    /** Recovered chunks whose payload the verifier has not checked yet: on disk and counted, not offered. */
+    private final Map<CacheKey, Entry> unverified = new HashMap<>();
     private final CachePolicy<CacheKey> policy;
     private final List<CacheKey> keysInRequest = new ArrayList<>();
     private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
@@ -72,10 +77,14 @@ public final class LocalDiskBackend implements StorageBackend {
     private final LongAdder ioFailures = new LongAdder();
     private final LongAdder corruptReads = new LongAdder();
     private final LongAdder evictions = new LongAdder();
+    private final LongAdder corruptOnVerify = new LongAdder();
     private final RecoveryReport recovery;
+    private final RecoveredChunkVerifier verifier;
 
     /**
-     * Opens the tier over {@code files}' directory, recovering what a previous process left there.
+     * Opens the tier over {@code files}' directory, recovering what a previous process left there:
+     * every recovered chunk file's payload is checked before this returns (see
+     * {@link #LocalDiskBackend(ChunkFiles, LocalCpuBackend, long, String, int, int, boolean)}).
      *
      * @param cpu           the CPU tier that reads allocate through
      * @param capacityBytes {@code max_local_disk_size} in bytes
@@ -85,6 +94,19 @@ public final class LocalDiskBackend implements StorageBackend {
      */
     public LocalDiskBackend(ChunkFiles files, LocalCpuBackend cpu, long capacityBytes, String cachePolicy, int ioThreads,
                             int maxQueuedPuts) throws IOException {
+        this(files, cpu, capacityBytes, cachePolicy, ioThreads, maxQueuedPuts, false);
+    }
+
+    /**
+     * As {@link #LocalDiskBackend(ChunkFiles, LocalCpuBackend, long, String, int, int)}, choosing
+     * when the recovered files' payloads are checked. Either way a chunk is offered only once its
+     * payload matched its CRC32C. By default ({@code verifyInBackground} false) the constructor
+     * waits for the check, which reads the whole directory once (0.6 to 0.9 GB/s measured with
+     * O_DIRECT on a shared virtio disk): the tier starts with every sound chunk. In the background, the tier starts at once
+     * and its recovered chunks become hits as they are checked ({@link #awaitVerification()}).
+     */
+    public LocalDiskBackend(ChunkFiles files, LocalCpuBackend cpu, long capacityBytes, String cachePolicy, int ioThreads,
+                            int maxQueuedPuts, boolean verifyInBackground) throws IOException {
         this.files = Objects.requireNonNull(files, "files");
         this.cpu = Objects.requireNonNull(cpu, "cpu");
         if (capacityBytes <= 0) {
@@ -93,19 +115,32 @@ public final class LocalDiskBackend implements StorageBackend {
         this.capacity = capacityBytes;
         this.policy = CachePolicies.create(cachePolicy);
         this.recovery = files.recover();
+        List<RecoveredChunk> kept = new ArrayList<>();
         for (RecoveredChunk chunk : recovery.chunks()) {
             if (usedBytes + chunk.fileBytes() > capacity) {
                 files.delete(chunk.path()); // a smaller capacity than last time: keep what fits
                 continue;
             }
-            index.put(chunk.key(), new Entry(chunk.header(), chunk.path(), chunk.fileBytes()));
-            policy.onPut(chunk.key());
+            unverified.put(chunk.key(), new Entry(chunk.header(), chunk.path(), chunk.fileBytes()));
             usedBytes += chunk.fileBytes();
+            kept.add(chunk);
         }
         this.io = new IoExecutor("lmcache4j-disk", ioThreads, maxQueuedPuts);
-        LOG.log(Level.INFO, () -> NAME + ": " + index.size() + " chunk(s), " + usedBytes
-                + " bytes recovered; removed " + recovery.removedPartial() + " partial, " + recovery.removedCorrupt()
-                + " corrupt, " + recovery.removedForeign() + " foreign file(s); " + (files.directIo() ? "O_DIRECT" : "buffered") + " I/O");
+        long keptBytes = usedBytes;
+        LOG.log(Level.INFO, () -> NAME + ": " + kept.size() + " chunk file(s), " + keptBytes + " bytes recovered, offered "
+                + "as a background check verifies their payloads; removed " + recovery.removedPartial() + " partial and "
+                + recovery.removedCorrupt() + " corrupt file(s); left " + recovery.foreign() + " foreign entr(ies) alone; "
+                + (files.directIo() ? "O_DIRECT" : "buffered") + " I/O");
+        this.verifier = new RecoveredChunkVerifier(files, kept, new VerifierListener());
+        if (!verifyInBackground) {
+            try {
+                awaitVerification();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // the check goes on in the background
+                LOG.log(Level.WARNING, NAME + ": interrupted while checking recovered chunk files; the rest are checked "
+                        + "in the background");
+            }
+        }
     }
 
     @Override
@@ -116,6 +151,73 @@ public final class LocalDiskBackend implements StorageBackend {
     /** What the start-up scan found. */
     public RecoveryReport recovery() {
         return recovery;
+    }
+
+    /** How far the background check of the recovered chunk files' payloads is. */
+    public VerificationProgress verification() {
+        return verifier.progress();
+    }
+
+    /**
+     * Waits until every recovered chunk file has been checked (and, if sound, offered), or the tier
+     * was closed. Returns at once unless the tier verifies in the background.
+     */
+    public void awaitVerification() throws InterruptedException {
+        verifier.await(Long.MAX_VALUE, java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+
+    /** Moves a recovered chunk from unverified to offered, or drops it, as its check says. */
+    private final class VerifierListener implements RecoveredChunkVerifier.Listener {
+        @Override
+        public boolean wanted(RecoveredChunk chunk) {
+            lock.lock();
+            try {
+                Entry e = unverified.get(chunk.key());
+                return !closed && e != null && e.path.equals(chunk.path());
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public void verified(RecoveredChunk chunk) {
+            lock.lock();
+            try {
+                Entry e = unverified.remove(chunk.key());
+                if (e != null) {
+                    index.put(chunk.key(), e);
+                    policy.onPut(chunk.key());
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public void rejected(RecoveredChunk chunk, Exception why, boolean corrupt) {
+            Entry e;
+            lock.lock();
+            try {
+                e = unverified.remove(chunk.key());
+                if (e != null) {
+                    usedBytes -= e.bytes;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (e == null) {
+                return; // removed meanwhile
+            }
+            if (corrupt) {
+                corruptOnVerify.increment();
+                LOG.log(Level.WARNING, "disk tier removed a chunk file that went bad while the cache was down (never "
+                        + "offered): " + why.getMessage());
+            } else {
+                ioFailures.increment();
+                LOG.log(Level.WARNING, "disk tier could not check a recovered chunk file, dropped: " + why.getMessage());
+            }
+            deleteQuietly(e.path);
+        }
     }
 
     // ---- lookups ----------------------------------------------------------------------------
@@ -210,7 +312,7 @@ public final class LocalDiskBackend implements StorageBackend {
     private boolean closedOrPresent(CacheKey key) {
         lock.lock();
         try {
-            return closed || index.containsKey(key);
+            return closed || index.containsKey(key) || unverified.containsKey(key);
         } finally {
             lock.unlock();
         }
@@ -328,8 +430,9 @@ public final class LocalDiskBackend implements StorageBackend {
         if (!io.submit(IoExecutor.Priority.PREFETCH, () -> {
             try {
                 result.complete(read(key, AllocationMode.EVICT));
-            } catch (RuntimeException e) {
-                result.completeExceptionally(e);
+            } catch (RuntimeException e) { // read turns failures into misses; this is the last guard
+                LOG.log(Level.WARNING, "disk tier prefetch of " + key + " failed, treated as a miss: " + e, e);
+                result.complete(Optional.empty());
             }
         })) {
             result.complete(Optional.empty());
@@ -353,25 +456,14 @@ public final class LocalDiskBackend implements StorageBackend {
         boolean ok = false;
         try {
             ChunkFileHeader h = e.header;
+            // A wait for CPU memory that times out is the retrieve's error to report, not a disk miss.
             Optional<MemoryObj> allocated = cpu.allocate(h.shape(), h.dtype(), h.format(), mode);
             if (allocated.isEmpty()) {
                 return Optional.empty();
             }
             obj = allocated.get();
-            files.readPayload(e.path, h, obj);
-            reads.increment();
-            ok = true;
-            return Optional.of(obj);
-        } catch (CorruptChunkException ex) {
-            corruptReads.increment();
-            LOG.log(Level.WARNING, "disk tier dropped a corrupt chunk: " + ex.getMessage());
-            drop(key, e);
-            return Optional.empty();
-        } catch (IOException ex) {
-            ioFailures.increment();
-            LOG.log(Level.WARNING, "disk tier read failed, treated as a miss: " + ex.getMessage());
-            drop(key, e);
-            return Optional.empty();
+            ok = readInto(key, e, obj);
+            return ok ? Optional.of(obj) : Optional.empty();
         } finally {
             if (!ok && obj != null) {
                 obj.release();
@@ -385,7 +477,31 @@ public final class LocalDiskBackend implements StorageBackend {
         }
     }
 
-    private void drop(CacheKey key, Entry e) {
+    /** Reads {@code e}'s payload into {@code obj}; any failure is a counted miss that drops the entry. */
+    private boolean readInto(CacheKey key, Entry e, MemoryObj obj) {
+        try {
+            files.readPayload(e.path, e.header, obj);
+            reads.increment();
+            return true;
+        } catch (CorruptChunkException ex) {
+            corruptReads.increment();
+            LOG.log(Level.WARNING, "disk tier dropped a corrupt chunk (a counted miss, its KV is recomputed; no bad byte "
+                    + "was served): " + ex.getMessage());
+            drop(key, e, true);
+        } catch (IOException ex) {
+            ioFailures.increment();
+            LOG.log(Level.WARNING, "disk tier read failed, treated as a miss: " + ex.getMessage());
+            drop(key, e, true);
+        } catch (RuntimeException ex) {
+            // Not proven corrupt, so the file stays for the next start; this process stops offering it.
+            ioFailures.increment();
+            LOG.log(Level.WARNING, "disk tier read of " + e.path + " failed, treated as a miss: " + ex, ex);
+            drop(key, e, false);
+        }
+        return false;
+    }
+
+    private void drop(CacheKey key, Entry e, boolean deleteFile) {
         lock.lock();
         try {
             if (index.get(key) == e) {
@@ -396,7 +512,9 @@ public final class LocalDiskBackend implements StorageBackend {
         } finally {
             lock.unlock();
         }
-        deleteQuietly(e.path);
+        if (deleteFile) {
+            deleteQuietly(e.path);
+        }
     }
 
     // ---- removal ----------------------------------------------------------------------------
@@ -407,10 +525,14 @@ public final class LocalDiskBackend implements StorageBackend {
         lock.lock();
         try {
             e = index.remove(key);
-            if (e == null) {
-                return false;
+            if (e != null) {
+                policy.onRemove(key);
+            } else {
+                e = unverified.remove(key); // not offered yet, but on disk and counted
+                if (e == null) {
+                    return false;
+                }
             }
-            policy.onRemove(key);
             usedBytes -= e.bytes;
         } finally {
             lock.unlock();
@@ -424,10 +546,15 @@ public final class LocalDiskBackend implements StorageBackend {
 
     @Override
     public long clear() {
-        List<CacheKey> victims;
+        List<CacheKey> victims = new ArrayList<>();
         lock.lock();
         try {
-            victims = index.entrySet().stream().filter(en -> en.getValue().pins == 0).map(Map.Entry::getKey).toList();
+            index.forEach((key, e) -> {
+                if (e.pins == 0) {
+                    victims.add(key);
+                }
+            });
+            victims.addAll(unverified.keySet());
         } finally {
             lock.unlock();
         }
@@ -436,7 +563,7 @@ public final class LocalDiskBackend implements StorageBackend {
             Entry e;
             lock.lock();
             try {
-                e = index.get(key);
+                e = index.containsKey(key) ? index.get(key) : unverified.get(key);
             } finally {
                 lock.unlock();
             }
@@ -458,16 +585,37 @@ public final class LocalDiskBackend implements StorageBackend {
 
     // ---- accounting -------------------------------------------------------------------------
 
-    /** A snapshot of the tier's counters. */
+    /**
+     * A snapshot of the tier's counters.
+     *
+     * @param chunks           chunks offered (verified or written by this process)
+     * @param usedBytes        bytes of the tier's files on disk, unverified ones included
+     * @param capacityBytes    {@code max_local_disk_size}
+     * @param writes           chunk files written
+     * @param reads            chunks read back, checksum matched
+     * @param droppedPuts      stores that skipped the tier: put queue full
+     * @param rejectedPuts     stores that skipped the tier: nothing evictable to make room
+     * @param ioFailures       writes, reads, checks and deletes that failed (each a miss or a skipped store)
+     * @param corruptReads     chunk files that failed their check when read (payload CRC32C, a header
+     *                         unsound or changed, a truncation): each a miss whose file was removed and
+     *                         whose KV the engine recomputes; no byte of it is served
+     * @param evictions        chunks evicted to make room
+     * @param directIo         whether O_DIRECT is used
+     * @param corruptOnVerify  recovered chunk files whose payload failed the background check: removed,
+     *                         never offered
+     * @param unverifiedChunks recovered chunk files still waiting for that check (not offered yet)
+     */
     public record Stats(int chunks, long usedBytes, long capacityBytes, long writes, long reads, long droppedPuts,
-                        long rejectedPuts, long ioFailures, long corruptReads, long evictions, boolean directIo) {
+                        long rejectedPuts, long ioFailures, long corruptReads, long evictions, boolean directIo,
+                        long corruptOnVerify, int unverifiedChunks) {
     }
 
     public Stats stats() {
         lock.lock();
         try {
             return new Stats(index.size(), usedBytes, capacity, writes.sum(), reads.sum(), droppedPuts.sum(),
-                    rejectedPuts.sum(), ioFailures.sum(), corruptReads.sum(), evictions.sum(), files.directIo());
+                    rejectedPuts.sum(), ioFailures.sum(), corruptReads.sum(), evictions.sum(), files.directIo(),
+                    corruptOnVerify.sum(), unverified.size());
         } finally {
             lock.unlock();
         }
@@ -492,6 +640,7 @@ public final class LocalDiskBackend implements StorageBackend {
         } finally {
             lock.unlock();
         }
+        verifier.close();
         if (!io.close(30_000)) {
             LOG.log(Level.WARNING, NAME + " I/O threads did not stop within 30 s");
         }

@@ -6,8 +6,8 @@ import java.util.Objects;
 import lmcache4j.engine.key.CacheKey;
 
 /**
- * One valid chunk found on disk at start. Its payload checksum has not been verified yet: that
- * happens on every read.
+ * One chunk file with a sound header found on disk at start. Its payload checksum has not been
+ * verified yet: the tier's background check does that before offering it, and every read again.
  *
  * @param key       the key parsed from the header
  * @param header    the file's header

@@ -50,5 +50,10 @@ class ChunkFileNamesTest {
         assertTrue(ChunkFileNames.isTemp("k@1.lmc.tmp-12-3"));
         assertTrue(ChunkFileNames.isTemp(".probe.lmc.tmp-12-3"));
         assertFalse(ChunkFileNames.isTemp("k@1.lmc"));
+        // only the exact form the cache writes: another program's look-alike is not a temp file
+        assertFalse(ChunkFileNames.isTemp("k@1.lmc.tmp-full"));
+        assertFalse(ChunkFileNames.isTemp("k@1.lmc.tmp-12-"));
+        assertFalse(ChunkFileNames.isTemp("k@1.lmc.tmp-12-3.bak"));
+        assertFalse(ChunkFileNames.isTemp("notes.txt.tmp-12-3"));
     }
 }

@@ -36,7 +36,7 @@ import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.storage.TestChunks;
 
-/** Damaged, truncated, foreign and misplaced files; an unwritable directory; a full disk. */
+/** Damaged, truncated, foreign and misplaced files; an unwritable directory; a full disk. (Attacks: ChunkDirectoryOwnershipTest.) */
 class ChunkFilesFaultTest {
     @TempDir
     Path dir;
@@ -136,14 +136,14 @@ class ChunkFilesFaultTest {
         RecoveryReport r = new ChunkFiles(dir, true, false).recover();
         assertEquals(1, r.chunks().size());
         assertEquals(TestChunks.key(2), r.chunks().getFirst().key());
-        // an empty file has no magic: it is not recognisably ours, so it counts as foreign
+        // an empty file has no magic: it is not recognisably ours, so it is foreign and left alone
         assertEquals(size == 0 ? 0 : 1, r.removedCorrupt());
-        assertEquals(size == 0 ? 1 : 0, r.removedForeign());
-        assertFalse(Files.exists(p));
+        assertEquals(size == 0 ? 1 : 0, r.foreign());
+        assertEquals(size == 0, Files.exists(p));
     }
 
     @Test
-    void foreign_files_are_removed_and_counted_and_subdirectories_kept() throws Exception {
+    void foreign_entries_are_left_alone_and_counted() throws Exception {
         ChunkFiles files = new ChunkFiles(dir, false, false);
         files.write(TestChunks.key(1), chunk(1));
         Files.writeString(dir.resolve("notes.txt"), "hello");
@@ -154,13 +154,17 @@ class ChunkFilesFaultTest {
 
         RecoveryReport r = files.recover();
         assertEquals(1, r.chunks().size());
-        assertEquals(4, r.removedForeign());
+        assertEquals(5, r.foreign());
         assertEquals(0, r.removedCorrupt());
         assertEquals(0, r.removedPartial());
         try (Stream<Path> s = Files.list(dir)) {
-            assertEquals(2, s.count());
+            assertEquals(7, s.count(), "the chunk, the marker and the five foreign entries");
         }
         assertTrue(Files.isDirectory(sub));
+        assertEquals(5, r.foreignExamples().size());
+        String summary = r.foreignSummary();
+        assertTrue(summary.startsWith("5 entries that are not lmcache4j chunk files were left alone (") && summary.contains("notes.txt")
+                && summary.contains("link.lmc") && summary.contains("sub.lmc"), summary);
     }
 
     @Test
@@ -169,7 +173,9 @@ class ChunkFilesFaultTest {
         files.write(TestChunks.key(1), chunk(1));
         Path done = files.pathFor(TestChunks.key(1));
         Files.copy(done, dir.resolve(done.getFileName() + ".tmp-123-4"));
-        Files.write(dir.resolve(files.pathFor(TestChunks.key(2)).getFileName() + ".tmp-99-1"), new byte[777]);
+        // a write killed after 777 bytes of the header
+        Files.write(dir.resolve(files.pathFor(TestChunks.key(2)).getFileName() + ".tmp-99-1"),
+                java.util.Arrays.copyOf(Files.readAllBytes(done), 777));
         RecoveryReport r = files.recover();
         assertEquals(1, r.chunks().size());
         assertEquals(2, r.removedPartial());
@@ -183,8 +189,9 @@ class ChunkFilesFaultTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment header = arena.allocate(4096);
             ChunkFileFormat.encode(header, bad.getBytes(StandardCharsets.UTF_8), MemoryFormat.BINARY, DType.UINT8,
-                    TensorShape.of(0), 0, 0);
-            Files.write(dir.resolve(ChunkFileNames.fileName(bad)), header.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                    TensorShape.of(16), 16, ChunkFileFormat.crc32c(arena.allocate(16)));
+            byte[] file = java.util.Arrays.copyOf(header.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), 8192);
+            Files.write(dir.resolve(ChunkFileNames.fileName(bad)), file);
         }
         assertTrue(files.readHeader(dir.resolve(ChunkFileNames.fileName(bad))).isPresent(), "the header itself is valid");
         // a valid chunk file under another key's name
@@ -211,19 +218,23 @@ class ChunkFilesFaultTest {
     void a_full_disk_fails_the_write_naming_the_file_and_leaves_no_temp_file(boolean direct) throws Exception {
         Path devFull = Path.of("/dev/full");
         assumeTrue(Files.exists(devFull), "/dev/full is needed to simulate ENOSPC");
-        ChunkFiles files = new ChunkFiles(dir, direct, false, target -> target.resolveSibling(target.getFileName() + ".tmp-full"));
+        // The temp file is created as usual, but its bytes go to /dev/full: every write fails with ENOSPC.
+        ChunkFiles files = new ChunkFiles(dir, direct, false, false,
+                target -> target.resolveSibling(target.getFileName() + ".tmp-1-1"), (temp, options) -> {
+                    FileChannel.open(temp, options).close();
+                    return FileChannel.open(devFull, StandardOpenOption.WRITE);
+                });
         CacheEngineKey key = TestChunks.key(1);
-        Path temp = dir.resolve(files.pathFor(key).getFileName() + ".tmp-full");
-        Files.createSymbolicLink(temp, devFull);
+        Path temp = dir.resolve(files.pathFor(key).getFileName() + ".tmp-1-1");
 
         IOException e = assertThrows(IOException.class, () -> files.write(key, chunk(1)));
         String msg = e.getMessage();
         assertTrue(msg.contains(files.pathFor(key).toString()), msg);
         assertTrue(msg.contains(temp.toString()), msg);
-        assertTrue(msg.contains("No space left on device") || msg.contains("creating the temp file"), msg);
+        assertTrue(msg.contains("No space left on device"), msg);
         assertFalse(Files.exists(temp, LinkOption.NOFOLLOW_LINKS), "the temp file is gone");
         assertFalse(Files.exists(files.pathFor(key)));
-        assertTrue(Files.exists(devFull), "only the link was removed");
+        assertTrue(Files.exists(devFull));
         System.out.println("disk full (direct=" + direct + "): " + msg);
     }
 

@@ -61,6 +61,9 @@ class LocalDiskBackendTest {
         LocalDiskBackend reopened = disk(dir, cpu2, 16);
         try (StorageManager storage = new StorageManager(cpu2, List.of(reopened))) {
             assertEquals(8, reopened.recovery().chunks().size());
+            // the constructor checked every payload before it returned
+            assertEquals(new VerificationProgress(8, 8, 0, 0, 8 * FILE_BYTES, reopened.verification().nanos(), true),
+                    reopened.verification());
             assertEquals(8, storage.batchedContains(keys(0, 8), false).hits());
             MemoryObj obj = storage.get(key(5)).orElseThrow();
             assertEquals(5, TestChunks.marker(obj));
@@ -139,13 +142,15 @@ class LocalDiskBackendTest {
 
     private static Path findChunkFile(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
-            return files.filter(Files::isRegularFile).findFirst().orElseThrow();
+            return files.filter(p -> p.getFileName().toString().endsWith(ChunkFileNames.SUFFIX)).findFirst().orElseThrow();
         }
     }
 
     private static long directoryBytes(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
-            return files.filter(Files::isRegularFile).mapToLong(p -> {
+            // the marker that claims the directory is not cache data
+            return files.filter(p -> Files.isRegularFile(p) && !p.getFileName().toString().equals(ChunkDirectoryMarker.NAME))
+                    .mapToLong(p -> {
                 try {
                     return Files.size(p);
                 } catch (IOException e) {

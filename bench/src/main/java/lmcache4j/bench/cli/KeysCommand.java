@@ -93,11 +93,10 @@ public final class KeysCommand {
             out.flush();
             return 0;
         } catch (UsageException e) {
-            err.println("lmcache4j keys: " + e.getMessage());
-            err.println("run ./lmcache4j keys --help for the options");
+            err.println("lmcache4j keys: " + CliText.escape(e.getMessage()) + " (./lmcache4j keys --help lists the options)");
             return 2;
         } catch (IOException e) {
-            err.println("lmcache4j keys: cannot read stdin: " + e.getMessage());
+            err.println("lmcache4j keys: cannot read stdin: " + CliText.oneLine(e));
             return 2;
         }
     }
@@ -132,7 +131,8 @@ public final class KeysCommand {
             } else if (i + 1 < args.length) {
                 value = args[++i];
             } else {
-                throw new UsageException(knownOption(name) ? name + " needs a value" : "unknown option '" + arg + "'");
+                throw new UsageException(knownOption(name) ? name + " needs a value"
+                        : "unknown option '" + CliText.echo(arg) + "'");
             }
             switch (name) {
                 case "--model" -> model = value;
@@ -142,19 +142,21 @@ public final class KeysCommand {
                     try {
                         dtype = DType.fromKeyName(value);
                     } catch (IllegalArgumentException e) {
-                        throw new UsageException("--dtype: " + e.getMessage());
+                        throw new UsageException("--dtype: unknown dtype '" + CliText.echo(value) + "'; valid: "
+                                + java.util.Arrays.stream(DType.values()).map(DType::keyName)
+                                        .collect(java.util.stream.Collectors.joining(", ")));
                     }
                 }
                 case "--chunk-size" -> chunkSize = positive(name, value, 1);
                 case "--seed" -> seed = Optional.of(value);
-                default -> throw new UsageException("unknown option '" + arg + "'");
+                default -> throw new UsageException("unknown option '" + CliText.echo(arg) + "'");
             }
         }
         if (model == null) {
             throw new UsageException("--model NAME is required");
         }
         if (model.isEmpty() || model.indexOf('@') >= 0) {
-            throw new UsageException("--model '" + model + "' must be non-empty and contain no '@' (it separates key fields)");
+            throw new UsageException("--model '" + CliText.echo(model) + "' must be non-empty and contain no '@' (it separates key fields)");
         }
         if (workerId >= worldSize) {
             throw new UsageException("--worker-id " + workerId + " must be below --world-size " + worldSize);
@@ -178,7 +180,7 @@ public final class KeysCommand {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new UsageException(option + " '" + value + "' must be an integer of at least " + min);
+        throw new UsageException(option + " '" + CliText.echo(value) + "' must be an integer of at least " + min);
     }
 
     /** Token ids from {@code in}: non-negative ints separated by whitespace and/or commas, optionally in [ ]. */
@@ -203,16 +205,16 @@ public final class KeysCommand {
     private static int token(String word, int index) throws UsageException {
         boolean digits = !word.isEmpty() && word.chars().allMatch(c -> c >= '0' && c <= '9');
         if (word.startsWith("-") && word.length() > 1 && word.substring(1).chars().allMatch(c -> c >= '0' && c <= '9')) {
-            throw new UsageException("token " + index + " is " + word + "; token ids are non-negative");
+            throw new UsageException("token " + index + " is " + CliText.echo(word) + "; token ids are non-negative");
         }
         if (!digits) {
-            throw new UsageException("token " + index + " ('" + word + "') is not a number; expected non-negative "
+            throw new UsageException("token " + index + " ('" + CliText.echo(word) + "') is not a number; expected non-negative "
                     + "integers separated by whitespace or commas");
         }
         try {
             return Integer.parseInt(word);
         } catch (NumberFormatException e) {
-            throw new UsageException("token " + index + " (" + word + ") is larger than " + Integer.MAX_VALUE);
+            throw new UsageException("token " + index + " (" + CliText.echo(word) + ") is larger than " + Integer.MAX_VALUE);
         }
     }
 }

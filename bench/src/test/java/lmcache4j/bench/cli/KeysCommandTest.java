@@ -88,10 +88,32 @@ class KeysCommandTest {
         assertUsage(run("99999999999", Map.of(), "--model", "m", "--seed", "0"), "token 0 (99999999999) is larger than 2147483647");
     }
 
+    @Test
+    void inputEchoedInAnErrorHasItsControlBytesEscapedAndIsCut() {
+        Run esc = run("1 2 \u001b[31mred\u001b[0m", Map.of(), "--model", "m", "--seed", "0");
+        assertUsage(esc, "token 2 ('\\x1b[31mred\\x1b[0m') is not a number");
+        Run title = run("1", Map.of(), "--model", "a@\u001b]0;owned\u0007", "--seed", "0");
+        assertUsage(title, "--model 'a@\\x1b]0;owned\\x07' must be non-empty");
+        Run option = run("1", Map.of(), "--\u009b2J", "x");
+        assertUsage(option, "unknown option '--\\u009b2J'");
+        Run dtype = run("1", Map.of(), "--model", "m", "--dtype", "half\rbfloat16");
+        assertUsage(dtype, "--dtype: unknown dtype 'half\\rbfloat16'");
+        Run seedless = run("1", Map.of(), "--model", "m", "--chunk-size", "\u001bc");
+        assertUsage(seedless, "--chunk-size '\\x1bc' must be an integer");
+
+        Run huge = run("1 " + "7x".repeat(50_000), Map.of(), "--model", "m", "--seed", "0");
+        assertUsage(huge, "token 1 ('7x7x");
+        assertTrue(huge.err().contains("... (100000 characters)"), huge.err());
+        assertTrue(huge.err().length() < 400, "a long token is cut in the message: " + huge.err().length() + " characters");
+    }
+
+    /** Exit 2, nothing on stdout, and one line on stderr naming the problem, with no raw control character. */
     private static void assertUsage(Run r, String message) {
         assertEquals(2, r.exit(), r.err());
         assertEquals("", r.out());
         assertTrue(r.err().startsWith("lmcache4j keys: ") && r.err().contains(message), r.err());
+        assertEquals(1, r.err().lines().count(), r.err());
+        assertTrue(r.err().strip().chars().noneMatch(c -> c < 0x20 || (c >= 0x7f && c < 0xa0)), r.err());
     }
 
     @Test

@@ -93,6 +93,15 @@ class ConfigCommandTest {
     }
 
     @Test
+    void aDeeplyNestedFileIsOneLineAndExitTwo() throws IOException {
+        Path yaml = Files.writeString(dir.resolve("deep.yaml"), "a: " + "[".repeat(10_000) + "\n");
+        Run r = run(Map.of(), "--file", yaml.toString());
+        assertEquals(2, r.exit(), r.err());
+        assertEquals("lmcache4j config: invalid lmcache4j config: config file " + yaml
+                + " is nested deeper than 64 levels (line 1); lmcache4j's config nests a few levels at most", r.err().strip());
+    }
+
+    @Test
     void warningsGoToStandardError() {
         Run r = run(Map.of("LMCACHE_NOT_A_FIELD", "1"));
         assertEquals(0, r.exit());

@@ -10,6 +10,10 @@ import java.util.Map;
 
 import org.snakeyaml.engine.v2.api.Load;
 import org.snakeyaml.engine.v2.api.LoadSettings;
+import org.snakeyaml.engine.v2.api.lowlevel.Parse;
+import org.snakeyaml.engine.v2.events.CollectionEndEvent;
+import org.snakeyaml.engine.v2.events.CollectionStartEvent;
+import org.snakeyaml.engine.v2.events.Event;
 import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 import org.snakeyaml.engine.v2.schema.CoreSchema;
 
@@ -17,13 +21,18 @@ import org.snakeyaml.engine.v2.schema.CoreSchema;
  * Reads an LMCache YAML config file into its top-level {@code key -> value} mapping.
  *
  * <p>Safe by construction: snakeyaml-engine builds only maps, lists and scalars (it has no
- * arbitrary-type construction), duplicate keys are errors, alias expansion is capped. The YAML 1.2
+ * arbitrary-type construction), duplicate keys are errors, alias expansion is capped, and so are
+ * the file's size and its nesting depth ({@value #MAX_DEPTH} levels, as {@code --set} JSON: the
+ * composer recurses per level, so a file of ten thousand {@code [} would overflow the stack). The YAML 1.2
  * core schema is used, so {@code true/false} are booleans and {@code yes/no/on/off} stay strings
  * (PyYAML reads those as booleans; lmcache4j then rejects them for boolean fields with a message
  * rather than guess).
  */
 final class YamlConfigFile {
     private static final int MAX_FILE_CHARS = 4 * 1024 * 1024;
+    /** Deepest nesting of lists and mappings accepted; LMCache's own configs nest two or three levels. */
+    static final int MAX_DEPTH = Json.MAX_DEPTH;
+    private static final int MAX_ALIASES = 50;
 
     private YamlConfigFile() {
     }
@@ -54,11 +63,12 @@ final class YamlConfigFile {
                 .setLabel(label)
                 .setSchema(new CoreSchema())
                 .setAllowDuplicateKeys(false)
-                .setMaxAliasesForCollections(50)
+                .setMaxAliasesForCollections(MAX_ALIASES)
                 .setCodePointLimit(MAX_FILE_CHARS)
                 .build();
         Object doc;
         try {
+            requireDepthAtMost(MAX_DEPTH, settings, text, label);
             doc = new Load(settings).loadFromString(text);
         } catch (YamlEngineException e) {
             throw new ConfigException("config file " + label + " is not valid YAML: " + e.getMessage().strip());
@@ -80,5 +90,24 @@ final class YamlConfigFile {
             out.put(key, e.getValue());
         }
         return out;
+    }
+
+    /**
+     * Walks the parser's events (an iterative state machine, unlike the composer) and refuses the
+     * text once lists and mappings nest deeper than {@code max}, before anything recurses.
+     */
+    private static void requireDepthAtMost(int max, LoadSettings settings, String text, String label) {
+        int depth = 0;
+        for (Event event : new Parse(settings).parseString(text)) {
+            if (event instanceof CollectionStartEvent) {
+                if (++depth > max) {
+                    throw new ConfigException("config file " + label + " is nested deeper than " + max + " levels (line "
+                            + event.getStartMark().map(m -> String.valueOf(m.getLine() + 1)).orElse("?")
+                            + "); lmcache4j's config nests a few levels at most");
+                }
+            } else if (event instanceof CollectionEndEvent) {
+                depth--;
+            }
+        }
     }
 }

@@ -207,6 +207,32 @@ class ConfigValidationTest {
     }
 
     @Test
+    void deeplyNestedYamlIsRefusedWithAMessageNotAStackOverflow() {
+        assertMentions(failsWithYaml("a: " + "[".repeat(10_000) + "\n"), "nested deeper than 64 levels");
+        assertMentions(failsWithYaml("extra_config: " + "{a: ".repeat(5_000) + "1" + "}".repeat(5_000) + "\n"),
+                "nested deeper than 64 levels");
+        StringBuilder block = new StringBuilder("extra_config:\n");
+        for (int i = 1; i <= 200; i++) {
+            block.append("  ".repeat(i)).append("k").append(i).append(":\n");
+        }
+        assertMentions(failsWithYaml(block.append("  ".repeat(201)).append("v\n").toString()), "nested deeper than 64 levels");
+        // LMCache's real configs nest two or three levels: far below the bound.
+        assertEquals(3.0, fromYaml(dir, "extra_config: {a: {b: {c: [[[1]]]}}, ping_interval: 3}\n")
+                .extraDouble("ping_interval", 0));
+    }
+
+    @Test
+    void aliasBombsAndHugeFilesAreRefused() {
+        StringBuilder laughs = new StringBuilder("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (int i = 1; i < 10; i++) {
+            laughs.append("a").append(i).append(": &a").append(i).append(" [")
+                    .append(String.join(", ", java.util.Collections.nCopies(9, "*a" + (i - 1)))).append("]\n");
+        }
+        assertMentions(failsWithYaml(laughs.toString()), "is not valid YAML", "aliases");
+        assertMentions(failsWithYaml("# " + "x".repeat(5 * 1024 * 1024) + "\n"), "is larger than");
+    }
+
+    @Test
     void anEmptyYamlFileMeansDefaults() {
         assertEquals(LMCacheEngineConfig.defaults(), fromYaml(dir, "# nothing here\n"));
     }

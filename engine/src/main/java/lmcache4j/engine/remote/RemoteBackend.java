@@ -1,7 +1,9 @@
 package lmcache4j.engine.remote;
 
 import java.lang.System.Logger.Level;
+import java.time.InstantSource;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -31,6 +33,11 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
  * <p>Health: every {@code ping_interval} seconds the connector is pinged with a
  * {@code ping_timeout}; an unhealthy remote is swapped for a {@link BlackholeConnector} (puts
  * dropped and counted, gets miss) and swapped back when it answers again.
+ *
+ * <p>Besides counters, the tier keeps the store's {@link RemoteHealth}: every operation it runs
+ * against the store (not against the stand-in blackhole) and every ping tells whether the store
+ * answered, so a report can say "unreachable for 12 s (connection refused)" rather than count
+ * lost puts.
  */
 public final class RemoteBackend implements StorageBackend {
     /** LMCache's backend name. */
@@ -57,6 +64,7 @@ public final class RemoteBackend implements StorageBackend {
     private final LongAdder timeouts = new LongAdder();
     private final LongAdder failures = new LongAdder();
     private final LongAdder pingFailures = new LongAdder();
+    private final RemoteHealthTracker health = new RemoteHealthTracker(InstantSource.system());
 
     /**
      * @param cpu                 the CPU tier gets allocate through
@@ -118,11 +126,13 @@ public final class RemoteBackend implements StorageBackend {
             try {
                 remote.ping().get(pingTimeoutNanos, TimeUnit.NANOSECONDS);
                 ok = true;
+                health.pinged(true, null);
             } catch (InterruptedException e) {
                 return;
             } catch (Exception e) {
                 ok = false;
                 pingFailures.increment();
+                health.pinged(false, e instanceof TimeoutException ? timedOut("a ping", pingTimeoutNanos) : e);
             }
             RemoteConnector next = ok ? remote : blackhole;
             RemoteConnector previous = active.getAndSet(next);
@@ -148,7 +158,8 @@ public final class RemoteBackend implements StorageBackend {
 
     @Override
     public boolean contains(CacheKey key, boolean pin) {
-        return await(active.get().exists(remoteKey(key))).orElse(false);
+        RemoteConnector target = active.get();
+        return await(target, target.exists(remoteKey(key))).orElse(false);
     }
 
     @Override
@@ -215,8 +226,10 @@ public final class RemoteBackend implements StorageBackend {
                 if (failure == null) {
                     puts.increment();
                     putBytes.add(serialized.payload().byteSize());
+                    health.succeeded();
                 } else {
                     failedPuts.increment();
+                    health.failed(failure);
                 }
                 serialized.close();
                 // Last: once no put is in flight (awaitPuts, close) its counts and memory are settled.
@@ -230,14 +243,18 @@ public final class RemoteBackend implements StorageBackend {
     @Override
     public Optional<MemoryObj> getBlocking(CacheKey key) {
         CompletableFuture<Optional<MemoryObj>> future;
+        RemoteConnector target = active.get();
         try {
-            future = active.get().get(remoteKey(key), metadata -> cpu.allocate(metadata.toShape(),
+            future = target.get(remoteKey(key), metadata -> cpu.allocate(metadata.toShape(),
                     metadata.dtype().orElse(DType.UINT8), metadata.format(), AllocationMode.EVICT_AND_WAIT));
         } catch (RuntimeException e) {
             failures.increment();
+            if (target == remote) {
+                health.failed(e);
+            }
             return Optional.empty();
         }
-        Optional<Optional<MemoryObj>> result = await(future);
+        Optional<Optional<MemoryObj>> result = await(target, future);
         if (result.isEmpty()) {
             // Timed out or failed: an object that still arrives must not leak.
             future.whenComplete((obj, failure) -> {
@@ -267,23 +284,42 @@ public final class RemoteBackend implements StorageBackend {
 
     @Override
     public boolean remove(CacheKey key) {
-        return await(active.get().remove(key)).orElse(false);
+        RemoteConnector target = active.get();
+        return await(target, target.remove(key)).orElse(false);
     }
 
-    /** The future's value within the deadline; empty on timeout or failure (counted). */
-    private <T> Optional<T> await(CompletableFuture<T> future) {
+    /**
+     * The future's value within the deadline; empty on timeout or failure (counted, and told to
+     * the health tracker when {@code target} is the store, not the stand-in blackhole).
+     */
+    private <T> Optional<T> await(RemoteConnector target, CompletableFuture<T> future) {
+        boolean store = target == remote;
         try {
-            return Optional.ofNullable(future.get(timeoutNanos, TimeUnit.NANOSECONDS));
+            T value = future.get(timeoutNanos, TimeUnit.NANOSECONDS);
+            if (store) {
+                health.succeeded();
+            }
+            return Optional.ofNullable(value);
         } catch (TimeoutException e) {
             timeouts.increment();
+            if (store) {
+                health.failed(timedOut("an operation", timeoutNanos));
+            }
             return Optional.empty();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return Optional.empty();
         } catch (Exception e) {
             failures.increment();
+            if (store) {
+                health.failed(e);
+            }
             return Optional.empty();
         }
+    }
+
+    private static TimeoutException timedOut(String what, long nanos) {
+        return new TimeoutException(String.format(Locale.ROOT, "no answer to %s within %.1f s", what, nanos / 1e9));
     }
 
     // ---- accounting -------------------------------------------------------------------------
@@ -294,12 +330,14 @@ public final class RemoteBackend implements StorageBackend {
      * {@code rawBytes}/{@code compressedBytes} the objects' bytes before and after compression
      * ({@link #bytesSaved()}), {@code compressNanos}/{@code decompressNanos} the time spent,
      * {@code decompressedBytes} what gets decompressed, {@code corruptEntries} compressed entries
-     * that could not be read (served as misses).
+     * that could not be read (served as misses). {@code puts} counts puts the connector reported
+     * done ({@code failedPuts} those it reported failed, {@code droppedPuts} those never sent while
+     * a blackhole stood in); {@code health} what the store's answers, or their absence, say.
      */
     public record Stats(boolean healthy, long puts, long putBytes, long droppedPuts, long failedPuts, long gets,
                         long getBytes, long timeouts, long failures, long pingFailures, int putsInFlight,
                         String serde, long rawBytes, long compressedBytes, long compressNanos, long decompressedBytes,
-                        long decompressNanos, long corruptEntries) {
+                        long decompressNanos, long corruptEntries, RemoteHealth health) {
         /** Bytes compression saved on puts. */
         public long bytesSaved() {
             return rawBytes - compressedBytes;
@@ -310,7 +348,8 @@ public final class RemoteBackend implements StorageBackend {
         RemoteSerde.Counters c = serde.counters();
         return new Stats(healthy(), puts.sum(), putBytes.sum(), droppedPuts.sum(), failedPuts.sum(), gets.sum(),
                 getBytes.sum(), timeouts.sum(), failures.sum(), pingFailures.sum(), putsInFlight.size(), serde.name(),
-                c.rawBytes(), c.storedBytes(), c.compressNanos(), c.decompressedBytes(), c.decompressNanos(), c.corrupt());
+                c.rawBytes(), c.storedBytes(), c.compressNanos(), c.decompressedBytes(), c.decompressNanos(), c.corrupt(),
+                health.snapshot());
     }
 
     /** The serde this tier stores through. */

@@ -134,8 +134,13 @@ final class ConfigResolver {
                 + " Valid keys: " + String.join(", ", schema.fieldNames()));
     }
 
+    /** The most characters of a value a problem repeats: a 100 kB value must not make a 100 kB message. */
+    private static final int MAX_SHOWN_CHARS = 200;
+
     private static String show(Entry e) {
-        return e.text() ? Json.write(String.valueOf(e.raw())) : Json.write(e.raw());
+        String shown = e.text() ? Json.write(String.valueOf(e.raw())) : Json.write(e.raw());
+        return shown.length() <= MAX_SHOWN_CHARS ? shown
+                : shown.substring(0, MAX_SHOWN_CHARS) + "... (" + shown.length() + " characters)";
     }
 
     /**

@@ -110,6 +110,11 @@ public final class RemoteBackend implements StorageBackend {
         return NAME;
     }
 
+    /** The store's URL as its connector shows it: credentials and options removed. */
+    public String url() {
+        return remote.url();
+    }
+
     /** Whether the remote answered its last ping (else the blackhole stands in). */
     public boolean healthy() {
         return active.get() == remote;

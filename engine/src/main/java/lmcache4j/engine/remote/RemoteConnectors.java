@@ -1,7 +1,8 @@
 package lmcache4j.engine.remote;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.util.Locale;
 
 import lmcache4j.engine.remote.fs.FsConnector;
@@ -18,26 +19,43 @@ public final class RemoteConnectors {
      * {@code redis-sentinel://host:port[,host:port][/db][?service_name=NAME]} /
      * {@code redis-cluster://host:port[,host:port]}.
      *
-     * @throws IllegalArgumentException for a malformed URL or a scheme lmcache4j does not serve yet
-     * @throws UncheckedIOException     when the store cannot be opened
+     * @throws BadRemoteUrlException      for a malformed URL or a scheme lmcache4j does not serve yet
+     * @throws RemoteUnavailableException when the store cannot be opened
      */
     public static RemoteConnector create(String url) {
         int colon = url.indexOf("://");
         if (colon <= 0) {
-            throw new IllegalArgumentException("remote_url '" + url + "' has no scheme://");
+            throw new BadRemoteUrlException("remote_url has no scheme:// (for example lm://host:port, redis://host:port "
+                    + "or fs:///shared/dir)", null);
         }
         String scheme = url.substring(0, colon).toLowerCase(Locale.ROOT);
         try {
             return switch (scheme) {
                 case "blackhole" -> new BlackholeConnector(url);
                 case "fs" -> FsConnector.open(url);
-                case "lm" -> lmcache4j.engine.remote.lm.LmConnector.connect(java.net.URI.create(url));
-                case "redis", "rediss", "redis-sentinel", "redis-cluster" -> lmcache4j.engine.remote.redis.RedisConnector.connect(java.net.URI.create(url));
-                default -> throw new IllegalArgumentException("remote_url scheme '" + scheme + "://' is not served by this "
-                        + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, redis-cluster://");
+                case "lm" -> lmcache4j.engine.remote.lm.LmConnector.connect(uri(url));
+                case "redis", "rediss", "redis-sentinel", "redis-cluster" ->
+                        lmcache4j.engine.remote.redis.RedisConnector.connect(uri(url));
+                default -> throw new BadRemoteUrlException("remote_url scheme '" + scheme + "://' is not served by this "
+                        + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, "
+                        + "redis-cluster://", null);
             };
+        } catch (BadRemoteUrlException e) {
+            throw e;
+        } catch (IllegalArgumentException e) { // the connectors name what is wrong, without credentials
+            throw new BadRemoteUrlException(e.getMessage(), e);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open remote store " + url + ": " + e.getMessage(), e);
+            throw new RemoteUnavailableException("cannot open remote store " + url + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** {@code url} as a URI; a syntax error names the position, not the URL (it may hold a password). */
+    private static URI uri(String url) {
+        try {
+            return new URI(url);
+        } catch (URISyntaxException e) {
+            throw new BadRemoteUrlException("remote_url is not a valid URL: " + e.getReason() + " at character "
+                    + (e.getIndex() + 1), e);
         }
     }
 }

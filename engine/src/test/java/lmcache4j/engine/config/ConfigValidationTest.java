@@ -222,6 +222,13 @@ class ConfigValidationTest {
     }
 
     @Test
+    void aHugeBadValueIsCutInTheMessage() {
+        ConfigException e = fails(loader(Map.of()).setText("extra_config", "[".repeat(100_000), "--set"));
+        assertMentions(e, "extra_config = \"[[[[", "... (100002 characters) (--set) is not valid");
+        assertTrue(e.getMessage().length() < 600, e.getMessage().length() + " characters");
+    }
+
+    @Test
     void aliasBombsAndHugeFilesAreRefused() {
         StringBuilder laughs = new StringBuilder("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
         for (int i = 1; i < 10; i++) {

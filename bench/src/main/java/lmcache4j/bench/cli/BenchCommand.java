@@ -84,81 +84,64 @@ public final class BenchCommand {
     }
 
     public static void main(String[] args) {
-        if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help") || args[0].equals("help")) {
-            System.out.print(USAGE);
-            if (args.length == 0) {
-                System.exit(2);
-            }
-            return;
+        CliMain.exit("bench", () -> run(args, System.out, System.err));
+    }
+
+    /** Runs {@code bench <benchmark> [options]}; returns the exit status. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0) {
+            return usageError(err, "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
         }
         String sub = args[0];
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
-        switch (sub) {
-            case "allocator" -> allocator(rest);
-            case "hash" -> {
-                int status = HashBenchCommand.run(rest, System.out, System.err);
-                if (status != 0) {
-                    System.exit(status);
-                }
+        return switch (sub) {
+            case "-h", "--help", "help" -> {
+                out.print(USAGE);
+                yield 0;
             }
-            case "store" -> {
-                int status = StoreBenchCommand.run(rest, System.out, System.err);
-                if (status != 0) {
-                    System.exit(status);
-                }
-            }
-            case "disk" -> {
-                int status = DiskBenchCommand.run(rest, System.out, System.err);
-                if (status != 0) {
-                    System.exit(status);
-                }
-            }
-            case "redis" -> {
-                int status = RedisBenchCommand.run(rest, System.out, System.err);
-                if (status != 0) {
-                    System.exit(status);
-                }
-            }
+            case "allocator" -> allocator(rest, out, err);
+            case "hash" -> HashBenchCommand.run(rest, out, err);
+            case "store" -> StoreBenchCommand.run(rest, out, err);
+            case "disk" -> DiskBenchCommand.run(rest, out, err);
+            case "redis" -> RedisBenchCommand.run(rest, out, err);
             case "jmh" -> {
-                System.err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
-                System.exit(2);
+                err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
+                yield 2;
             }
-            default -> usageError("unknown benchmark '" + sub + "'; valid: allocator, hash, store, disk, redis, jmh");
-        }
+            default -> usageError(err, "unknown benchmark '" + CliText.echo(sub)
+                    + "'; valid: allocator, hash, store, disk, redis, jmh");
+        };
     }
 
-    private static void allocator(String[] args) {
+    private static int allocator(String[] args, PrintStream out, PrintStream err) {
         if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
-            System.out.print(USAGE);
-            return;
+            out.print(USAGE);
+            return 0;
         }
         Options options;
         try {
             options = parse(args);
         } catch (UsageException e) {
-            usageError(e.getMessage());
-            return;
+            return usageError(err, e.getMessage());
         }
         Report report;
         try {
-            report = AllocatorBench.run(options.settings(), System.err);
+            report = AllocatorBench.run(options.settings(), err);
         } catch (RuntimeException e) {
-            System.err.println("lmcache4j bench: the allocator benchmark failed: " + e);
-            e.printStackTrace(System.err);
-            System.exit(1);
-            return;
+            err.println("lmcache4j bench: the allocator benchmark failed: " + CliText.oneLine(e));
+            return 1;
         }
         if (options.json()) {
-            System.out.println(json(report));
+            out.println(json(report));
         } else {
-            printTable(report, System.out);
+            printTable(report, out);
         }
+        return 0;
     }
 
-    private static void usageError(String message) {
-        System.err.println("lmcache4j bench: " + message);
-        System.err.print(USAGE);
-        System.exit(2);
+    private static int usageError(PrintStream err, String message) {
+        err.println("lmcache4j bench: " + CliText.escape(message) + " (./lmcache4j bench --help lists the options)");
+        return 2;
     }
 
     static Options parse(String[] args) throws UsageException {
@@ -177,7 +160,7 @@ public final class BenchCommand {
             switch (name) {
                 case "--json" -> {
                     if (value != null) {
-                        throw new UsageException("--json takes no value, got '" + arg + "'");
+                        throw new UsageException("--json takes no value, got '" + CliText.echo(arg) + "'");
                     }
                     json = true;
                 }
@@ -197,8 +180,8 @@ public final class BenchCommand {
                         default -> only = kinds(value);
                     }
                 }
-                default -> throw new UsageException(arg.startsWith("-") ? "unknown option '" + arg + "'"
-                        : "unexpected argument '" + arg + "'");
+                default -> throw new UsageException(arg.startsWith("-") ? "unknown option '" + CliText.echo(arg) + "'"
+                        : "unexpected argument '" + CliText.echo(arg) + "'");
             }
         }
         AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
@@ -210,7 +193,7 @@ public final class BenchCommand {
         try {
             n = Long.parseLong(value.replace("_", ""));
         } catch (NumberFormatException e) {
-            throw new UsageException(option + " needs a whole number, got '" + value + "'");
+            throw new UsageException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
         }
         if (n < min || n > max) {
             throw new UsageException(option + " must be between " + min + " and " + max + ", got " + n);

@@ -76,8 +76,7 @@ final class CliText {
         StringBuilder sb = new StringBuilder();
         int depth = 0;
         for (Throwable t = failure; t != null && depth < 8; t = t.getCause(), depth++) {
-            String message = t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName()
-                    : t.getMessage().strip();
+            String message = message(t);
             if (sb.indexOf(message) >= 0) {
                 continue; // a wrapper repeating its cause
             }
@@ -87,5 +86,19 @@ final class CliText {
             sb.append(message);
         }
         return escape(sb.toString());
+    }
+
+    /** A file system error names what happened, not only the file ({@code no such file: /x}, not {@code /x}). */
+    private static String message(Throwable t) {
+        if (t instanceof java.nio.file.FileSystemException fs && fs.getReason() == null && fs.getFile() != null) {
+            return words(t) + ": " + fs.getFile() + (fs.getOtherFile() == null ? "" : " -> " + fs.getOtherFile());
+        }
+        return t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName() : t.getMessage().strip();
+    }
+
+    /** {@code NoSuchFileException} as {@code no such file}. */
+    private static String words(Throwable t) {
+        String name = t.getClass().getSimpleName().replaceFirst("(Exception|Error)$", "");
+        return name.replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(java.util.Locale.ROOT);
     }
 }

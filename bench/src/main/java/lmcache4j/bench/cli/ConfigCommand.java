@@ -30,13 +30,13 @@ public final class ConfigCommand {
     }
 
     public static void main(String[] args) {
-        System.exit(run(List.of(args), System.getenv(), System.out, System.err));
+        CliMain.exit("config", () -> run(List.of(args), System.getenv(), System.out, System.err));
     }
 
     /** The command without {@link System#exit}: returns the exit status. */
     static int run(List<String> args, Map<String, String> env, PrintStream out, PrintStream err) {
         ConfigLoader.Builder loader = ConfigLoader.builder().environment(env)
-                .warnings(w -> err.println("lmcache4j config: warning: " + w));
+                .warnings(w -> err.println("lmcache4j config: warning: " + CliText.escape(w)));
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             String value;
@@ -52,14 +52,14 @@ public final class ConfigCommand {
                 value = a.substring(a.indexOf('=') + 1);
                 a = a.substring(0, a.indexOf('='));
             } else {
-                return usageError(err, "unexpected argument '" + a + "'");
+                return usageError(err, "unexpected argument '" + CliText.echo(a) + "'");
             }
             if (a.equals("--file")) {
                 loader.file(Path.of(value));
             } else {
                 int eq = value.indexOf('=');
                 if (eq <= 0) {
-                    return usageError(err, "--set takes key=value, got '" + value + "'");
+                    return usageError(err, "--set takes key=value, got '" + CliText.echo(value) + "'");
                 }
                 loader.setText(value.substring(0, eq).strip(), value.substring(eq + 1), "--set");
             }
@@ -68,7 +68,8 @@ public final class ConfigCommand {
         try {
             config = loader.build();
         } catch (ConfigException e) {
-            err.println("lmcache4j config: " + e.getMessage());
+            // One line per problem, each escaped: a value or key may carry control characters.
+            e.getMessage().lines().map(CliText::escape).forEach(line -> err.println("lmcache4j config: " + line.strip()));
             return 2;
         }
         out.println("# lmcache4j effective config; file: "
@@ -79,8 +80,6 @@ public final class ConfigCommand {
     }
 
     private static int usageError(PrintStream err, String why) {
-        err.println("lmcache4j config: " + why);
-        err.println(USAGE);
-        return 2;
+        return CliMain.usageError(err, "config", why);
     }
 }

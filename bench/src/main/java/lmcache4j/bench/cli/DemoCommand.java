@@ -11,10 +11,14 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import lmcache4j.bench.demo.DemoReport;
+import lmcache4j.bench.demo.DemoVerdict;
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.bench.demo.ServingSimulator.Settings;
 import lmcache4j.bench.demo.Workload;
 import lmcache4j.cuda.CudaRuntime;
+import lmcache4j.engine.config.ConfigException;
+import lmcache4j.engine.remote.BadRemoteUrlException;
+import lmcache4j.engine.remote.RemoteUnavailableException;
 
 /**
  * {@code ./lmcache4j demo}: lmcache4j's main job, end to end with no setup. A serving-engine
@@ -26,8 +30,13 @@ import lmcache4j.cuda.CudaRuntime;
  * temporary directory deleted at the end; {@code --disk DIR} keeps its chunks in DIR, where a next
  * run recovers and serves them; {@code --no-disk} leaves it out).
  *
- * <p>Exit status 0 when every retrieved byte matched, 1 when any did not (or the run failed), 2 for
- * a usage error. The progress bar goes to stderr; the report (or JSON) to stdout.
+ * <p>Exit status: 0 when every retrieved byte matched (and a {@code --remote} store worked); 1 when
+ * the engine returned wrong KV, loaded less than its lookup promised, failed its own health check,
+ * or the run failed; 2 for bad arguments (a malformed {@code --remote} URL, a {@code --cpu-gb}
+ * beyond the machine's available memory included); 3 when {@code --remote} was given and the
+ * remote stored nothing (no put acknowledged and no chunk read back) or never answered. Every
+ * failure ends with one line on stderr saying why. The progress bar goes to stderr; the report
+ * (or JSON) to stdout.
  */
 public final class DemoCommand {
     static final String USAGE = """
@@ -55,7 +64,12 @@ public final class DemoCommand {
                             pointed at the same remote hits what the first stored there
               --json        print one JSON object instead of the report (no progress bar)
               --quiet       no progress bar
-            Exit status: 0 when every retrieved byte matched, 1 when any did not, 2 for bad arguments.
+            Exit status: 0 when every retrieved byte matched (and the remote, if any, worked); 1 when the engine
+            returned wrong KV (bytes differ from the model), loaded fewer tokens than its lookup promised, or
+            failed its own health check, or when the run failed (one line says why); 2 for bad arguments,
+            including a malformed --remote URL and a --cpu-gb larger than the machine's available memory;
+            3 when --remote was given and the remote stored nothing (no put acknowledged, no chunk read
+            back) or never answered.
             """.formatted(Settings.DEFAULT_REQUESTS, Settings.DEFAULT_CPU_GB, Settings.DEFAULT_LAYERS,
             Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_SEED, Settings.DEFAULT_DISK_GB);
 
@@ -63,11 +77,7 @@ public final class DemoCommand {
     }
 
     public static void main(String[] args) {
-        int status = run(args, System.out, System.err);
-        System.out.flush();
-        if (status != 0) {
-            System.exit(status);
-        }
+        CliMain.exit("demo", () -> run(args, System.out, System.err));
     }
 
     /**
@@ -79,18 +89,22 @@ public final class DemoCommand {
     record Options(Settings settings, boolean json, boolean quiet, Path disk, boolean noDisk, double diskGb) {
     }
 
+    /** Exit status: bad arguments. */
+    static final int EXIT_USAGE = 2;
+    /** Exit status: {@code --remote} was given and the remote stored nothing or never answered. */
+    static final int EXIT_REMOTE_FAILED = DemoVerdict.Outcome.REMOTE_STORED_NOTHING.exitStatus();
+
     /** Runs the demo with these arguments; returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         Options options;
         try {
             options = parse(args);
+            requireMemoryFor(options.settings(), MachineMemory.read());
         } catch (HelpRequested h) {
             out.print(USAGE);
             return 0;
         } catch (IllegalArgumentException e) {
-            err.println("lmcache4j demo: " + e.getMessage());
-            err.print(USAGE);
-            return 2;
+            return CliMain.usageError(err, "demo", e.getMessage());
         }
         Path temporaryDisk = null;
         Settings s = options.settings();
@@ -103,9 +117,10 @@ public final class DemoCommand {
                 s = s.withDisk(temporaryDisk, options.diskGb());
             }
         } catch (IOException | IllegalArgumentException e) {
-            err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "") + e.getMessage());
+            err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "")
+                    + CliText.oneLine(e));
             deleteQuietly(temporaryDisk, err);
-            return 2;
+            return EXIT_USAGE;
         }
         try {
             return serve(s, options, out, err);
@@ -131,24 +146,47 @@ public final class DemoCommand {
                 out.flush();
             }
             ProgressBar progress = new ProgressBar(err, bar);
-            report = simulator.run(progress);
-            progress.finish();
-        } catch (RuntimeException e) {
-            err.println();
-            err.println("lmcache4j demo: FAILED: " + e);
-            e.printStackTrace(err);
-            return 1;
+            try {
+                report = simulator.run(progress);
+            } finally {
+                progress.finish();
+            }
+        } catch (BadRemoteUrlException e) { // its message is whole and names no credentials: not its causes'
+            return CliMain.usageError(err, "demo", "--remote: " + e.getMessage());
+        } catch (ConfigException e) { // the engine's config is made of this command's arguments only
+            return CliMain.usageError(err, "demo", e.getMessage());
+        } catch (RemoteUnavailableException e) {
+            err.println("lmcache4j demo: FAILED: the remote cannot be used: " + CliText.oneLine(e));
+            return EXIT_REMOTE_FAILED;
+        } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+            return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
             lmcacheLogs.setLevel(previousLevel);
         }
         out.print(options.json() ? report.json() + System.lineSeparator() : report.text());
         out.flush();
-        if (!report.passed()) {
-            err.println("lmcache4j demo: FAILED: " + report.mismatchingBytes() + " mismatching bytes and "
-                    + report.disagreements() + " lookup/retrieve disagreements; the engine returned wrong KV");
-            return 1;
+        DemoVerdict verdict = report.verdict();
+        if (!verdict.passed()) {
+            err.println("lmcache4j demo: FAILED: " + CliText.escape(String.join("; ", verdict.reasons())));
         }
-        return 0;
+        return verdict.exitStatus();
+    }
+
+    /**
+     * Refuses a CPU tier larger than the memory the machine has available (it is prefaulted at
+     * start: it would fail, or push the machine into swap), naming both.
+     */
+    static void requireMemoryFor(Settings s, java.util.Optional<MachineMemory> machine) {
+        long asked = (long) Math.min(Long.MAX_VALUE, s.cpuGb() * (1L << 30));
+        machine.filter(m -> asked > m.availableBytes()).ifPresent(m -> {
+            throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "--cpu-gb %s asks for %s of host memory "
+                    + "for the CPU tier, but this machine has %s", CliText.echo(decimalText(s.cpuGb())),
+                    lmcache4j.allocator.host.HostArenas.formatBytes(asked), m.describe()));
+        });
+    }
+
+    private static String decimalText(double gb) {
+        return gb == Math.rint(gb) && Math.abs(gb) < 1e15 ? String.valueOf((long) gb) : String.valueOf(gb);
     }
 
     /** Deletes the temporary disk directory and its chunk files (no subdirectories are made there). */
@@ -205,7 +243,7 @@ public final class DemoCommand {
                 case "-h", "--help" -> throw new HelpRequested();
                 case "--json", "--quiet", "--no-disk" -> {
                     if (value != null) {
-                        throw new IllegalArgumentException(name + " takes no value, got '" + arg + "'");
+                        throw new IllegalArgumentException(name + " takes no value, got '" + CliText.echo(arg) + "'");
                     }
                     switch (name) {
                         case "--json" -> json = true;
@@ -232,17 +270,17 @@ public final class DemoCommand {
                         }
                         case "--disk-gb" -> diskGb = decimal(name, value);
                         case "--remote" -> {
-                            if (!value.contains("://")) {
+                            if (value.indexOf("://") <= 0) {
                                 throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
-                                        + "fs:///shared/dir, got '" + value + "'");
+                                        + "fs:///shared/dir, got '" + CliText.echo(value) + "'");
                             }
                             remote = value;
                         }
                         default -> cpuGb = decimal(name, value);
                     }
                 }
-                default -> throw new IllegalArgumentException(arg.startsWith("-") ? "unknown option '" + arg + "'"
-                        : "unexpected argument '" + arg + "'");
+                default -> throw new IllegalArgumentException(arg.startsWith("-")
+                        ? "unknown option '" + CliText.echo(arg) + "'" : "unexpected argument '" + CliText.echo(arg) + "'");
             }
         }
         Settings s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
@@ -261,7 +299,7 @@ public final class DemoCommand {
         try {
             n = Long.parseLong(value.replace("_", ""));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " needs a whole number, got '" + value + "'");
+            throw new IllegalArgumentException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
         }
         if (n < min || n > max) {
             throw new IllegalArgumentException(option + " must be between " + min + " and " + max + ", got " + n);
@@ -269,16 +307,20 @@ public final class DemoCommand {
         return n;
     }
 
+    /** The most GiB a size option takes: 1 PiB, far beyond any tier, well within a byte count. */
+    static final double MAX_GB = 1 << 20;
+
     private static double decimal(String option, String value) {
         try {
             double d = Double.parseDouble(value);
-            if (Double.isFinite(d) && d > 0) {
+            if (Double.isFinite(d) && d > 0 && d <= MAX_GB) {
                 return d;
             }
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(option + " needs a positive number of GiB, got '" + value + "'");
+        throw new IllegalArgumentException(option + " needs a positive number of GiB up to " + (long) MAX_GB + ", got '"
+                + CliText.echo(value) + "'");
     }
 
     /**

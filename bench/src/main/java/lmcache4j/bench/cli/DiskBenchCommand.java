@@ -67,22 +67,21 @@ public final class DiskBenchCommand {
                             throw new IllegalArgumentException("--dir needs a directory");
                         }
                         dir = Path.of(args[i]);
+                        if (!java.nio.file.Files.isDirectory(dir)) {
+                            throw new IllegalArgumentException("--dir '" + CliText.echo(args[i]) + "' is not a directory");
+                        }
                     }
-                    default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
                 }
             }
         } catch (IllegalArgumentException e) {
-            err.println("lmcache4j bench disk: " + e.getMessage());
-            err.print(USAGE);
-            return 2;
+            return CliMain.usageError(err, "bench disk", e.getMessage());
         }
         Result r;
         try {
             r = DiskBench.run(new Settings(chunks, runs, warmup, threads, dir, d.layers(), d.tokens(), d.hidden()), err);
         } catch (RuntimeException e) {
-            err.println("lmcache4j bench disk: the benchmark failed: " + e);
-            e.printStackTrace(err);
-            return 1;
+            return CliMain.failure(err, "bench disk", "the benchmark failed", e);
         }
         out.println(json ? json(r) : table(r));
         if (r.mismatches() != 0) {

@@ -56,13 +56,11 @@ public final class HashBenchCommand {
                     case "--warmup" -> warmup = intArg(args, ++i, "--warmup", 0);
                     // For tests: shorter runs. Not in the usage text.
                     case "--min-run-ms" -> minRunNanos = intArg(args, ++i, "--min-run-ms", 0) * 1_000_000L;
-                    default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
                 }
             }
         } catch (IllegalArgumentException e) {
-            err.println("lmcache4j bench hash: " + e.getMessage());
-            err.print(USAGE);
-            return 2;
+            return CliMain.usageError(err, "bench hash", e.getMessage());
         }
         Result r = HashBench.run(new Settings(tokens, chunkSize, warmup, runs, minRunNanos, d.seed()), err);
         out.println(json ? json(r) : table(r));
@@ -81,7 +79,7 @@ public final class HashBenchCommand {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(option + " '" + args[i] + "' must be an integer of at least " + min);
+        throw new IllegalArgumentException(option + " '" + CliText.echo(args[i]) + "' must be an integer of at least " + min);
     }
 
     static String json(Result r) {

@@ -41,7 +41,7 @@ public final class KeysCommand {
     }
 
     public static void main(String[] args) {
-        System.exit(run(args, System.in, System.out, System.err, System.getenv()));
+        CliMain.exit("keys", () -> run(args, System.in, System.out, System.err, System.getenv()));
     }
 
     /** Parsed options. */

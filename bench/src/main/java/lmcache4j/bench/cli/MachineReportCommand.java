@@ -6,10 +6,16 @@ public final class MachineReportCommand {
     }
 
     public static void main(String[] args) {
+        CliMain.exit("report", () -> run(args, System.out, System.err));
+    }
+
+    /** Prints the report; returns the exit status (2 for any argument: it takes none). */
+    static int run(String[] args, java.io.PrintStream out, java.io.PrintStream err) {
         if (args.length > 0) {
-            System.err.println("usage: ./lmcache4j report   (takes no arguments; got " + String.join(" ", args) + ")");
-            System.exit(2);
+            err.println("lmcache4j report: takes no arguments, got '" + CliText.echo(String.join(" ", args)) + "'");
+            return 2;
         }
-        MachineReport.print(System.out);
+        MachineReport.print(out);
+        return 0;
     }
 }

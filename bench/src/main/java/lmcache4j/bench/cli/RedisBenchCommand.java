@@ -70,22 +70,18 @@ public final class RedisBenchCommand {
                     case "--runs" -> runs = StoreBenchCommand.intArg(args, ++i, "--runs", 1, 1000);
                     case "--warmup" -> warmup = StoreBenchCommand.intArg(args, ++i, "--warmup", 0, 1000);
                     case "--tokens" -> tokens = StoreBenchCommand.intArg(args, ++i, "--tokens", 1, 256);
-                    default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
                 }
             }
         } catch (IllegalArgumentException e) {
-            err.println("lmcache4j bench redis: " + e.getMessage());
-            err.print(USAGE);
-            return 2;
+            return CliMain.usageError(err, "bench redis", e.getMessage());
         }
         Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), lm, rb);
         Result r;
         try {
             r = RemoteBench.run(s, err);
         } catch (Exception e) {
-            err.println("lmcache4j bench redis: the benchmark failed: " + e);
-            e.printStackTrace(err);
-            return 1;
+            return CliMain.failure(err, "bench redis", "the benchmark failed", e);
         }
         out.println(json ? json(r) : table(r));
         if (r.mismatches() != 0) {

@@ -15,7 +15,8 @@ import lmcache4j.engine.remote.lm.LmServerLimits;
 /**
  * {@code ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N] [limits]}:
  * runs an {@code lm://} cache server in the foreground until SIGINT/SIGTERM, then stops it
- * gracefully. Exit status 0, 1 when the server cannot start, 2 for bad arguments.
+ * gracefully. Exit status 0, 1 when the server cannot start, 2 for bad arguments (a
+ * {@code --max-size} below 1 MiB or beyond the machine's memory included).
  */
 public final class ServerCommand {
     static final String USAGE = """
@@ -26,9 +27,10 @@ public final class ServerCommand {
             client can use it, and lmcache4j's remote tier can use LMCache's server.
               --host H             address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)
               --port N             TCP port, 0 = any free port (default 65432)
-              --max-size GB        size of the off-heap payload pool, in 64 KiB pages; every entry is charged
-                                   its pages plus 512 bytes, and least recently used entries are evicted as
-                                   the bytes of a new payload arrive, never for bytes not yet sent (default 4)
+              --max-size GB        size of the off-heap payload pool, in 64 KiB pages, from 0.001 (1 MiB) to
+                                   the machine's memory; every entry is charged its pages plus 512 bytes, and
+                                   least recently used entries are evicted as the bytes of a new payload
+                                   arrive, never for bytes not yet sent (default 4)
               --token T            shared secret clients must send first (lm://host:port?token=T); default
                                    none. A wrong token is answered after 1 s, at most 10 a second in all.
               --max-frame-mb N     largest payload one message may carry, in MiB (default 1024); larger
@@ -42,6 +44,7 @@ public final class ServerCommand {
               --stall-timeout S    close a connection whose request, reply or AUTH stops moving for S
                                    seconds (default 30); a frame must also average at least 1 MiB/s
             Limits that are reached are counted and printed with the statistics when the server stops.
+            Exit status: 0 after a graceful stop, 1 when the server cannot start, 2 for bad arguments.
             """;
 
     private ServerCommand() {
@@ -60,7 +63,7 @@ public final class ServerCommand {
     }
 
     public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
+        CliMain.exit("server", () -> run(args, System.out, System.err));
     }
 
     /** Runs the server until the JVM is asked to stop; returns the exit status. */
@@ -83,21 +86,18 @@ public final class ServerCommand {
         InetAddress host;
         try {
             o = parse(args);
+            requireMemoryFor(o.maxBytes(), MachineMemory.read());
             host = InetAddress.getByName(o.host());
         } catch (UsageException e) {
-            err.println("lmcache4j server: " + e.getMessage());
-            err.println("run ./lmcache4j server --help for the options");
-            return 2;
+            return CliMain.usageError(err, "server", e.getMessage());
         } catch (UnknownHostException e) {
-            err.println("lmcache4j server: unknown host: " + e.getMessage());
-            return 2;
+            return CliMain.usageError(err, "server", "--host: unknown host: " + CliText.oneLine(e));
         }
         LmCacheServer server;
         try {
             server = LmCacheServer.start(host, o.port(), o.maxBytes(), o.token(), o.maxFrameBytes(), o.limits());
-        } catch (IOException | IllegalArgumentException e) {
-            err.println("lmcache4j server: " + e.getMessage());
-            return 1;
+        } catch (IOException | RuntimeException e) {
+            return CliMain.failure(err, "server", "cannot start", e);
         }
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
@@ -130,10 +130,25 @@ public final class ServerCommand {
         return 0;
     }
 
+    /** The smallest payload pool {@code --max-size} may ask for. */
+    static final long MIN_BYTES = 1L << 20;
+
+    /**
+     * Refuses a payload pool larger than the machine's memory: the server would be killed when it
+     * filled, long after it started.
+     */
+    static void requireMemoryFor(long maxBytes, Optional<MachineMemory> machine) throws UsageException {
+        if (machine.isPresent() && maxBytes > machine.get().totalBytes()) {
+            throw new UsageException("--max-size asks for a " + lmcache4j.allocator.host.HostArenas.formatBytes(maxBytes)
+                    + " payload pool, more than this machine's " + machine.get().describe());
+        }
+    }
+
     static Options parse(String[] args) throws UsageException {
         String host = "127.0.0.1";
         int port = 65432;
         double gb = 4;
+        String gbText = "4";
         Optional<String> token = Optional.empty();
         long frameMb = 1024;
         LmServerLimits limits = LmServerLimits.defaults();
@@ -145,7 +160,7 @@ public final class ServerCommand {
             String name = flag.name();
             String value = flag.value();
             if (!known.contains(name)) {
-                throw new UsageException("unknown argument '" + arg + "'");
+                throw new UsageException("unknown argument '" + CliText.echo(arg) + "'");
             }
             if (value == null) {
                 if (i + 1 >= args.length) {
@@ -157,7 +172,10 @@ public final class ServerCommand {
                 switch (name) {
                     case "--host" -> host = value;
                     case "--port" -> port = Integer.parseInt(value);
-                    case "--max-size" -> gb = Double.parseDouble(value);
+                    case "--max-size" -> {
+                        gbText = CliText.echo(value);
+                        gb = Double.parseDouble(value);
+                    }
                     case "--token" -> token = Optional.of(value);
                     case "--max-connections" -> limits = limits.withMaxConnections(positiveInt(name, value));
                     case "--max-entries" -> limits = limits.withMaxEntries(positiveInt(name, value));
@@ -166,14 +184,20 @@ public final class ServerCommand {
                     default -> frameMb = Long.parseLong(value);
                 }
             } catch (NumberFormatException e) {
-                throw new UsageException(name + " needs a number, got '" + value + "'");
+                throw new UsageException(name + " needs a number, got '" + CliText.echo(value) + "'");
             }
         }
         if (port < 0 || port > 65535) {
             throw new UsageException("--port must be 0..65535, got " + port);
         }
         if (!(gb > 0) || Double.isInfinite(gb)) {
-            throw new UsageException("--max-size must be a positive number of GB, got " + gb);
+            throw new UsageException("--max-size must be a positive number of GB, got " + gbText);
+        }
+        if (gb * (1L << 30) < MIN_BYTES) {
+            throw new UsageException("--max-size " + gbText + " GB is less than 1 MiB (0.001): the pool could hold almost nothing");
+        }
+        if (gb * (1L << 30) >= Long.MAX_VALUE) {
+            throw new UsageException("--max-size " + gbText + " GB is larger than any machine's memory");
         }
         if (frameMb < 1 || frameMb > 2047) {
             throw new UsageException("--max-frame-mb must be 1..2047, got " + frameMb);
@@ -195,7 +219,7 @@ public final class ServerCommand {
     private static Duration seconds(String name, String value) throws UsageException {
         double s = Double.parseDouble(value);
         if (!(s >= 0.001) || s > 365 * 86_400) {
-            throw new UsageException(name + " must be 0.001 to 31536000 seconds, got " + value);
+            throw new UsageException(name + " must be 0.001 to 31536000 seconds, got " + CliText.echo(value));
         }
         return Duration.ofNanos((long) (s * 1e9));
     }

@@ -57,21 +57,17 @@ public final class StoreBenchCommand {
                     case "--chunks" -> chunks = intArg(args, ++i, "--chunks", 1, 4096);
                     case "--runs" -> runs = intArg(args, ++i, "--runs", 1, 1000);
                     case "--warmup" -> warmup = intArg(args, ++i, "--warmup", 0, 1000);
-                    default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
                 }
             }
         } catch (IllegalArgumentException e) {
-            err.println("lmcache4j bench store: " + e.getMessage());
-            err.print(USAGE);
-            return 2;
+            return CliMain.usageError(err, "bench store", e.getMessage());
         }
         Result r;
         try {
             r = StoreBench.run(s.withChunks(chunks).withRuns(runs, warmup), err);
         } catch (RuntimeException e) {
-            err.println("lmcache4j bench store: the benchmark failed: " + e);
-            e.printStackTrace(err);
-            return 1;
+            return CliMain.failure(err, "bench store", "the benchmark failed", e);
         }
         out.println(json ? json(r) : table(r));
         if (r.mismatches() != 0) {
@@ -93,7 +89,7 @@ public final class StoreBenchCommand {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(option + " '" + args[i] + "' must be an integer from " + min + " to " + max);
+        throw new IllegalArgumentException(option + " '" + CliText.echo(args[i]) + "' must be an integer from " + min + " to " + max);
     }
 
     static String json(Result r) {

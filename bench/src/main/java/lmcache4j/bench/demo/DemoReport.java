@@ -8,6 +8,7 @@ import java.util.stream.Collectors;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.FlatJson;
+import lmcache4j.engine.remote.RemoteHealth;
 
 /**
  * What a demo run did and measured, as a readable report ({@link #text()}) or one JSON object
@@ -24,16 +25,20 @@ import lmcache4j.bench.json.FlatJson;
  * @param memcpyChunk      memcpy in chunk-sized pieces, same total bytes as the stores
  * @param memcpyBlock      memcpy in pieces of one paged block of one layer and plane: the runs the connector copies
  * @param disagreements    retrieves that loaded fewer tokens than their pinned lookup found (an engine error)
+ * @param shortfallTokens  the tokens those retrieves fell short by, in all
+ * @param maskHoles        retrieves whose returned mask had a loaded token after one that was not
+ * @param engineHealthy    whether the engine's health check (allocator invariants) passed at the end
  * @param retrievesBeyondLookup retrieves that loaded more: a chunk whose disk write was still queued at the lookup
  *                         reached the disk before the retrieve (not an error; its bytes are verified too)
+ * @param problems         details of what went wrong, per request (at most 20)
  * @param disk             the disk tier's counters after its queued writes finished, or null without a disk tier
  * @param remote           the remote tier's counters after its puts finished, or null without a remote tier
  */
 public record DemoReport(ServingSimulator.Settings settings, int conversations, long sharedTokens, int pagedBlocks,
                          long pagedBytes, long cpuBytes, long cpuChunks, Map<Workload.Kind, Integer> kinds,
                          long promptTokens, long reusedTokens, long computedTokens, long storedTokens,
-                         long lookupHitTokens, int requestsWithHit, int disagreements, int retrievesBeyondLookup,
-                         long verifiedBytes,
+                         long lookupHitTokens, int requestsWithHit, int disagreements, long shortfallTokens,
+                         int maskHoles, boolean engineHealthy, int retrievesBeyondLookup, long verifiedBytes,
                          long mismatchingBytes, List<String> problems,
                          double storeCopyGbps, double retrieveCopyGbps, double storeSteadyGbps, int tierFullAt,
                          double storeE2eGbps, double retrieveE2eGbps, long storedBytes, long retrievedBytes,
@@ -44,14 +49,42 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
     /**
      * The remote tier ({@link lmcache4j.engine.remote.RemoteBackend}'s stats).
      *
-     * @param puts     chunks this run wrote to the remote store
-     * @param gets     chunks read from it (retrieve hits no local tier held: for example another process's)
-     * @param lost     puts dropped (remote unhealthy) or failed
-     * @param failures gets and lookups that timed out or failed (each a miss)
-     * @param healthy  whether the remote answered its last health ping
+     * @param puts        chunks the remote store acknowledged (for {@code lm://}, confirmed by a round trip)
+     * @param failedPuts  puts the connector reported failed
+     * @param droppedPuts puts never sent: the health ping had failed and a blackhole stood in
+     * @param gets        chunks read from it (retrieve hits no local tier held: for example another process's)
+     * @param failedReads gets and lookups that timed out or failed (each a miss)
+     * @param health      what the store's answers, or their absence, say
      */
-    public record Remote(String url, long puts, long putBytes, long gets, long getBytes, long lost, long failures,
-                         boolean healthy) {
+    public record Remote(String url, long puts, long putBytes, long failedPuts, long droppedPuts, long gets,
+                         long getBytes, long failedReads, RemoteHealth health) {
+
+        /** Puts this run asked of the tier. */
+        public long attemptedPuts() {
+            return puts + failedPuts + droppedPuts;
+        }
+
+        /** The store was asked to keep chunks (or failed when asked anything) but kept none and served none. */
+        public boolean storedNothing() {
+            return puts == 0 && gets == 0 && (attemptedPuts() > 0 || health.failures() > 0);
+        }
+
+        /** No operation ever succeeded against the store and it is not answering at the end. */
+        public boolean neverAnswered() {
+            return !health.everSucceeded() && health.state() != RemoteHealth.State.HEALTHY;
+        }
+
+        /** Whether {@code --remote} failed its purpose: a store that kept nothing, or never answered. */
+        public boolean failed() {
+            return storedNothing() || neverAnswered();
+        }
+
+        /** Why {@link #failed()}, in one sentence. */
+        public String failure() {
+            return String.format(Locale.ROOT, "the remote %s %s: %,d of %,d puts stored and %,d chunks read back",
+                    url, neverAnswered() ? "was unreachable for the whole run (" + health.lastError() + ")"
+                            : "stored nothing (" + health.describe() + ")", puts, attemptedPuts(), gets);
+        }
     }
 
     /** Where the time went, in nanoseconds; {@code diskDrain}: waiting for the disk tier's queued writes after serving. */
@@ -69,15 +102,23 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
      * @param rejectedPuts    writes refused because nothing more could be evicted (all pinned)
      * @param chunks          chunk files on disk at the end
      * @param usedBytes       their bytes
+     * @param corruptChunksDropped chunk files that failed their checksum when read and were dropped (each a
+     *                        miss, recomputed: never served as KV)
      */
     public record Disk(Path directory, long capacityBytes, int recoveredChunks, long recoveredBytes, long writes,
                        long reads, long evictions, long droppedPuts, long rejectedPuts, long ioFailures,
-                       long corruptReads, int chunks, long usedBytes, boolean directIo) {
+                       long corruptChunksDropped, int chunks, long usedBytes, boolean directIo) {
     }
 
-    /** True when every retrieved byte was right and every retrieve agreed with its lookup. */
+    /** What the run's result means, and the demo's exit status. */
+    public DemoVerdict verdict() {
+        return DemoVerdict.of(verifiedBytes, mismatchingBytes, disagreements, shortfallTokens, maskHoles, engineHealthy,
+                remote);
+    }
+
+    /** True when every retrieved byte was right, every retrieve agreed with its lookup and a given remote worked. */
     public boolean passed() {
-        return mismatchingBytes == 0 && disagreements == 0 && problems.isEmpty();
+        return verdict().passed();
     }
 
     /** Tokens retrieved ÷ prompt tokens. */
@@ -146,18 +187,25 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
             line(sb, "", "%,d tokens), %,d evictions; %,d chunks (%s) on disk at the end; recovered at start: %,d chunks (%s)",
                     d.reads() * settings.chunkSize(), d.evictions(), d.chunks(), HostArenas.formatBytes(d.usedBytes()),
                     d.recoveredChunks(), HostArenas.formatBytes(d.recoveredBytes()));
-            if (d.droppedPuts() + d.rejectedPuts() + d.ioFailures() + d.corruptReads() > 0) {
-                line(sb, "", "%,d stores skipped the disk (write queue full), %,d writes refused (no room), %,d I/O failures, "
-                        + "%,d corrupt reads", d.droppedPuts(), d.rejectedPuts(), d.ioFailures(), d.corruptReads());
+            if (d.droppedPuts() + d.rejectedPuts() + d.ioFailures() > 0) {
+                line(sb, "", "%,d stores skipped the disk (write queue full), %,d writes refused (no room), %,d I/O failures",
+                        d.droppedPuts(), d.rejectedPuts(), d.ioFailures());
+            }
+            if (d.corruptChunksDropped() > 0) {
+                line(sb, "", "%,d corrupt chunk files dropped at read (checksum mismatch: served as misses, recomputed)",
+                        d.corruptChunksDropped());
             }
         }
         if (remote != null) {
             Remote r = remote;
-            line(sb, "remote", "%s: %,d chunks written (%s), %,d read (hits served by the remote store, %s); %s%s",
-                    r.url(), r.puts(), HostArenas.formatBytes(r.putBytes()), r.gets(), HostArenas.formatBytes(r.getBytes()),
-                    r.healthy() ? "healthy" : "UNHEALTHY (a blackhole stood in)",
-                    r.lost() + r.failures() == 0 ? "" : String.format(Locale.ROOT, "; %,d puts lost, %,d failed reads",
-                            r.lost(), r.failures()));
+            line(sb, "remote", "%s: %s;", r.url(), r.health().describe());
+            line(sb, "", "%,d of %,d puts stored (%s), %,d chunks read (hits served by the remote store, %s)",
+                    r.puts(), r.attemptedPuts(), HostArenas.formatBytes(r.putBytes()), r.gets(),
+                    HostArenas.formatBytes(r.getBytes()));
+            if (r.failedPuts() + r.droppedPuts() + r.failedReads() > 0) {
+                line(sb, "", "%,d puts failed, %,d dropped while a blackhole stood in, %,d lookups or reads failed (misses)",
+                        r.failedPuts(), r.droppedPuts(), r.failedReads());
+            }
         }
         sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
         sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
@@ -183,13 +231,12 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
             line(sb, "", "(and %.2f s after serving waiting for the disk tier's queued writes)", p.diskDrain() / 1e9);
         }
         sb.append('\n');
-        if (passed()) {
-            sb.append(String.format(Locale.ROOT, "PASS: all %s of retrieved KV matched the model byte for byte.%n",
-                    HostArenas.formatBytes(verifiedBytes)));
+        DemoVerdict verdict = verdict();
+        if (verdict.passed()) {
+            sb.append(verdict.line(verifiedBytes)).append('\n');
         } else {
             sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
-            sb.append(String.format(Locale.ROOT, "FAIL: %,d mismatching bytes, %,d lookup/retrieve disagreements. "
-                    + "The engine returned wrong KV.%n", mismatchingBytes, disagreements));
+            verdict.reasons().forEach(reason -> sb.append("FAIL: ").append(reason).append('\n'));
             problems.forEach(pr -> sb.append("  ").append(pr).append('\n'));
             sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
         }
@@ -238,8 +285,13 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.number("retrieve_vs_memcpy", retrieveCopyGbps / memcpyChunk.gbps(), 3);
         j.number("store_vs_block_memcpy", storeVsBlockMemcpy(), 3);
         j.number("retrieve_vs_block_memcpy", retrieveCopyGbps / memcpyBlock.gbps(), 3);
-        j.bool("passed", passed());
+        DemoVerdict verdict = verdict();
+        j.bool("passed", verdict.passed());
+        j.string("verdict", verdict.outcome().name().toLowerCase(Locale.ROOT));
+        j.integer("exit_status", verdict.exitStatus());
         j.integer("lookup_retrieve_disagreements", disagreements);
+        j.integer("lookup_shortfall_tokens", shortfallTokens);
+        j.integer("mask_holes", maskHoles);
         j.integer("retrieves_beyond_lookup", retrievesBeyondLookup);
         for (Workload.Kind k : Workload.Kind.values()) {
             j.integer("requests_" + k.name().toLowerCase(Locale.ROOT), kinds.getOrDefault(k, 0));
@@ -281,8 +333,19 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.bool("remote_enabled", remote != null);
         j.integer("remote_puts", remote == null ? 0 : remote.puts());
         j.integer("remote_gets", remote == null ? 0 : remote.gets());
-        j.integer("remote_lost_puts", remote == null ? 0 : remote.lost());
-        j.integer("remote_failed_reads", remote == null ? 0 : remote.failures());
+        j.integer("remote_attempted_puts", remote == null ? 0 : remote.attemptedPuts());
+        j.integer("remote_failed_puts", remote == null ? 0 : remote.failedPuts());
+        j.integer("remote_dropped_puts", remote == null ? 0 : remote.droppedPuts());
+        j.integer("remote_lost_puts", remote == null ? 0 : remote.failedPuts() + remote.droppedPuts());
+        j.integer("remote_failed_reads", remote == null ? 0 : remote.failedReads());
+        if (remote != null) {
+            RemoteHealth h = remote.health();
+            j.string("remote_state", h.state().name().toLowerCase(Locale.ROOT));
+            j.number("remote_state_s", h.stateFor().toNanos() / 1e9, 3);
+            j.integer("remote_consecutive_failures", h.consecutiveFailures());
+            j.bool("remote_ever_answered", h.everSucceeded());
+            j.string("remote_last_error", h.lastError());
+        }
         j.bool("disk_enabled", disk != null);
         j.integer("disk_writes", disk == null ? 0 : disk.writes());
         j.integer("disk_reads", disk == null ? 0 : disk.reads());
@@ -292,7 +355,8 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.integer("disk_dropped_puts", disk == null ? 0 : disk.droppedPuts());
         j.integer("disk_rejected_puts", disk == null ? 0 : disk.rejectedPuts());
         j.integer("disk_io_failures", disk == null ? 0 : disk.ioFailures());
-        j.integer("disk_corrupt_reads", disk == null ? 0 : disk.corruptReads());
+        j.integer("disk_corrupt_reads", disk == null ? 0 : disk.corruptChunksDropped()); // kept for older readers
+        j.integer("disk_corrupt_chunks_dropped", disk == null ? 0 : disk.corruptChunksDropped());
         j.integer("disk_chunks_end", disk == null ? 0 : disk.chunks());
         j.integer("disk_bytes_end", disk == null ? 0 : disk.usedBytes());
         j.integer("disk_capacity_bytes", disk == null ? 0 : disk.capacityBytes());
@@ -304,6 +368,9 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                 + "MemorySegment.copy of chunk-sized pieces between two touched off-heap buffers, same total bytes as the "
                 + "stores; memcpy_block_gbps: the same in pieces of one paged block of one layer and plane; "
                 + "store_vs_*: store_steady_gbps (store_gbps without evictions) / memcpy");
+        if (!verdict.passed()) {
+            j.string("failure", String.join("; ", verdict.reasons()));
+        }
         if (!problems.isEmpty()) {
             j.string("problems", String.join("; ", problems));
         }

@@ -104,6 +104,48 @@ class DemoCommandTest {
     }
 
     @Test
+    void aRemoteWithNothingListeningIsReportedUnreachableAndTheDemoExitsThree() {
+        String url = "redis://127.0.0.1:1?timeout_ms=500"; // port 1: nothing listens there
+        Run r = run("--quiet", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04", "--no-disk", "--remote", url);
+        assertEquals(3, r.exit(), r.err() + r.out());
+        Matcher remote = Pattern.compile("remote     redis://127\\.0\\.0\\.1:1: unreachable for [0-9.]+ s \\(([^)]+)\\), "
+                + "never answered;\n +0 of (\\d+) puts stored").matcher(r.out());
+        assertTrue(remote.find(), "the report says unreachable, for how long and why: " + r.out());
+        assertTrue(remote.group(1).toLowerCase(java.util.Locale.ROOT).contains("refused"), remote.group(1));
+        assertTrue(Integer.parseInt(remote.group(2)) > 0, r.out());
+        assertTrue(!r.out().contains("healthy") && !r.out().contains("PASS"), r.out());
+        assertTrue(r.out().contains("FAIL: the remote redis://127.0.0.1:1 was unreachable for the whole run"), r.out());
+        assertTrue(r.out().contains(" 0 mismatching bytes"), "the local tiers' KV was still right: " + r.out());
+        assertEquals("lmcache4j demo: FAILED: the remote redis://127.0.0.1:1 was unreachable for the whole run ("
+                + remote.group(1) + "): 0 of " + remote.group(2) + " puts stored and 0 chunks read back", r.err().strip());
+    }
+
+    @Test
+    void theJsonSaysWhatTheRemoteDidAndTheVerdict() {
+        Run r = run("--json", "--requests", "4", "--layers", "1", "--cpu-gb", "0.04", "--no-disk", "--remote",
+                "redis://127.0.0.1:1?timeout_ms=500");
+        assertEquals(3, r.exit(), r.err());
+        String json = r.out().strip();
+        assertTrue(json.contains("\"remote_state\": \"unreachable\""), json);
+        assertTrue(json.contains("\"remote_ever_answered\": false"), json);
+        assertTrue(json.contains("\"verdict\": \"remote_stored_nothing\""), json);
+        assertTrue(json.contains("\"passed\": false"), json);
+        assertEquals(3, number(json, "exit_status"), json);
+        assertEquals(0, number(json, "remote_puts"), json);
+        assertTrue(number(json, "remote_failed_puts") > 0, json);
+    }
+
+    @Test
+    void aRemoteStoreThatCannotBeOpenedIsOneLineAndExitThree() {
+        Run r = run("--quiet", "--requests", "2", "--layers", "1", "--cpu-gb", "0.04", "--no-disk", "--remote",
+                "fs:///proc/lmcache4j-cannot-exist/shared");
+        assertEquals(3, r.exit(), r.err());
+        OneLineFailure.assertThat("fs:// under /proc", r.exit(), r.out(), r.err(), 3);
+        assertTrue(r.err().startsWith("lmcache4j demo: FAILED: the remote cannot be used: cannot open remote store "
+                + "fs:///proc/lmcache4j-cannot-exist/shared"), r.err());
+    }
+
+    @Test
     void noDiskLeavesTheDiskTierOutAndBadDiskOptionsExitWith2(@TempDir Path tmp) {
         Run noDisk = run("--json", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04", "--no-disk");
         assertEquals(0, noDisk.exit(), noDisk.err() + noDisk.out());
@@ -134,7 +176,8 @@ class DemoCommandTest {
         Run unknown = run("--fast");
         assertEquals(2, unknown.exit());
         assertTrue(unknown.err().contains("unknown option '--fast'"), unknown.err());
-        assertTrue(unknown.err().contains("usage: ./lmcache4j demo"), unknown.err());
+        assertEquals("lmcache4j demo: unknown option '--fast' (./lmcache4j demo --help lists the options)",
+                unknown.err().strip(), "one line, not the whole usage");
         assertEquals(2, run("--requests", "0").exit());
         assertEquals(2, run("--requests").exit());
         assertEquals(2, run("--cpu-gb", "lots").exit());

@@ -33,14 +33,27 @@ class ServerCommandTest {
     }
 
     @Test
-    void aPoolTheMachineCannotReserveIsAClearStartFailure() {
+    void aPoolLargerThanTheMachinesMemoryIsABadArgument() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        // 1 PiB: more than any x86-64 user address space, so the reservation fails on every machine.
-        assertEquals(1, ServerCommand.run(new String[] {"--port=0", "--max-size", "1048576"}, new PrintStream(out),
+        // 1 PiB: more than any machine this runs on has, and than any x86-64 user address space.
+        assertEquals(2, ServerCommand.run(new String[] {"--port=0", "--max-size", "1048576"}, new PrintStream(out),
                 new PrintStream(err)));
-        assertTrue(err.toString().contains("cannot reserve the lm:// server's payload pool"), err.toString());
-        assertTrue(err.toString().contains("lower the maximum size"), err.toString());
+        assertTrue(err.toString().startsWith("lmcache4j server: --max-size asks for a 1024.0 TiB payload pool, more than "
+                + "this machine's "), err.toString());
+        assertEquals(1, err.toString().lines().count(), err.toString());
+    }
+
+    @Test
+    void nonsenseSizesAreOneLineAndExitTwo() {
+        for (String size : new String[] {"1e-12", "0", "-1", "NaN", "abc", "1e300", "Infinity"}) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(2, ServerCommand.run(new String[] {"--port=0", "--max-size", size}, new PrintStream(out),
+                    new PrintStream(err)), size + ": " + err);
+            assertEquals(1, err.toString().lines().count(), size + ": " + err);
+            assertTrue(err.toString().startsWith("lmcache4j server: --max-size"), size + ": " + err);
+        }
     }
 
     @Test

@@ -7,9 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.demo.DemoReport;
 import lmcache4j.bench.demo.DemoVerdict;
 import lmcache4j.bench.demo.ServingSimulator;
@@ -176,12 +178,12 @@ public final class DemoCommand {
      * Refuses a CPU tier larger than the memory the machine has available (it is prefaulted at
      * start: it would fail, or push the machine into swap), naming both.
      */
-    static void requireMemoryFor(Settings s, java.util.Optional<MachineMemory> machine) {
+    static void requireMemoryFor(Settings s, Optional<MachineMemory> machine) {
         long asked = (long) Math.min(Long.MAX_VALUE, s.cpuGb() * (1L << 30));
         machine.filter(m -> asked > m.availableBytes()).ifPresent(m -> {
-            throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "--cpu-gb %s asks for %s of host memory "
+            throw new IllegalArgumentException(String.format(Locale.ROOT, "--cpu-gb %s asks for %s of host memory "
                     + "for the CPU tier, but this machine has %s", CliText.echo(decimalText(s.cpuGb())),
-                    lmcache4j.allocator.host.HostArenas.formatBytes(asked), m.describe()));
+                    HostArenas.formatBytes(asked), m.describe()));
         });
     }
 

@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
+import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.engine.remote.lm.LmCacheServer;
 import lmcache4j.engine.remote.lm.LmServerLimits;
 
@@ -139,7 +140,7 @@ public final class ServerCommand {
      */
     static void requireMemoryFor(long maxBytes, Optional<MachineMemory> machine) throws UsageException {
         if (machine.isPresent() && maxBytes > machine.get().totalBytes()) {
-            throw new UsageException("--max-size asks for a " + lmcache4j.allocator.host.HostArenas.formatBytes(maxBytes)
+            throw new UsageException("--max-size asks for a " + HostArenas.formatBytes(maxBytes)
                     + " payload pool, more than this machine's " + machine.get().describe());
         }
     }

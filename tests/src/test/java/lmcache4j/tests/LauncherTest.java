@@ -32,8 +32,8 @@ class LauncherTest {
     @Test
     void anUnknownCommandFailsAndSaysSo() throws Exception {
         Result r = run(Map.of(), "frobnicate");
-        assertEquals(1, r.exit());
-        assertTrue(r.output().contains("unknown command 'frobnicate'"), r.output());
+        assertEquals(2, r.exit(), "a bad argument, as every command's: " + r.output());
+        assertEquals("lmcache4j: unknown command 'frobnicate'; ./lmcache4j --help lists the commands", r.output().strip());
     }
 
     @Test

@@ -21,6 +21,7 @@ import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.remote.BadRemoteUrlException;
 import lmcache4j.engine.remote.RemoteUnavailableException;
+import lmcache4j.engine.storage.disk.DirectoryNotOwnedException;
 
 /**
  * {@code ./lmcache4j demo}: lmcache4j's main job, end to end with no setup. A serving-engine
@@ -160,6 +161,10 @@ public final class DemoCommand {
         } catch (RemoteUnavailableException e) {
             err.println("lmcache4j demo: FAILED: the remote cannot be used: " + CliText.oneLine(e));
             return EXIT_REMOTE_FAILED;
+        } catch (DirectoryNotOwnedException e) { // --disk names a directory holding someone else's files: untouched
+            return CliMain.usageError(err, "demo", "--disk: " + e.getMessage()
+                    .replace("Point local_disk at a new or empty directory, or set extra_config local_disk.claim_nonempty_dir: "
+                            + "true to use this one anyway", "Give --disk a new or empty directory"));
         } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {

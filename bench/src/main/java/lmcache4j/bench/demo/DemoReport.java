@@ -104,10 +104,16 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
      * @param usedBytes       their bytes
      * @param corruptChunksDropped chunk files that failed their checksum when read and were dropped (each a
      *                        miss, recomputed: never served as KV)
+     * @param corruptRemovedAtStart chunk files of an earlier run that failed their checks at start (a
+     *                        partial write, a forged or inconsistent header, a payload whose checksum no
+     *                        longer matches) and were removed before any lookup could promise them
+     * @param foreignEntries  entries in the directory that are not the cache's, left alone
+     * @param foreignSummary  one line naming a few of them (empty when there are none)
      */
     public record Disk(Path directory, long capacityBytes, int recoveredChunks, long recoveredBytes, long writes,
                        long reads, long evictions, long droppedPuts, long rejectedPuts, long ioFailures,
-                       long corruptChunksDropped, int chunks, long usedBytes, boolean directIo) {
+                       long corruptChunksDropped, int chunks, long usedBytes, boolean directIo,
+                       long corruptRemovedAtStart, int foreignEntries, String foreignSummary) {
     }
 
     /** What the run's result means, and the demo's exit status. */
@@ -194,6 +200,13 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
             if (d.corruptChunksDropped() > 0) {
                 line(sb, "", "%,d corrupt chunk files dropped at read (checksum mismatch: served as misses, recomputed)",
                         d.corruptChunksDropped());
+            }
+            if (d.corruptRemovedAtStart() > 0) {
+                line(sb, "", "%,d chunk files of an earlier run failed their checks at start and were removed "
+                        + "(never offered to lookup)", d.corruptRemovedAtStart());
+            }
+            if (d.foreignEntries() > 0) {
+                line(sb, "", "%s", d.foreignSummary());
             }
         }
         if (remote != null) {
@@ -357,6 +370,8 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.integer("disk_io_failures", disk == null ? 0 : disk.ioFailures());
         j.integer("disk_corrupt_reads", disk == null ? 0 : disk.corruptChunksDropped()); // kept for older readers
         j.integer("disk_corrupt_chunks_dropped", disk == null ? 0 : disk.corruptChunksDropped());
+        j.integer("disk_corrupt_removed_at_start", disk == null ? 0 : disk.corruptRemovedAtStart());
+        j.integer("disk_foreign_entries", disk == null ? 0 : disk.foreignEntries());
         j.integer("disk_chunks_end", disk == null ? 0 : disk.chunks());
         j.integer("disk_bytes_end", disk == null ? 0 : disk.usedBytes());
         j.integer("disk_capacity_bytes", disk == null ? 0 : disk.capacityBytes());

@@ -24,6 +24,7 @@ import lmcache4j.engine.metrics.MetricsSnapshot;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
+import lmcache4j.engine.storage.disk.RecoveryReport;
 
 /**
  * A serving engine in miniature, driving an {@link LMCacheEngine} as vLLM's LMCache connector does.
@@ -321,18 +322,12 @@ public final class ServingSimulator implements AutoCloseable {
             throw new IllegalStateException("interrupted while waiting for the disk tier's writes", e);
         }
         LocalDiskBackend.Stats st = tier.stats();
-        return new DemoReport.Disk(settings.diskDir().toAbsolutePath(), st.capacityBytes(), tier.recovery().chunks().size(),
-                tier.recovery().totalBytes(), st.writes(), st.reads(), st.evictions(), st.droppedPuts(), st.rejectedPuts(),
-                st.ioFailures(), corruptChunksDropped(st), st.chunks(), st.usedBytes(), st.directIo());
-    }
-
-    /**
-     * Chunk files the disk tier found corrupt when reading them and dropped: the report's
-     * "corrupt chunk files dropped at read" line. The tier counts them as corrupt reads today;
-     * a dedicated counter of the tier belongs here when it has one.
-     */
-    private static long corruptChunksDropped(LocalDiskBackend.Stats st) {
-        return st.corruptReads();
+        RecoveryReport recovery = tier.recovery();
+        return new DemoReport.Disk(settings.diskDir().toAbsolutePath(), st.capacityBytes(), recovery.chunks().size(),
+                recovery.totalBytes(), st.writes(), st.reads(), st.evictions(), st.droppedPuts(), st.rejectedPuts(),
+                st.ioFailures(), st.corruptReads(), st.chunks(), st.usedBytes(), st.directIo(),
+                recovery.removedCorrupt() + st.corruptOnVerify(), recovery.foreign(),
+                recovery.foreign() > 0 ? recovery.foreignSummary() : "");
     }
 
     /** Chunks recovered from the disk directory at start (0 without a disk tier). */

@@ -159,6 +159,23 @@ class DemoCommandTest {
     }
 
     @Test
+    void aDiskDirectoryHoldingSomeoneElsesFilesIsRefusedAndLeftAlone(@TempDir Path tmp) throws Exception {
+        java.nio.file.Files.writeString(tmp.resolve("thesis.txt"), "four years of work");
+        byte[] data = new byte[5000];
+        new java.util.Random(3).nextBytes(data);
+        java.nio.file.Files.write(tmp.resolve("data.bin"), data);
+        Run r = run("--json", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04", "--disk", tmp.toString());
+        assertEquals(2, r.exit(), r.err() + r.out());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+        assertTrue(r.err().contains("data.bin, thesis.txt") && r.err().contains("Give --disk a new or empty directory"), r.err());
+        assertEquals("four years of work", java.nio.file.Files.readString(tmp.resolve("thesis.txt")));
+        assertEquals(-1, java.util.Arrays.mismatch(data, java.nio.file.Files.readAllBytes(tmp.resolve("data.bin"))));
+        try (var entries = java.nio.file.Files.list(tmp)) {
+            assertEquals(2, entries.count(), "the demo wrote into a directory it does not own");
+        }
+    }
+
+    @Test
     void theReadableReportSaysWhatWasVerified() {
         Run r = run("--quiet", "--requests", "6", "--layers", "1", "--cpu-gb", "0.04");
         assertEquals(0, r.exit(), r.err() + r.out());

@@ -149,7 +149,7 @@ public final class LmConnector implements RemoteConnector {
                     ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.EXIST, 0, keyString)));
             if (LmProtocol.replyCode(readReply(ch)) != LmProtocol.SUCCESS) {
                 throw new IOException("lm:// server " + url() + " did not store " + keyString
-                        + " (refused: no room for " + metadata.length() + " bytes, or evicted at once)");
+                        + " (it refused " + metadata.length() + " bytes it had no room for, or evicted them at once)");
             }
             return null;
         });
@@ -346,7 +346,18 @@ public final class LmConnector implements RemoteConnector {
         LmProtocol.writeFully(ch, ByteBuffer.wrap(bytes));
     }
 
-    private static byte[] readReply(SocketChannel ch) throws IOException {
-        return LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
+    /**
+     * A reply header. A code other than 200 or 400 means the peer is not an lm:// server speaking
+     * LMCache's current frames (a Redis, an older LMCache, another service): that is a failure
+     * saying so, never a miss.
+     */
+    private byte[] readReply(SocketChannel ch) throws IOException {
+        byte[] reply = LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
+        int code = LmProtocol.replyCode(reply);
+        if (code != LmProtocol.SUCCESS && code != LmProtocol.FAIL) {
+            throw new IOException("the server at " + url() + " is not an lm:// server speaking LMCache's current protocol"
+                    + " (its reply began with 0x" + java.util.HexFormat.of().formatHex(reply, 0, 8) + ")");
+        }
+        return reply;
     }
 }

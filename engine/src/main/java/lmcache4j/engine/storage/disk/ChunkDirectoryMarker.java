@@ -61,7 +61,7 @@ final class ChunkDirectoryMarker {
             }
             Strangers strangers = strangers(dir);
             if (strangers.count > 0 && !claimNonEmpty) {
-                throw new IllegalStateException("refusing to use " + dir + " as the disk tier's directory (local_disk): it "
+                throw new DirectoryNotOwnedException(dir, "refusing to use " + dir + " as the disk tier's directory (local_disk): it "
                         + "holds " + strangers.describe() + ", and no " + NAME + " marker says lmcache4j owns it. Point "
                         + "local_disk at a new or empty directory, or set extra_config local_disk.claim_nonempty_dir: true "
                         + "to use this one anyway (lmcache4j never deletes, overwrites or follows files it did not write).");
@@ -80,7 +80,7 @@ final class ChunkDirectoryMarker {
 
     private static void requireGenuine(Path dir, Path marker, BasicFileAttributes attrs) throws IOException {
         if (!attrs.isRegularFile()) {
-            throw new IllegalStateException("refusing to use " + dir + " as the disk tier's directory (local_disk): "
+            throw new DirectoryNotOwnedException(dir, "refusing to use " + dir + " as the disk tier's directory (local_disk): "
                     + marker + " is not a regular file (a symlink or a directory), so lmcache4j did not write it; "
                     + "remove it, or point local_disk at a new or empty directory");
         }
@@ -90,7 +90,7 @@ final class ChunkDirectoryMarker {
             first = r.readLine();
         }
         if (!FIRST_LINE.equals(first)) {
-            throw new IllegalStateException("refusing to use " + dir + " as the disk tier's directory (local_disk): "
+            throw new DirectoryNotOwnedException(dir, "refusing to use " + dir + " as the disk tier's directory (local_disk): "
                     + marker + " does not start with '" + FIRST_LINE + "', so lmcache4j did not write it; remove it, "
                     + "or point local_disk at a new or empty directory");
         }

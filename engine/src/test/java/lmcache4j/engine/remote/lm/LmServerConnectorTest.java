@@ -305,6 +305,26 @@ class LmServerConnectorTest {
     }
 
     @Test
+    void aPeerThatIsNotAnLmServerIsAFailureThatSaysSoNotAMiss() throws Exception {
+        try (ServerSocket other = new ServerSocket(0, 50, LOOPBACK);
+             LmConnector lm = LmConnector.connect(URI.create("lm://127.0.0.1:" + other.getLocalPort() + "?timeout_ms=3000"))) {
+            Thread peer = Thread.ofVirtual().start(() -> { // answers every request as Redis would
+                try (Socket s = other.accept()) {
+                    byte[] request = new byte[LmProtocol.CLIENT_HEADER_BYTES];
+                    while (s.getInputStream().readNBytes(request, 0, request.length) == request.length) {
+                        s.getOutputStream().write("-ERR unknown command, with args beginning with:\r\n".getBytes());
+                    }
+                } catch (java.io.IOException ignored) {
+                    // the test closed it
+                }
+            });
+            ExecutionException e = assertThrows(ExecutionException.class, () -> await(lm.exists(TestChunks.key(1))));
+            assertTrue(e.getCause().getMessage().contains("not an lm:// server"), e.getCause().toString());
+            peer.interrupt();
+        }
+    }
+
+    @Test
     void connectErrors() {
         assertThrows(IllegalArgumentException.class, () -> LmConnector.connect(URI.create("redis://h:1")));
         assertThrows(IllegalArgumentException.class, () -> LmConnector.connect(URI.create("lm://host")));

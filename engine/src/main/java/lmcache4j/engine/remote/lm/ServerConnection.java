@@ -75,34 +75,21 @@ final class ServerConnection implements ByteChannel {
 
     @Override
     public int read(ByteBuffer dst) throws IOException {
-        int n = channel.read(dst);
-        if (n > 0) {
-            lastProgressNanos = System.nanoTime();
-        }
-        return n;
-    }
-
-    /** A scattering read into {@code dsts}, recording progress. */
-    long read(ByteBuffer[] dsts) throws IOException {
-        long n = channel.read(dsts);
-        if (n > 0) {
-            lastProgressNanos = System.nanoTime();
-        }
-        return n;
+        return (int) progressed(channel.read(dst));
     }
 
     @Override
     public int write(ByteBuffer src) throws IOException {
-        int n = channel.write(src);
-        if (n > 0) {
-            lastProgressNanos = System.nanoTime();
-        }
-        return n;
+        return (int) progressed(channel.write(src));
     }
 
     /** A gathering write of {@code srcs}, recording progress. */
     long write(ByteBuffer[] srcs) throws IOException {
-        long n = channel.write(srcs);
+        return progressed(channel.write(srcs));
+    }
+
+    /** Notes that bytes moved (the reaper's stall and idle clocks restart); returns {@code n}. */
+    private long progressed(long n) {
         if (n > 0) {
             lastProgressNanos = System.nanoTime();
         }

@@ -78,7 +78,7 @@ public final class LMCacheEngine implements AutoCloseable {
         this.tokens = tokens;
         this.storage = storage;
         this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
-        this.storeMode = config.extraBoolean("force_store_wait", false) ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
+        this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
         storage.publishMetrics(metrics);
     }
 

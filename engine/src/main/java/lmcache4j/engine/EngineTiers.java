@@ -1,5 +1,9 @@
 package lmcache4j.engine;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -12,61 +16,78 @@ import lmcache4j.allocator.pool.LazyGrowingAllocator;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.cuda.posix.Posix;
+import lmcache4j.engine.config.DiskTierSettings;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.remote.RemoteBackend;
+import lmcache4j.engine.remote.RemoteConnectors;
+import lmcache4j.engine.remote.serde.RemoteSerde;
+import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
+import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.disk.ChunkFiles;
+import lmcache4j.engine.storage.disk.LocalDiskBackend;
 
-/** Builds an engine's tiers from its config: the CPU pool (and its memory) and the disk tier. */
+/**
+ * The engine's wiring: builds its tiers from its config (the CPU tier and its memory, the disk and
+ * remote tiers) and hands the lower tiers the CPU tier's memory as a {@link MemoryProvider}. The
+ * only class of the engine that names concrete tiers.
+ */
 final class EngineTiers {
     private EngineTiers() {
     }
 
     /**
-     * The disk tier when {@code local_disk} and {@code max_local_disk_size} are set: with several
-     * directories, worker {@code i} takes directory {@code i mod n} ({@code local_disk_path_sharding:
-     * by_gpu}). {@code extra_config}: {@code use_odirect} (LMCache's), and lmcache4j's
-     * {@code local_disk.fsync} (default false), {@code local_disk.io_threads} (4, as LMCache),
-     * {@code local_disk.max_queued_puts} (64), {@code local_disk.claim_nonempty_dir} (default
-     * false: a non-empty directory the tier has not marked as its own is refused) and
-     * {@code local_disk.verify_in_background} (default false: the start waits until every recovered
-     * chunk file's payload is checked; true: it starts at once and offers them as they are checked).
+     * The CPU tier of {@code max_local_cpu_size}, the configured disk and remote tiers, then
+     * {@code extraTiers}, in search order, owned by the returned manager. Whatever was opened is
+     * closed again when a tier cannot be opened.
      */
-    static Optional<StorageBackend> diskTier(LMCacheEngineConfig config, ModelMetadata metadata, LocalCpuBackend cpu) {
-        List<java.nio.file.Path> dirs = config.localDiskPaths();
-        if (dirs.isEmpty() || config.maxLocalDiskSizeBytes() <= 0) {
+    static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers) {
+        LocalCpuBackend cpu = new LocalCpuBackend(cpuPool(config, metadata), config.cachePolicy(), config.localCpu(),
+                config.blockingTimeoutSecs());
+        List<StorageBackend> tiers = new ArrayList<>();
+        try {
+            diskTier(config, metadata, cpu).ifPresent(tiers::add);
+            remoteTier(config, metadata, cpu).ifPresent(tiers::add);
+        } catch (RuntimeException e) {
+            tiers.forEach(StorageBackend::close);
+            cpu.close();
+            throw e;
+        }
+        tiers.addAll(extraTiers);
+        return new StorageManager(cpu, tiers);
+    }
+
+    /**
+     * The disk tier when {@code local_disk} and {@code max_local_disk_size} are set
+     * ({@link DiskTierSettings}): with several directories, worker {@code i} takes directory
+     * {@code i mod n} ({@code local_disk_path_sharding: by_gpu}).
+     */
+    static Optional<StorageBackend> diskTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
+        Optional<DiskTierSettings> settings = config.diskTier();
+        if (settings.isEmpty()) {
             return Optional.empty();
         }
-        java.nio.file.Path dir = dirs.get(metadata.workerId() % dirs.size());
+        DiskTierSettings disk = settings.get();
+        Path dir = disk.directoryOf(metadata.workerId());
         try {
-            lmcache4j.engine.storage.disk.ChunkFiles files = new lmcache4j.engine.storage.disk.ChunkFiles(dir,
-                    config.extraBoolean("use_odirect", false), config.extraBoolean("local_disk.fsync", false),
-                    config.extraBoolean("local_disk.claim_nonempty_dir", false));
-            return Optional.of(new lmcache4j.engine.storage.disk.LocalDiskBackend(files, cpu, config.maxLocalDiskSizeBytes(),
-                    config.cachePolicy(), (int) config.extraDouble("local_disk.io_threads", 4),
-                    (int) config.extraDouble("local_disk.max_queued_puts", 64),
-                    config.extraBoolean("local_disk.verify_in_background", false)));
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot open the disk tier at " + dir + ": " + e.getMessage(), e);
+            ChunkFiles files = new ChunkFiles(dir, disk.directIo(), disk.fsync(), disk.claimNonemptyDir());
+            return Optional.of(new LocalDiskBackend(files, memory, disk.capacityBytes(), disk.cachePolicy(), disk.ioThreads(),
+                    disk.maxQueuedPuts(), disk.verifyInBackground()));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the disk tier at " + dir + ": " + e.getMessage(), e);
         }
     }
 
     /**
-     * The remote tier when {@code remote_url} is set, over the connector its scheme names;
-     * {@code extra_config.ping_interval} (30 s) and {@code ping_timeout} (5 s) drive its health
-     * monitor; {@code remote_enable_mla_worker_id_as0} (default: the model is MLA) makes workers other
-     * than 0 read worker 0's copy and write nothing. {@code remote_serde} (naive, lz4, zstd) picks how
-     * objects are stored ({@link lmcache4j.engine.remote.serde.RemoteSerde}).
+     * The remote tier when {@code remote_url} is set ({@link RemoteTierSettings}), over the connector
+     * its scheme names, storing objects through the {@link RemoteSerde} {@code remote_serde} names.
      */
-    static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, LocalCpuBackend cpu) {
-        if (config.remoteUrl().isEmpty()) {
-            return Optional.empty();
-        }
-        return Optional.of(new lmcache4j.engine.remote.RemoteBackend(
-                lmcache4j.engine.remote.RemoteConnectors.create(config.remoteUrl().get()), cpu,
-                config.blockingTimeoutSecs(), config.extraDouble("ping_interval", 30), config.extraDouble("ping_timeout", 5),
-                config.extraBoolean("remote_enable_mla_worker_id_as0", metadata.mla())
-                        && metadata.worldSize() > 1 && metadata.workerId() != 0,
-                lmcache4j.engine.remote.serde.RemoteSerde.forName(config.remoteSerde())));
+    static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
+        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(remote.url()), memory,
+                remote.blockingTimeoutSecs(), remote.pingIntervalSecs(), remote.pingTimeoutSecs(),
+                remote.readsAsWorkerZero(metadata.mla(), metadata.worldSize(), metadata.workerId()),
+                RemoteSerde.forName(remote.serde())));
     }
 
     static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {
@@ -104,13 +125,10 @@ final class EngineTiers {
         if (mode.get().equals("auto")) {
             return OptionalInt.of(Posix.getcpu().node());
         }
-        Object mapping = config.extra("gpu_to_numa_mapping").orElseThrow(() -> new IllegalArgumentException(
+        Map<?, ?> mapping = config.gpuToNumaMapping().orElseThrow(() -> new IllegalArgumentException(
                 "numa_mode manual needs extra_config.gpu_to_numa_mapping (device index → NUMA node)"));
-        if (mapping instanceof Map<?, ?> m) {
-            Object node = m.get(String.valueOf(metadata.workerId()));
-            if (node instanceof Number n) {
-                return OptionalInt.of(n.intValue());
-            }
+        if (mapping.get(String.valueOf(metadata.workerId())) instanceof Number n) {
+            return OptionalInt.of(n.intValue());
         }
         throw new IllegalArgumentException("extra_config.gpu_to_numa_mapping has no node for device "
                 + metadata.workerId() + ": " + mapping);

@@ -2,18 +2,24 @@ package lmcache4j.engine;
 
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
-import lmcache4j.allocator.MemoryAllocator;
+import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
@@ -27,7 +33,6 @@ import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.TieredPrefix;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
  * The KV cache engine (LMCache spec §6): stores the KV of token prefixes chunk by chunk, and gives
@@ -63,7 +68,7 @@ public final class LMCacheEngine implements AutoCloseable {
     private final Map<String, Prefetched> prefetches = new ConcurrentHashMap<>();
     private volatile boolean closed;
     /** The thread that runs layerwise copies, so they overlap the caller's compute; made on first use. */
-    private volatile java.util.concurrent.ExecutorService layerCopier;
+    private volatile ExecutorService layerCopier;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                           TokenDatabase tokens, StorageManager storage) {
@@ -73,41 +78,8 @@ public final class LMCacheEngine implements AutoCloseable {
         this.tokens = tokens;
         this.storage = storage;
         this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
-        this.storeMode = config.extraBoolean("force_store_wait", false) ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
-        LocalCpuBackend cpu = storage.cpu();
-        metrics.bindTiers(new EngineMetrics.TierGauges(
-                () -> cpu.allocator().stats().usedBytes(), () -> cpu.allocator().stats().liveObjects(),
-                () -> cpu.allocator().stats().pinnedObjects(), cpu::size, cpu::evictions, cpu::evictionFailures));
-        storage.tier(lmcache4j.engine.storage.disk.LocalDiskBackend.NAME)
-                .map(lmcache4j.engine.storage.disk.LocalDiskBackend.class::cast).ifPresent(this::bindDiskMetrics);
-        storage.tier(lmcache4j.engine.remote.RemoteBackend.NAME)
-                .map(lmcache4j.engine.remote.RemoteBackend.class::cast).ifPresent(this::bindRemoteMetrics);
-    }
-
-    private void bindDiskMetrics(lmcache4j.engine.storage.disk.LocalDiskBackend disk) {
-        tierMetric("lmcache:local_storage_usage", "Bytes of chunk files in the disk tier", false, () -> disk.stats().usedBytes());
-        tierMetric("lmcache:local_disk_write_count", "Chunks written to disk (lmcache4j)", true, () -> disk.stats().writes());
-        tierMetric("lmcache:local_disk_read_count", "Chunks read from disk (lmcache4j)", true, () -> disk.stats().reads());
-        tierMetric("lmcache:local_disk_evict_count", "Disk-tier evictions (lmcache4j)", true, () -> disk.stats().evictions());
-        tierMetric("lmcache:local_disk_dropped_puts", "Stores that skipped the disk tier: queue full (lmcache4j)", true,
-                () -> disk.stats().droppedPuts());
-        tierMetric("lmcache:local_disk_corrupt_reads", "Chunk files dropped for a checksum mismatch (lmcache4j)", true,
-                () -> disk.stats().corruptReads());
-    }
-
-    private void bindRemoteMetrics(lmcache4j.engine.remote.RemoteBackend remote) {
-        tierMetric("lmcache:num_remote_read_requests", "Chunks read from the remote tier", true, () -> remote.stats().gets());
-        tierMetric("lmcache:num_remote_read_bytes", "Bytes read from the remote tier", true, () -> remote.stats().getBytes());
-        tierMetric("lmcache:num_remote_write_requests", "Chunks written to the remote tier", true, () -> remote.stats().puts());
-        tierMetric("lmcache:num_remote_write_bytes", "Bytes written to the remote tier", true, () -> remote.stats().putBytes());
-        tierMetric("lmcache:remote_ping_errors", "Health pings that failed", true, () -> remote.stats().pingFailures());
-        tierMetric("lmcache:remote_put_task_num", "Remote puts in flight", false, () -> remote.stats().putsInFlight());
-        tierMetric("lmcache:remote_healthy", "1 while the remote answers, 0 while a blackhole stands in (lmcache4j)", false,
-                () -> remote.stats().healthy() ? 1 : 0);
-    }
-
-    private void tierMetric(String name, String help, boolean counter, java.util.function.LongSupplier value) {
-        metrics.bindTierMetric(new EngineMetrics.TierMetric(name, help, counter, value));
+        this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
+        storage.publishMetrics(metrics);
     }
 
     /**
@@ -132,24 +104,54 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        MemoryAllocator pool = EngineTiers.cpuPool(config, metadata);
-        LocalCpuBackend cpu = new LocalCpuBackend(pool, config.cachePolicy(), config.localCpu(), config.blockingTimeoutSecs());
-        List<StorageBackend> tiers = new ArrayList<>();
-        try {
-            EngineTiers.diskTier(config, metadata, cpu).ifPresent(tiers::add);
-            EngineTiers.remoteTier(config, metadata, cpu).ifPresent(tiers::add);
-        } catch (RuntimeException e) {
-            tiers.forEach(StorageBackend::close);
-            cpu.close();
-            throw e;
-        }
-        tiers.addAll(extraTiers);
-        StorageManager storage = new StorageManager(cpu, tiers);
+        StorageManager storage = EngineTiers.open(config, metadata, extraTiers);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
-                + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + pool.stats().capacityBytes()
+                + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()
                 + " bytes, copies on " + connector.executorName() + ", chunk " + config.chunkSize() + " tokens");
         return engine;
+    }
+
+    // ---- prepare ----------------------------------------------------------------------------
+
+    /**
+     * Cuts {@code tokens} into keyed chunks once, for every call of one request: pass the result to
+     * {@link #lookup(PreparedRequest, String)}, {@link #prefetch(PreparedRequest, String)},
+     * {@link #retrieve(PreparedRequest, PagedKvCache, long[], String)} and
+     * {@link #store(PreparedRequest, PagedKvCache, long[])} instead of the tokens, and the prompt is
+     * hashed once instead of once per call.
+     *
+     * @param requestConfigs the request's configs; {@code lmcache.tag.*} entries tag the keys
+     */
+    public PreparedRequest prepare(int[] tokens, Map<String, String> requestConfigs) {
+        ensureOpen("prepare");
+        Objects.requireNonNull(tokens, "tokens");
+        return prepared(tokens, 0, requestConfigs);
+    }
+
+    /**
+     * As {@link #prepare(int[], Map)}, with a mask of one entry per token of the form F…FT…T
+     * (Falses a multiple of the chunk size): stores and retrieves of the result leave out the
+     * {@code False} prefix, which the caller already has; lookups and prefetches see every chunk.
+     *
+     * @throws IllegalArgumentException for a mask of the wrong length or form
+     */
+    public PreparedRequest prepare(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
+        ensureOpen("prepare");
+        Objects.requireNonNull(tokens, "tokens");
+        checkMask(tokens, mask);
+        return prepared(tokens, this.tokens.maskedPrefix(mask, tokens.length), requestConfigs);
+    }
+
+    private PreparedRequest prepared(int[] tokens, int skippedTokens, Map<String, String> requestConfigs) {
+        List<ChunkRange> chunks = this.tokens.processTokens(tokens, requestConfigs);
+        metrics.recordHashed(tokens.length);
+        return new PreparedRequest(this.tokens, tokens.length, chunks, skippedTokens);
+    }
+
+    /** The request prepared from {@code tokens} and the (nullable) {@code mask}: the token-array calls' first step. */
+    private PreparedRequest prepareNullable(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
+        return mask == null ? prepare(tokens, requestConfigs) : prepare(tokens, mask, requestConfigs);
     }
 
     // ---- store ------------------------------------------------------------------------------
@@ -166,7 +168,20 @@ public final class LMCacheEngine implements AutoCloseable {
     public int store(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping, Map<String, String> requestConfigs) {
         ensureOpen("store");
         checkRequest(tokens, mask, kv, slotMapping);
-        return storeRanges(ranges(tokens, mask, requestConfigs), kv, slotMapping);
+        return store(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping);
+    }
+
+    /**
+     * Stores the KV of a prepared request's chunks (those at or after its mask's {@code False}
+     * prefix), read from {@code kv} at {@code slotMapping}.
+     *
+     * @return the number of tokens newly stored: chunks already cached are skipped, and when memory
+     *         runs out only the chunks before that point are stored
+     */
+    public int store(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
+        ensureOpen("store");
+        checkRequest(request, kv, slotMapping);
+        return storeRanges(request.chunksToProcess(), kv, slotMapping);
     }
 
     /**
@@ -201,7 +216,7 @@ public final class LMCacheEngine implements AutoCloseable {
                     continue;
                 }
                 TensorShape shape = KvConnector.chunkShape(kv, range.length());
-                Optional<MemoryObj> obj = storage.cpu().allocate(shape, kv.dtype(), KvConnector.chunkFormat(kv), storeMode);
+                Optional<MemoryObj> obj = storage.allocate(shape, kv.dtype(), KvConnector.chunkFormat(kv), storeMode);
                 if (obj.isEmpty()) {
                     LOG.log(Level.WARNING, "store of " + ranges.size() + " chunk(s) stopped at token " + range.start()
                             + ": no memory for more (kept the " + keys.size() + " chunk(s) before it)");
@@ -242,13 +257,38 @@ public final class LMCacheEngine implements AutoCloseable {
                               Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieve");
         checkRequest(tokens, mask, kv, slotMapping);
+        return retrieveChunks(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping, lookupId);
+    }
+
+    /**
+     * Loads the longest stored prefix of a prepared request's chunks (from its mask's {@code False}
+     * prefix on) into {@code kv} at {@code slotMapping}; tokens whose slot is -1 are left alone.
+     *
+     * @return one entry per token: true where KV was loaded
+     */
+    public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
+        ensureOpen("retrieve");
+        checkRequest(request, kv, slotMapping);
+        return retrieveChunks(request, kv, slotMapping, null);
+    }
+
+    /**
+     * As {@link #retrieve(PreparedRequest, PagedKvCache, long[])}, then releases the pins of the
+     * {@link #lookup(PreparedRequest, String)} and the chunks of the
+     * {@link #prefetch(PreparedRequest, String)} that named {@code requestId}.
+     */
+    public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String requestId) {
+        ensureOpen("retrieve");
+        checkRequest(request, kv, slotMapping);
+        Objects.requireNonNull(requestId, "requestId");
+        return retrieveChunks(request, kv, slotMapping, requestId);
+    }
+
+    private boolean[] retrieveChunks(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String lookupId) {
         long started = System.nanoTime();
-        boolean[] loaded = new boolean[tokens.length];
-        List<ChunkRange> ranges = ranges(tokens, mask, requestConfigs);
-        int requested = 0;
-        for (ChunkRange r : ranges) {
-            requested += r.length();
-        }
+        boolean[] loaded = new boolean[request.tokenCount()];
+        List<ChunkRange> ranges = request.chunksToProcess();
+        int requested = tokensIn(ranges);
         long copied = 0;
         long copyNanos = 0;
         int retrieved = 0;
@@ -275,7 +315,7 @@ public final class LMCacheEngine implements AutoCloseable {
                 } finally {
                     obj.release();
                 }
-                java.util.Arrays.fill(loaded, range.start(), range.end(), true);
+                Arrays.fill(loaded, range.start(), range.end(), true);
                 retrieved += range.length();
             }
         } finally {
@@ -302,20 +342,28 @@ public final class LMCacheEngine implements AutoCloseable {
                                      Map<String, String> requestConfigs) {
         ensureOpen("storeLayer");
         checkRequest(tokens, mask, kv, slotMapping);
+        return storeLayerChunks(prepareNullable(tokens, mask, requestConfigs).chunksToProcess(), kv, slotMapping);
+    }
+
+    /** As {@link #storeLayer(int[], boolean[], PagedKvCache, long[], Map)} for a prepared request. */
+    public LayerwiseStore storeLayer(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
+        ensureOpen("storeLayer");
+        checkRequest(request, kv, slotMapping);
+        return storeLayerChunks(request.chunksToProcess(), kv, slotMapping);
+    }
+
+    private LayerwiseStore storeLayerChunks(List<ChunkRange> ranges, PagedKvCache kv, long[] slotMapping) {
         int layers = kv.layerCount();
         List<ChunkRange> toStore = new ArrayList<>();
-        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
-        for (int l = 0; l < layers; l++) {
-            byLayer.add(new ArrayList<>());
-        }
+        List<List<MemoryObj>> byLayer = emptyLayers(layers);
         try {
-            for (ChunkRange range : ranges(tokens, mask, requestConfigs)) {
+            for (ChunkRange range : ranges) {
                 if (storage.contains(range.key().layer(0), false).isPresent()) {
                     continue;
                 }
-                Optional<List<MemoryObj>> objs = storage.cpu().allocateBatch(
-                        KvConnector.layerShape(kv, range.length(), lmcache4j.allocator.MemoryFormat.KV_T2D), kv.dtype(),
-                        lmcache4j.allocator.MemoryFormat.KV_T2D, layers, storeMode);
+                Optional<List<MemoryObj>> objs = storage.allocateBatch(
+                        KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D), kv.dtype(),
+                        MemoryFormat.KV_T2D, layers, storeMode);
                 if (objs.isEmpty()) {
                     LOG.log(Level.WARNING, "layerwise store stopped at token " + range.start() + ": no memory for more");
                     break;
@@ -344,22 +392,32 @@ public final class LMCacheEngine implements AutoCloseable {
                                            Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieveLayer");
         checkRequest(tokens, mask, kv, slotMapping);
+        return retrieveLayerChunks(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping, lookupId);
+    }
+
+    /**
+     * As {@link #retrieveLayer(int[], boolean[], PagedKvCache, long[], Map, String)} for a prepared
+     * request, releasing at the end the pins of the lookup that named {@code lookupId}.
+     */
+    public LayerwiseRetrieve retrieveLayer(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String lookupId) {
+        ensureOpen("retrieveLayer");
+        checkRequest(request, kv, slotMapping);
+        Objects.requireNonNull(lookupId, "lookupId");
+        return retrieveLayerChunks(request, kv, slotMapping, lookupId);
+    }
+
+    private LayerwiseRetrieve retrieveLayerChunks(PreparedRequest request, PagedKvCache kv, long[] slotMapping,
+                                                  String lookupId) {
         long started = System.nanoTime();
         int layers = kv.layerCount();
-        List<ChunkRange> ranges = ranges(tokens, mask, requestConfigs);
-        int requested = 0;
-        for (ChunkRange r : ranges) {
-            requested += r.length();
-        }
+        List<ChunkRange> ranges = request.chunksToProcess();
+        int requested = tokensIn(ranges);
         List<ChunkRange> found = new ArrayList<>();
-        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
-        for (int l = 0; l < layers; l++) {
-            byLayer.add(new ArrayList<>());
-        }
+        List<List<MemoryObj>> byLayer = emptyLayers(layers);
         try {
             for (ChunkRange range : ranges) {
                 List<MemoryObj> chunk = storage.batchedGet(range.key().splitLayers(layers));
-                TensorShape expected = KvConnector.layerShape(kv, range.length(), lmcache4j.allocator.MemoryFormat.KV_T2D);
+                TensorShape expected = KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D);
                 boolean usable = chunk.size() == layers
                         && chunk.stream().allMatch(o -> o.shape().equals(expected) && o.dtype() == kv.dtype());
                 if (!usable) {
@@ -375,23 +433,30 @@ public final class LMCacheEngine implements AutoCloseable {
             byLayer.forEach(list -> list.forEach(MemoryObj::release));
             throw e;
         }
-        int requestedTokens = requested;
-        int retrievedTokens = found.stream().mapToInt(ChunkRange::length).sum();
-        return new LayerwiseRetrieve(connector, kv, slotMapping, tokens.length, found, byLayer, copier(), copied -> {
+        int retrievedTokens = tokensIn(found);
+        return new LayerwiseRetrieve(connector, kv, slotMapping, request.tokenCount(), found, byLayer, copier(), copied -> {
             if (lookupId != null) {
                 lookupUnpin(lookupId);
             }
-            metrics.recordRetrieve(requestedTokens, retrievedTokens, copied, 0, System.nanoTime() - started);
+            metrics.recordRetrieve(requested, retrievedTokens, copied, 0, System.nanoTime() - started);
         });
     }
 
-    private java.util.concurrent.Executor copier() {
-        java.util.concurrent.ExecutorService c = layerCopier;
+    private static List<List<MemoryObj>> emptyLayers(int layers) {
+        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            byLayer.add(new ArrayList<>());
+        }
+        return byLayer;
+    }
+
+    private Executor copier() {
+        ExecutorService c = layerCopier;
         if (c == null) {
             synchronized (this) {
                 c = layerCopier;
                 if (c == null) {
-                    c = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                    c = Executors.newSingleThreadExecutor(r -> {
                         Thread t = new Thread(r, "lmcache4j-layer-copy-" + metadata.modelName());
                         t.setDaemon(true);
                         return t;
@@ -426,64 +491,35 @@ public final class LMCacheEngine implements AutoCloseable {
     }
 
     /**
-     * Loads the stored prefix of {@code tokens} from the disk tier into the CPU tier ahead of the
-     * retrieve, on the disk tier's I/O threads at prefetch priority. The loaded chunks are held for
-     * {@code requestId} (so they cannot be evicted before use) until {@link #retrieve} names the
-     * same id or {@link #releasePrefetch} is called. A chunk that is nowhere, or for which the CPU
-     * tier has no memory to spare, ends the prefix.
+     * Loads the stored prefix of {@code tokens} from the lower tiers that can prefetch (the disk
+     * tier, on its I/O threads at prefetch priority) into the CPU tier ahead of the retrieve. The
+     * loaded chunks are held for {@code requestId} (so they cannot be evicted before use) until
+     * {@link #retrieve} names the same id or {@link #releasePrefetch} is called. A chunk that is
+     * nowhere, or for which the CPU tier has no memory to spare, ends the prefix.
      *
      * @return the number of leading tokens in the CPU tier once the prefetch is done
      */
-    public java.util.concurrent.CompletableFuture<Integer> prefetch(int[] tokens, Map<String, String> requestConfigs,
-                                                                    String requestId) {
+    public CompletableFuture<Integer> prefetch(int[] tokens, Map<String, String> requestConfigs, String requestId) {
         ensureOpen("prefetch");
         Objects.requireNonNull(tokens, "tokens");
         Objects.requireNonNull(requestId, "requestId");
-        Optional<lmcache4j.engine.storage.disk.LocalDiskBackend> disk = storage.tier(
-                lmcache4j.engine.storage.disk.LocalDiskBackend.NAME).map(t -> (lmcache4j.engine.storage.disk.LocalDiskBackend) t);
+        return prefetch(prepare(tokens, requestConfigs), requestId);
+    }
+
+    /** As {@link #prefetch(int[], Map, String)} for a prepared request (every chunk, whatever its mask). */
+    public CompletableFuture<Integer> prefetch(PreparedRequest request, String requestId) {
+        ensureOpen("prefetch");
+        checkPrepared(request);
+        Objects.requireNonNull(requestId, "requestId");
         Prefetched holder = new Prefetched();
         Prefetched previous = prefetches.put(requestId, holder);
         if (previous != null) {
             previous.release();
         }
-        List<ChunkRange> ranges = ranges(tokens, null, requestConfigs);
-        List<java.util.concurrent.CompletableFuture<Optional<MemoryObj>>> loads = new ArrayList<>();
-        List<ChunkRange> loading = new ArrayList<>();
-        for (ChunkRange range : ranges) {
-            if (storage.cpu().contains(range.key(), false)) {
-                loads.add(null); // already in the CPU tier
-            } else if (disk.isPresent() && disk.get().contains(range.key(), false)) {
-                loads.add(disk.get().prefetch(range.key()));
-            } else {
-                break;
-            }
-            loading.add(range);
-        }
-        java.util.concurrent.CompletableFuture<?>[] pending = loads.stream().filter(Objects::nonNull)
-                .toArray(java.util.concurrent.CompletableFuture[]::new);
-        return java.util.concurrent.CompletableFuture.allOf(pending).handle((ignored, failure) -> {
-            int tokensReady = 0;
-            boolean prefix = true;
-            for (int i = 0; i < loads.size(); i++) {
-                java.util.concurrent.CompletableFuture<Optional<MemoryObj>> load = loads.get(i);
-                if (load == null) { // already in the CPU tier
-                    if (prefix) {
-                        tokensReady = loading.get(i).end();
-                    }
-                    continue;
-                }
-                Optional<MemoryObj> obj = load.isCompletedExceptionally() ? Optional.empty() : load.join();
-                if (obj.isEmpty()) {
-                    prefix = false;
-                } else if (prefix) {
-                    storage.cpu().batchedSubmitPut(List.of(loading.get(i).key()), List.of(obj.get()));
-                    holder.hold(obj.get());
-                    tokensReady = loading.get(i).end();
-                } else {
-                    obj.get().release(); // loaded past a gap: not part of the prefix
-                }
-            }
-            return tokensReady;
+        List<ChunkRange> ranges = request.chunks();
+        return storage.prefetch(keysOf(ranges)).thenApply(ready -> {
+            ready.loaded().forEach(holder::hold);
+            return ready.chunks() == 0 ? 0 : ranges.get(ready.chunks() - 1).end();
         });
     }
 
@@ -504,7 +540,29 @@ public final class LMCacheEngine implements AutoCloseable {
     public int lookup(int[] tokens, Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("lookup");
         Objects.requireNonNull(tokens, "tokens");
-        List<ChunkRange> ranges = ranges(tokens, null, requestConfigs);
+        return lookupChunks(prepare(tokens, requestConfigs), lookupId);
+    }
+
+    /** How many leading tokens of a prepared request are cached (every chunk, whatever its mask), as the end of the last cached chunk. */
+    public int lookup(PreparedRequest request) {
+        ensureOpen("lookup");
+        checkPrepared(request);
+        return lookupChunks(request, null);
+    }
+
+    /**
+     * As {@link #lookup(PreparedRequest)}, pinning the hits until {@link #lookupUnpin} or the
+     * retrieve naming {@code lookupId}; a repeated lookup with the same id replaces its pins.
+     */
+    public int lookup(PreparedRequest request, String lookupId) {
+        ensureOpen("lookup");
+        checkPrepared(request);
+        Objects.requireNonNull(lookupId, "lookupId");
+        return lookupChunks(request, lookupId);
+    }
+
+    private int lookupChunks(PreparedRequest request, String lookupId) {
+        List<ChunkRange> ranges = request.chunks();
         boolean layerwise = config.useLayerwise();
         int perChunk = layerwise ? metadata.numLayers() : 1;
         List<CacheKey> keys = new ArrayList<>(ranges.size() * perChunk);
@@ -526,7 +584,7 @@ public final class LMCacheEngine implements AutoCloseable {
         }
         int chunks = prefix.hits() / perChunk;
         int hitTokens = chunks == 0 ? 0 : ranges.get(chunks - 1).end();
-        metrics.recordLookup(tokens.length, hitTokens);
+        metrics.recordLookup(request.tokenCount(), hitTokens);
         return hitTokens;
     }
 
@@ -568,7 +626,7 @@ public final class LMCacheEngine implements AutoCloseable {
     /** 0 when every allocator passes its invariant check, -1 otherwise (LMCache's {@code health()}). */
     public int health() {
         try {
-            storage.cpu().memcheck();
+            storage.memcheck();
             return 0;
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, "health check failed: " + e.getMessage());
@@ -602,9 +660,20 @@ public final class LMCacheEngine implements AutoCloseable {
         }
     }
 
-    private List<ChunkRange> ranges(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
-        return mask == null ? this.tokens.processTokens(tokens, requestConfigs)
-                : this.tokens.processTokens(tokens, mask, requestConfigs);
+    private static List<CacheKey> keysOf(List<ChunkRange> ranges) {
+        List<CacheKey> keys = new ArrayList<>(ranges.size());
+        for (ChunkRange r : ranges) {
+            keys.add(r.key());
+        }
+        return keys;
+    }
+
+    private static int tokensIn(List<ChunkRange> ranges) {
+        int tokens = 0;
+        for (ChunkRange r : ranges) {
+            tokens += r.length();
+        }
+        return tokens;
     }
 
     private void ensureOpen(String operation) {
@@ -616,20 +685,45 @@ public final class LMCacheEngine implements AutoCloseable {
     private void checkRequest(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping) {
         Objects.requireNonNull(tokens, "tokens");
         Objects.requireNonNull(slotMapping, "slotMapping");
-        if (mask != null && mask.length != tokens.length) {
+        if (mask != null) {
+            checkMask(tokens, mask);
+        }
+        checkSlots(slotMapping, tokens.length);
+        checkCache(kv);
+    }
+
+    private void checkRequest(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
+        checkPrepared(request);
+        Objects.requireNonNull(slotMapping, "slotMapping");
+        checkSlots(slotMapping, request.tokenCount());
+        checkCache(kv);
+    }
+
+    private void checkPrepared(PreparedRequest request) {
+        Objects.requireNonNull(request, "request");
+        if (!request.preparedBy(tokens)) {
+            throw new IllegalArgumentException(request + " was prepared by another engine; prepare it with this one");
+        }
+    }
+
+    private static void checkMask(int[] tokens, boolean[] mask) {
+        Objects.requireNonNull(mask, "mask");
+        if (mask.length != tokens.length) {
             throw new IllegalArgumentException("mask has " + mask.length + " entries for " + tokens.length + " tokens");
         }
-        if (slotMapping.length < tokens.length) {
-            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + tokens.length + " tokens");
+    }
+
+    private static void checkSlots(long[] slotMapping, int tokenCount) {
+        if (slotMapping.length < tokenCount) {
+            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + tokenCount + " tokens");
         }
-        checkCache(kv);
     }
 
     private void checkCache(PagedKvCache kv) {
         Objects.requireNonNull(kv, "kv");
         if (kv.dtype() != metadata.kvDtype() || kv.layerCount() != metadata.numLayers()
                 || kv.numKvHeads() != metadata.numKvHeads() || kv.headSize() != metadata.headSize()
-                || (kv.layout() == lmcache4j.engine.connector.PagedLayout.MLA) != metadata.mla()) {
+                || (kv.layout() == PagedLayout.MLA) != metadata.mla()) {
             throw new IllegalArgumentException("the paged KV cache (" + kv.layerCount() + " layers, " + kv.numKvHeads()
                     + " heads × " + kv.headSize() + ", " + kv.dtype().torchName() + ", " + kv.layout()
                     + ") does not match the model (" + metadata + ")");

@@ -130,8 +130,9 @@ public final class StoreBenchCommand {
                 .numbers("runs_memcpy_whole_chunk_gbps", r.memcpyWhole(), 3)
                 .integer("cores", Runtime.getRuntime().availableProcessors())
                 .string("jdk", Runtime.version().toString())
-                .string("method", "GB/s = bytes of KV / wall time, median over runs. store: one engine.store of every chunk "
-                        + "(after an untimed clear); retrieve: one engine.retrieve of every chunk into a second shuffled block "
+                .string("method", "GB/s = bytes of KV / wall time, median over runs. store: engine.prepare (hashing) and one engine.store of "
+                        + "every chunk (after an untimed clear); retrieve: one engine.retrieve of the same prepared request "
+                        + "(not hashed again) into a second shuffled block "
                         + "table; memcpy_gbps: MemorySegment.copy of the store's own runs (one per block, plane and layer) "
                         + "paged -> contiguous; memcpy_scatter_gbps: the retrieve's runs contiguous -> paged; "
                         + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps")

@@ -3,7 +3,6 @@ package lmcache4j.bench.demo;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +14,7 @@ import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
@@ -283,7 +283,7 @@ public final class ServingSimulator implements AutoCloseable {
         }
         long memcpyNanos = System.nanoTime() - memcpyStarted;
         boolean engineHealthy = engine.health() == 0;
-        long cpuBytes = engine.storage().cpu().allocator().stats().capacityBytes();
+        long cpuBytes = engine.storage().memoryCapacityBytes();
         return new DemoReport(settings, workload.conversationsStarted(), workload.sharedTokens(), kv.numBlocks(),
                 pagedMemory.byteSize(), cpuBytes,
                 LocalCpuBackend.chunkBudget(cpuBytes, settings.chunkBytes(), TensorMemoryAllocator.DEFAULT_ALIGNMENT),
@@ -365,7 +365,9 @@ public final class ServingSimulator implements AutoCloseable {
         t.promptTokens += prompt.length;
 
         long t0 = System.nanoTime();
-        int hit = engine.lookup(prompt, Map.of(), lookupId);
+        // The prompt is hashed once, for the lookup and the retrieve.
+        PreparedRequest prepared = engine.prepare(prompt, Map.of());
+        int hit = engine.lookup(prepared, lookupId);
         long t1 = System.nanoTime();
         t.lookupNanos += t1 - t0;
         t.lookupHitTokens += hit;
@@ -377,9 +379,7 @@ public final class ServingSimulator implements AutoCloseable {
             long t2 = System.nanoTime();
             t.poisonNanos += t2 - t1;
 
-            boolean[] mask = new boolean[prompt.length];
-            Arrays.fill(mask, true);
-            boolean[] loaded = engine.retrieve(prompt, mask, kv, slots, Map.of(), lookupId);
+            boolean[] loaded = engine.retrieve(prepared, kv, slots, lookupId);
             long t3 = System.nanoTime();
             t.retrieveNanos += t3 - t2;
 
@@ -422,7 +422,7 @@ public final class ServingSimulator implements AutoCloseable {
             t.computeNanos += t5 - t4;
             t.computedTokens += sequence.length - retrieved;
 
-            t.storedTokens += engine.store(sequence, null, kv, slots, Map.of());
+            t.storedTokens += engine.store(engine.prepare(sequence, Map.of()), kv, slots);
             t.storeNanos += System.nanoTime() - t5;
         } finally {
             blocks.free(table);

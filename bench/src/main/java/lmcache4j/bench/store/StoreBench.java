@@ -15,6 +15,7 @@ import lmcache4j.bench.demo.KvModel;
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
@@ -33,11 +34,13 @@ import lmcache4j.engine.metrics.MetricsSnapshot;
  *   <li>{@code memcpy gather}: {@link MemorySegment#copy} of exactly the runs a store's copy plan
  *       moves (one per block, plane and layer: 16 tokens × 2 KiB = 32 KiB) from the paged cache
  *       into a contiguous buffer laid out as the engine's objects ({@code KV_2LTD});</li>
- *   <li>{@code store}: {@code engine.clear()} (untimed), then one {@code engine.store} of every
- *       chunk, timed as a whole: hashing, allocation, planning, copies and bookkeeping;</li>
+ *   <li>{@code store}: {@code engine.clear()} (untimed), then {@code engine.prepare} of the tokens
+ *       and one {@code engine.store} of every chunk, timed as a whole: hashing, allocation,
+ *       planning, copies and bookkeeping;</li>
  *   <li>{@code memcpy scatter}: the reverse runs, contiguous buffer → paged cache at a second
  *       shuffled block table;</li>
- *   <li>{@code retrieve}: one {@code engine.retrieve} of every chunk into that second block table;</li>
+ *   <li>{@code retrieve}: one {@code engine.retrieve} of every chunk of the same prepared request
+ *       (not hashed again, as in serving) into that second block table;</li>
  *   <li>{@code memcpy whole}: whole 32 MiB chunks between two contiguous buffers.</li>
  * </ol>
  * Bandwidth is bytes of KV moved ÷ wall time (GB/s = 10⁹ B/s); the figure of each is the median
@@ -205,11 +208,12 @@ public final class StoreBench {
                     long t1 = System.nanoTime();
                     engine.clear();
                     long t2 = System.nanoTime();
-                    int stored = engine.store(ids, null, kv, storeSlots, Map.of());
+                    PreparedRequest request = engine.prepare(ids, Map.of()); // hashed once, timed with the store
+                    int stored = engine.store(request, kv, storeSlots);
                     long t3 = System.nanoTime();
                     scatter.scatter(bufferA.segment(), kv);
                     long t4 = System.nanoTime();
-                    boolean[] loaded = engine.retrieve(ids, null, kv, retrieveSlots, Map.of(), null);
+                    boolean[] loaded = engine.retrieve(request, kv, retrieveSlots);
                     long t5 = System.nanoTime();
                     for (int c = 0; c < s.chunks(); c++) {
                         MemorySegment.copy(bufferA.segment(), c * s.chunkBytes(), bufferB.segment(), c * s.chunkBytes(),
@@ -235,7 +239,7 @@ public final class StoreBench {
                 long mismatches = KvModel.mismatchingBytes(kv, hashes, retrieveSlots, 0, tokens);
                 MetricsSnapshot after = engine.metrics().snapshot();
                 return new Result(s, store, retrieve, memGather, memScatter, memWhole, bytes,
-                        engine.storage().cpu().allocator().stats().capacityBytes(),
+                        engine.storage().memoryCapacityBytes(),
                         ServingSimulator.copyGbps(before.storedBytes(), before.storeGbps(), after.storedBytes(), after.storeGbps()),
                         ServingSimulator.copyGbps(before.retrievedBytes(), before.retrieveGbps(), after.retrievedBytes(), after.retrieveGbps()),
                         (long) tokens * KvModel.bytesPerToken(kv), mismatches);

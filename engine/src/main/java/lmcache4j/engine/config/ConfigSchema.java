@@ -12,8 +12,8 @@ import java.util.TreeSet;
 
 /**
  * The config's single source of truth: the field table, LMCache's deprecated key aliases, the
- * LMCache keys lmcache4j knows but does not support (with the reason), and the {@code LMCACHE_*}
- * environment variables that are not fields. {@link #lmcache4j()} is the table the engine uses.
+ * LMCache keys lmcache4j knows but does not support (with the reason), the {@code LMCACHE_*}
+ * environment variables that are not fields, and the {@code extra_config} keys lmcache4j reads. {@link #lmcache4j()} is the table the engine uses.
  */
 public final class ConfigSchema {
     private final Map<String, ConfigField> fields;
@@ -53,6 +53,11 @@ public final class ConfigSchema {
     /** The field called {@code name}, if there is one. */
     public Optional<ConfigField> field(String name) {
         return Optional.ofNullable(fields.get(name));
+    }
+
+    /** The {@code extra_config} keys lmcache4j reads or checks, each with its type, default and description. */
+    public List<ExtraConfigKey<?>> extraConfigKeys() {
+        return ExtraConfigKeys.ALL;
     }
 
     /** The field names, sorted: the list an "unknown key" error gives. */

@@ -2,6 +2,7 @@ package lmcache4j.engine.config;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Rules over several fields, applied after all sources are merged (LMCache's {@code validate()}):
@@ -9,13 +10,6 @@ import java.util.Map;
  * no-op when its fields are not in the schema, so test schemas can leave them out.
  */
 final class DerivedRules {
-    /** Known {@code extra_config} keys whose value must be a JSON boolean (spec §6.10). */
-    private static final List<String> BOOLEAN_EXTRAS = List.of("use_odirect", "save_only_first_rank",
-            "remote_enable_mla_worker_id_as0", "use_exists_sync", "save_chunk_meta", "force_store_wait",
-            "local_disk.fsync", "local_disk.claim_nonempty_dir", "local_disk.verify_in_background");
-    /** Known {@code extra_config} keys whose value must be a positive number of seconds. */
-    private static final List<String> POSITIVE_SECONDS_EXTRAS = List.of("ping_interval", "ping_timeout");
-
     private DerivedRules() {
     }
 
@@ -23,7 +17,7 @@ final class DerivedRules {
             List<String> warnings) {
         blendingForcesUnfullChunks(values, sources, warnings);
         manualNumaNeedsMapping(values, sources, problems);
-        knownExtraConfigKeys(values, sources, problems);
+        extraConfigKeys(values, sources, problems, warnings);
     }
 
     /** LMCache: {@code enable_blending} sets {@code save_unfull_chunk=true} (blended segments are rarely whole chunks). */
@@ -64,26 +58,43 @@ final class DerivedRules {
         }
     }
 
-    /** The extra_config keys lmcache4j reads are type-checked here, so a wrong type fails at start, not mid-run. */
-    private static void knownExtraConfigKeys(Map<String, Object> values, Map<String, ConfigSource> sources,
-            List<String> problems) {
+    /**
+     * Every {@code extra_config} key of {@link ExtraConfigKeys} is checked against its declaration
+     * here, so a wrong value fails at start, not mid-run. Other keys are kept, since LMCache and its
+     * plugins read keys lmcache4j does not, but warned about: a misspelt key is otherwise silently
+     * ignored.
+     */
+    private static void extraConfigKeys(Map<String, Object> values, Map<String, ConfigSource> sources,
+            List<String> problems, List<String> warnings) {
         if (!(values.get("extra_config") instanceof Map<?, ?> extra)) {
             return;
         }
         String where = sources.get("extra_config").describe();
-        for (String key : BOOLEAN_EXTRAS) {
-            Object v = extra.get(key);
-            if (v != null && !(v instanceof Boolean)) {
-                problems.add("extra_config." + key + " = " + Json.write(v) + " (" + where
-                        + ") is not valid: expected a boolean (true or false)");
+        for (Map.Entry<?, ?> e : extra.entrySet()) {
+            String name = (String) e.getKey();
+            Optional<ExtraConfigKey<?>> key = ExtraConfigKeys.named(name);
+            if (key.isPresent()) {
+                key.get().problem(e.getValue()).ifPresent(expected -> problems.add("extra_config." + name + " = "
+                        + Json.write(e.getValue()) + " (" + where + ") is not valid: " + expected));
+            } else {
+                warnings.add("extra_config." + name + " (" + where + ") is not a key lmcache4j reads; it is kept and "
+                        + "ignored" + closest(name).map(c -> " (did you mean " + c + "?)").orElse("")
+                        + ". Known keys: ./lmcache4j config lists them");
             }
         }
-        for (String key : POSITIVE_SECONDS_EXTRAS) {
-            Object v = extra.get(key);
-            if (v != null && !(v instanceof Number n && n.doubleValue() > 0)) {
-                problems.add("extra_config." + key + " = " + Json.write(v) + " (" + where
-                        + ") is not valid: expected a number of seconds > 0");
+    }
+
+    /** The declared key closest to a misspelt {@code name}, if one is close. */
+    private static Optional<String> closest(String name) {
+        String best = null;
+        int bestDistance = Math.max(2, name.length() / 3) + 1;
+        for (ExtraConfigKey<?> key : ExtraConfigKeys.ALL) {
+            int d = ConfigSchema.distance(name, key.name());
+            if (d < bestDistance) {
+                best = key.name();
+                bestDistance = d;
             }
         }
+        return Optional.ofNullable(best);
     }
 }

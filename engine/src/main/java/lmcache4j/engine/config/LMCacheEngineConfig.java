@@ -276,6 +276,28 @@ public final class LMCacheEngineConfig {
         return (Integer) values.get("internal_api_server_port_start");
     }
 
+    // --- typed settings -----------------------------------------------------------------------
+
+    /** The disk tier's settings, when {@code local_disk} and a positive {@code max_local_disk_size} are set. */
+    public Optional<DiskTierSettings> diskTier() {
+        return DiskTierSettings.from(this);
+    }
+
+    /** The remote tier's settings, when {@code remote_url} is set. */
+    public Optional<RemoteTierSettings> remoteTier() {
+        return RemoteTierSettings.from(this);
+    }
+
+    /** {@code extra_config.force_store_wait}: whether a store waits for memory instead of stopping (default false). */
+    public boolean storeWaitsForMemory() {
+        return ExtraConfigKeys.FORCE_STORE_WAIT.valueOrDefault(extraConfig());
+    }
+
+    /** {@code extra_config.gpu_to_numa_mapping} (GPU index → NUMA node), if set; checked when {@code numa_mode} is manual. */
+    public Optional<Map<?, ?>> gpuToNumaMapping() {
+        return ExtraConfigKeys.GPU_TO_NUMA_MAPPING.valueIn(extraConfig());
+    }
+
     // --- extra_config accessors ---------------------------------------------------------------
 
     /** {@code extra_config[key]}, if present. */
@@ -378,7 +400,9 @@ public final class LMCacheEngineConfig {
 
     /**
      * The effective config as aligned {@code key = value  (source)} lines, one per field in table
-     * order, then one per {@code extra_config} entry ({@code extra_config.KEY}). Values are written
+     * order, then one per {@code extra_config} entry ({@code extra_config.KEY}) and one per key of
+     * {@link ExtraConfigKeys} left unset (its default, or {@code null} when the default is decided
+     * elsewhere). Values are written
      * as JSON, so strings are quoted and unset fields read {@code null}. This is what the engine
      * prints once at start and what {@code ./lmcache4j config} shows.
      */
@@ -394,6 +418,14 @@ public final class LMCacheEngineConfig {
                 for (Map.Entry<?, ?> e : m.entrySet()) {
                     rows.add(new String[] {f.name() + "." + e.getKey(), Json.write(e.getValue()),
                             sources.get(f.name()).describe()});
+                }
+                if (f.name().equals("extra_config")) {
+                    for (ExtraConfigKey<?> key : ExtraConfigKeys.ALL) {
+                        if (!m.containsKey(key.name())) {
+                            rows.add(new String[] {f.name() + "." + key.name(), Json.write(key.defaultValue().orElse(null)),
+                                    new ConfigSource.Default().describe()});
+                        }
+                    }
                 }
             }
         }

@@ -95,13 +95,11 @@ final class LMCacheFieldTable {
         f.add(define("enable_async_loading", BOOL).defaultValue(false)
                 .description("Prefetch looked-up chunks in the background so retrieve only collects them.").build());
         f.add(define("extra_config", JSON_OBJECT)
-                .description("Free-form settings (a YAML mapping, or JSON in LMCACHE_EXTRA_CONFIG), for example "
-                        + "ping_interval, ping_timeout, use_odirect, save_chunk_meta, force_store_wait, "
-                        + "gpu_to_numa_mapping, and lmcache4j's local_disk.fsync, local_disk.io_threads, "
-                        + "local_disk.max_queued_puts, local_disk.claim_nonempty_dir (true: use a non-empty "
-                        + "local_disk directory without lmcache4j's marker; its other files are never touched) and "
-                        + "local_disk.verify_in_background (true: start without waiting for the payload check of "
-                        + "recovered chunk files; they are offered as they pass it). Unset: empty.").build());
+                .description("Free-form settings (a YAML mapping, or JSON in LMCACHE_EXTRA_CONFIG). The keys lmcache4j "
+                        + "reads are declared with their types and defaults in ExtraConfigKeys (ping_interval, "
+                        + "ping_timeout, use_odirect, force_store_wait, gpu_to_numa_mapping, local_disk.*, ...) and "
+                        + "listed by ./lmcache4j config; a wrong value is an error, an unknown key a warning. "
+                        + "Unset: empty.").build());
         f.add(define("hash_seed", STRING).nullable().lmcache4jOnly()
                 .description("lmcache4j only: the seed NONE_HASH (the start of every prefix-hash chain) is derived "
                         + "from, as vLLM derives it from PYTHONHASHSEED. Unset: PYTHONHASHSEED is used when set, "

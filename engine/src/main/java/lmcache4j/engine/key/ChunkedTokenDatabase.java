@@ -46,11 +46,16 @@ public final class ChunkedTokenDatabase extends TokenDatabase {
     }
 
     @Override
-    List<HashRange> hashRanges(int[] tokens, int skipBefore) {
+    void checkSkip(int skipBefore) {
         if (skipBefore % chunkSize != 0) {
             throw new IllegalArgumentException("the mask's " + skipBefore + " leading False entries are not a multiple "
                     + "of the chunk size " + chunkSize + "; only whole chunks can be skipped");
         }
+    }
+
+    @Override
+    List<HashRange> hashRanges(int[] tokens, int skipBefore) {
+        checkSkip(skipBefore);
         int end = saveUnfullChunk ? tokens.length : tokens.length - tokens.length % chunkSize;
         // The whole chain at once: a long prompt's chain is hashed on two threads (ChainPipeline).
         // Skipped chunks still feed the chain; only their ranges are left out.

@@ -48,6 +48,11 @@ public final class SegmentTokenDatabase extends TokenDatabase {
         return separator.clone();
     }
 
+    /** Segments have no size, so any prefix can be left out. */
+    @Override
+    void checkSkip(int skipBefore) {
+    }
+
     @Override
     List<HashRange> hashRanges(int[] tokens, int skipBefore) {
         List<HashRange> ranges = new ArrayList<>();

@@ -72,6 +72,21 @@ public abstract sealed class TokenDatabase permits ChunkedTokenDatabase, Segment
         return hashRanges(tokens, TokenMask.leadingFalse(mask, tokens.length));
     }
 
+    /**
+     * How many leading tokens {@code mask} leaves out: its {@code False} prefix, after the same
+     * checks a masked {@link #processTokens(int[], boolean[], Map)} makes. The ranges that call
+     * returns are exactly those of the unmasked call that start at or after this many tokens, so a
+     * caller holding the unmasked ranges need not hash again.
+     *
+     * @throws IllegalArgumentException for a mask of the wrong length or form
+     */
+    public final int maskedPrefix(boolean[] mask, int tokenCount) {
+        Objects.requireNonNull(mask, "mask");
+        int skip = TokenMask.leadingFalse(mask, tokenCount);
+        checkSkip(skip);
+        return skip;
+    }
+
     /** {@link #processHashes(List, int[], Map)} without tags. */
     public final List<ChunkRange> processHashes(List<ChunkHash> hashes, int[] lengths) {
         return processHashes(hashes, lengths, Map.of());
@@ -112,6 +127,9 @@ public abstract sealed class TokenDatabase permits ChunkedTokenDatabase, Segment
 
     /** The hashed ranges of {@code tokens}, leaving out those that start before {@code skipBefore}. */
     abstract List<HashRange> hashRanges(int[] tokens, int skipBefore);
+
+    /** Throws when this database cannot leave out the first {@code skipBefore} tokens (a mask's False prefix). */
+    abstract void checkSkip(int skipBefore);
 
     private List<ChunkRange> keyed(List<HashRange> hashed, Map<String, String> requestConfigs) {
         Map<String, String> tags = CacheEngineKey.tagsOf(requestConfigs);

@@ -28,6 +28,7 @@ public final class EngineMetrics {
     final LongAdder retrievedBytes = new LongAdder();
     final LongAdder storeCopyNanos = new LongAdder();
     final LongAdder retrieveCopyNanos = new LongAdder();
+    final LongAdder hashedTokens = new LongAdder();
 
     private final AtomicLong intervalRequested = new AtomicLong();
     private final AtomicLong intervalHit = new AtomicLong();
@@ -117,7 +118,17 @@ public final class EngineMetrics {
         intervalLookupHits.addAndGet(hits);
     }
 
+    /** A request's tokens were hashed into chunk keys. */
+    public void recordHashed(long tokens) {
+        hashedTokens.add(tokens);
+    }
+
     // ---- reading ----------------------------------------------------------------------------
+
+    /** Tokens hashed into chunk keys since creation: a request prepared once counts its tokens once. */
+    public long hashedTokens() {
+        return hashedTokens.sum();
+    }
 
     /** Every metric now; the hit rates cover the interval since the previous snapshot. */
     public MetricsSnapshot snapshot() {
@@ -141,7 +152,7 @@ public final class EngineMetrics {
     /** The snapshot in Prometheus text exposition format (version 0.0.4). */
     public String toPrometheus() {
         return PrometheusText.render(snapshot(), new LatencyHistogram[] {timeToStore, timeToRetrieve, storeSpeed, retrieveSpeed},
-                tierMetrics);
+                tierMetrics, hashedTokens.sum());
     }
 
     private java.util.Map<String, Long> tierReadings() {

@@ -7,7 +7,8 @@ final class PrometheusText {
     private PrometheusText() {
     }
 
-    static String render(MetricsSnapshot s, LatencyHistogram[] histograms, java.util.List<EngineMetrics.TierMetric> tierMetrics) {
+    static String render(MetricsSnapshot s, LatencyHistogram[] histograms, java.util.List<EngineMetrics.TierMetric> tierMetrics,
+                         long hashedTokens) {
         StringBuilder out = new StringBuilder(4096);
         String labels = "{model_name=\"" + escape(s.modelName()) + "\",worker_id=\"" + s.workerId() + "\"}";
         counter(out, labels, "lmcache:num_retrieve_requests", "Retrieve requests", s.retrieveRequests());
@@ -20,6 +21,7 @@ final class PrometheusText {
         counter(out, labels, "lmcache:num_stored_tokens", "Tokens stored (lmcache4j)", s.storedTokens());
         counter(out, labels, "lmcache:num_stored_bytes", "KV bytes copied in by stores (lmcache4j)", s.storedBytes());
         counter(out, labels, "lmcache:num_retrieved_bytes", "KV bytes copied out by retrieves (lmcache4j)", s.retrievedBytes());
+        counter(out, labels, "lmcache:num_hashed_tokens", "Tokens hashed into chunk keys (lmcache4j)", hashedTokens);
         counter(out, labels, "lmcache:local_cpu_evict_count", "CPU-tier evictions", s.localCpuEvictions());
         counter(out, labels, "lmcache:local_cpu_evict_failed_count", "Allocations that found nothing to evict",
                 s.localCpuEvictionFailures());

@@ -17,11 +17,14 @@ import java.util.concurrent.atomic.LongAdder;
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.CacheEngineKey;
+import lmcache4j.engine.key.LayerCacheEngineKey;
+import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.remote.serde.NaiveSerde;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
  * The remote tier (LMCache's {@code RemoteBackend}, spec §4.1–4.2) over one {@link RemoteConnector}.
@@ -47,7 +50,7 @@ public final class RemoteBackend implements StorageBackend {
     private final RemoteConnector remote;
     private final BlackholeConnector blackhole;
     private final AtomicReference<RemoteConnector> active;
-    private final LocalCpuBackend cpu;
+    private final MemoryProvider memory;
     private final long timeoutNanos;
     private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
     private final Thread monitor;
@@ -67,14 +70,14 @@ public final class RemoteBackend implements StorageBackend {
     private final RemoteHealthTracker health = new RemoteHealthTracker(InstantSource.system());
 
     /**
-     * @param cpu                 the CPU tier gets allocate through
+     * @param memory              where gets allocate the objects they return
      * @param blockingTimeoutSecs {@code blocking_timeout_secs}: the longest a get or exists waits
      * @param pingIntervalSecs    {@code extra_config.ping_interval}
      * @param pingTimeoutSecs     {@code extra_config.ping_timeout}
      */
-    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+    public RemoteBackend(RemoteConnector remote, MemoryProvider memory, double blockingTimeoutSecs, double pingIntervalSecs,
                          double pingTimeoutSecs) {
-        this(remote, cpu, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, false);
+        this(remote, memory, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, false);
     }
 
     /**
@@ -82,21 +85,21 @@ public final class RemoteBackend implements StorageBackend {
      * {@code extra_config.remote_enable_mla_worker_id_as0}): every worker reads the one copy worker
      * 0 wrote, under worker 0's keys, and writes nothing.
      */
-    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+    public RemoteBackend(RemoteConnector remote, MemoryProvider memory, double blockingTimeoutSecs, double pingIntervalSecs,
                          double pingTimeoutSecs, boolean readAsWorkerZero) {
-        this(remote, cpu, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, readAsWorkerZero, NaiveSerde.INSTANCE);
+        this(remote, memory, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, readAsWorkerZero, NaiveSerde.INSTANCE);
     }
 
     /**
      * As above, storing objects through {@code serde} ({@code remote_serde}: naive, lz4, zstd);
      * with a compressing serde, naive entries already in the store are still read.
      */
-    public RemoteBackend(RemoteConnector remote, LocalCpuBackend cpu, double blockingTimeoutSecs, double pingIntervalSecs,
+    public RemoteBackend(RemoteConnector remote, MemoryProvider memory, double blockingTimeoutSecs, double pingIntervalSecs,
                          double pingTimeoutSecs, boolean readAsWorkerZero, RemoteSerde serde) {
         this.serde = Objects.requireNonNull(serde, "serde");
         this.readAsWorkerZero = readAsWorkerZero;
         this.remote = Objects.requireNonNull(remote, "remote");
-        this.cpu = Objects.requireNonNull(cpu, "cpu");
+        this.memory = Objects.requireNonNull(memory, "memory");
         this.blackhole = new BlackholeConnector("blackhole:// (standing in for " + remote.url() + ")");
         this.active = new AtomicReference<>(remote);
         this.timeoutNanos = (long) (blockingTimeoutSecs * 1e9);
@@ -154,8 +157,8 @@ public final class RemoteBackend implements StorageBackend {
             return key;
         }
         return switch (key) {
-            case lmcache4j.engine.key.CacheEngineKey chunk -> chunk.withWorkerId(0);
-            case lmcache4j.engine.key.LayerCacheEngineKey layer -> layer.chunk().withWorkerId(0).layer(layer.layerId());
+            case CacheEngineKey chunk -> chunk.withWorkerId(0);
+            case LayerCacheEngineKey layer -> layer.chunk().withWorkerId(0).layer(layer.layerId());
         };
     }
 
@@ -168,21 +171,11 @@ public final class RemoteBackend implements StorageBackend {
     }
 
     @Override
-    public boolean existsInPutTasks(CacheKey key) {
-        return putsInFlight.contains(key);
-    }
-
-    @Override
     public boolean isLocal() {
         return false;
     }
 
     /** Pins mean nothing to a remote store (LMCache's no-op). */
-    @Override
-    public boolean pin(CacheKey key) {
-        return true;
-    }
-
     @Override
     public boolean unpin(CacheKey key) {
         return true;
@@ -250,7 +243,7 @@ public final class RemoteBackend implements StorageBackend {
         CompletableFuture<Optional<MemoryObj>> future;
         RemoteConnector target = active.get();
         try {
-            future = target.get(remoteKey(key), metadata -> cpu.allocate(metadata.toShape(),
+            future = target.get(remoteKey(key), metadata -> memory.allocate(metadata.toShape(),
                     metadata.dtype().orElse(DType.UINT8), metadata.format(), AllocationMode.EVICT_AND_WAIT));
         } catch (RuntimeException e) {
             failures.increment();
@@ -274,7 +267,7 @@ public final class RemoteBackend implements StorageBackend {
             MemoryObj stored = served.get();
             getBytes.add(stored.byteSize()); // the bytes the remote sent
             try {
-                served = serde.deserialize(stored, cpu); // takes over the stored object's reference
+                served = serde.deserialize(stored, memory); // takes over the stored object's reference
             } catch (RuntimeException e) {
                 failures.increment();
                 if (stored.isValid() && stored.refCount() > 0) {
@@ -355,6 +348,25 @@ public final class RemoteBackend implements StorageBackend {
                 getBytes.sum(), timeouts.sum(), failures.sum(), pingFailures.sum(), putsInFlight.size(), serde.name(),
                 c.rawBytes(), c.storedBytes(), c.compressNanos(), c.decompressedBytes(), c.decompressNanos(), c.corrupt(),
                 health.snapshot());
+    }
+
+    /** The remote tier's metrics, under LMCache's names where it has them. */
+    @Override
+    public void publishMetrics(EngineMetrics metrics) {
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:num_remote_read_requests",
+                "Chunks read from the remote tier", true, gets::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:num_remote_read_bytes",
+                "Bytes read from the remote tier", true, getBytes::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:num_remote_write_requests",
+                "Chunks written to the remote tier", true, puts::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:num_remote_write_bytes",
+                "Bytes written to the remote tier", true, putBytes::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:remote_ping_errors",
+                "Health pings that failed", true, pingFailures::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:remote_put_task_num",
+                "Remote puts in flight", false, putsInFlight::size));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:remote_healthy",
+                "1 while the remote answers, 0 while a blackhole stands in (lmcache4j)", false, () -> healthy() ? 1 : 0));
     }
 
     /** The serde this tier stores through. */

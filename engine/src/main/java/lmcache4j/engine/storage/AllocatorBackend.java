@@ -10,10 +10,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 
 /** A tier that also hands out memory for objects (LMCache's {@code AllocatorBackendInterface}). */
-public interface AllocatorBackend extends StorageBackend {
-
-    /** One object with one reference for the caller, evicting or waiting as {@code mode} allows. */
-    Optional<MemoryObj> allocate(TensorShape shape, DType dtype, MemoryFormat format, AllocationMode mode);
+public interface AllocatorBackend extends StorageBackend, MemoryProvider {
 
     /** {@code count} objects, all or nothing, evicting or waiting as {@code mode} allows. */
     Optional<List<MemoryObj>> allocateBatch(TensorShape shape, DType dtype, MemoryFormat format, int count,

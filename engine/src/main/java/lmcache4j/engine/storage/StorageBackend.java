@@ -1,11 +1,12 @@
 package lmcache4j.engine.storage;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.metrics.MetricsSource;
 
 /**
  * One storage tier (LMCache spec §3.1). Reference rules: a tier that keeps an object takes its own
@@ -13,18 +14,20 @@ import lmcache4j.engine.key.CacheKey;
  * object a get returns carries one reference that the caller must release. Prefix semantics: the
  * batched lookups stop at the first missing key and never report a hole.
  *
+ * <p>A tier that reads objects back allocates them from a {@link MemoryProvider} it was given, never
+ * from another tier. It publishes its own metrics ({@link MetricsSource}). Capabilities only some
+ * tiers have are small interfaces offered through accessors ({@link #prefetching()}), so callers
+ * ask for them and never cast to a concrete tier.
+ *
  * <p>Implementations are thread-safe.
  */
-public interface StorageBackend extends AutoCloseable {
+public interface StorageBackend extends AutoCloseable, MetricsSource {
 
     /** The tier's name (LMCache's class names: {@code LocalCPUBackend}, {@code LocalDiskBackend}, ...). */
     String name();
 
     /** Whether the tier holds {@code key}; with {@code pin}, also pins the stored object. */
     boolean contains(CacheKey key, boolean pin);
-
-    /** Whether a put of {@code key} is still in flight; check together with {@link #contains}. */
-    boolean existsInPutTasks(CacheKey key);
 
     /**
      * Stores {@code objs[i]} under {@code keys[i]}, possibly asynchronously; later lookups see the
@@ -34,19 +37,6 @@ public interface StorageBackend extends AutoCloseable {
 
     /** The object under {@code key}, with a reference for the caller, or empty. */
     Optional<MemoryObj> getBlocking(CacheKey key);
-
-    /** The objects of the longest prefix of {@code keys} the tier holds, each with a reference for the caller. */
-    default List<MemoryObj> batchedGetBlocking(List<? extends CacheKey> keys) {
-        List<MemoryObj> found = new ArrayList<>(keys.size());
-        for (CacheKey key : keys) {
-            Optional<MemoryObj> obj = getBlocking(key);
-            if (obj.isEmpty()) {
-                break;
-            }
-            found.add(obj.get());
-        }
-        return found;
-    }
 
     /** How many leading keys the tier holds; with {@code pin}, pins each of them. */
     default int batchedContains(List<? extends CacheKey> keys, boolean pin) {
@@ -60,25 +50,11 @@ public interface StorageBackend extends AutoCloseable {
         return hits;
     }
 
-    /** Pins the stored object; false if absent. */
-    boolean pin(CacheKey key);
-
     /** Undoes one pin of the stored object; false if absent or not pinned. */
     boolean unpin(CacheKey key);
 
     /** Removes {@code key}, dropping the tier's reference; false if absent. */
     boolean remove(CacheKey key);
-
-    /** Removes each key; returns how many were present. */
-    default int batchedRemove(List<? extends CacheKey> keys) {
-        int removed = 0;
-        for (CacheKey key : keys) {
-            if (remove(key)) {
-                removed++;
-            }
-        }
-        return removed;
-    }
 
     /**
      * The allocator this tier's objects must come from when it is not the CPU tier's (for example
@@ -91,6 +67,16 @@ public interface StorageBackend extends AutoCloseable {
     /** Whether asking this tier is cheap (memory or a local disk), as opposed to a network round trip. */
     default boolean isLocal() {
         return true;
+    }
+
+    /** The tier's prefetch, if it can load chunks ahead of a retrieve. */
+    default Optional<Prefetching> prefetching() {
+        return Optional.empty();
+    }
+
+    /** Publishes nothing unless the tier has metrics of its own. */
+    @Override
+    default void publishMetrics(EngineMetrics metrics) {
     }
 
     /** Applies the recency updates of the keys pinned by the latest lookup. */

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 import lmcache4j.allocator.DType;
@@ -16,6 +17,8 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.metrics.MetricsSource;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
@@ -24,10 +27,14 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
  * returns the first hit and writes it back into the CPU tier; a tiered prefix lookup walks the
  * tiers, each answering for the part of the prefix the earlier ones lacked.
  *
+ * <p>The manager is the only place that knows the CPU tier from the others: it hands out the CPU
+ * tier's memory ({@link MemoryProvider}), owns every write-back into the CPU tier (gets and
+ * prefetches), and asks lower tiers for their capabilities ({@link StorageBackend#prefetching()}).
+ *
  * <p>Thread-safe: the tiers are, and the manager's own state is the immutable tier list plus a
  * concurrent bypass set.
  */
-public final class StorageManager implements AutoCloseable {
+public final class StorageManager implements MemoryProvider, MetricsSource, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(StorageManager.class.getName());
 
     private final LocalCpuBackend cpu;
@@ -81,6 +88,23 @@ public final class StorageManager implements AutoCloseable {
     }
 
     // ---- allocation -------------------------------------------------------------------------
+
+    /** An object from the CPU tier's memory, evicting or waiting as {@code mode} allows. */
+    @Override
+    public Optional<MemoryObj> allocate(TensorShape shape, DType dtype, MemoryFormat format, AllocationMode mode) {
+        return cpu.allocate(shape, dtype, format, mode);
+    }
+
+    /** {@code count} objects from the CPU tier's memory, all or nothing. */
+    public Optional<List<MemoryObj>> allocateBatch(TensorShape shape, DType dtype, MemoryFormat format, int count,
+                                                   AllocationMode mode) {
+        return cpu.allocateBatch(shape, dtype, format, count, mode);
+    }
+
+    /** Bytes the CPU tier's memory holds at most. */
+    public long memoryCapacityBytes() {
+        return cpu.allocator().stats().capacityBytes();
+    }
 
     /** An object for a store: evicts from the CPU tier if needed, never waits. */
     public Optional<MemoryObj> allocateForStore(TensorShape shape, DType dtype, MemoryFormat format) {
@@ -194,7 +218,72 @@ public final class StorageManager implements AutoCloseable {
         return found;
     }
 
+    // ---- prefetch ---------------------------------------------------------------------------
+
+    /**
+     * Brings the longest prefix of {@code keys} into the CPU tier ahead of a retrieve: keys already
+     * there count as they are, each other key is loaded by the first lower tier that holds it and
+     * can prefetch, and what arrives is written into the CPU tier. A key no tier can prefetch, or a
+     * load that comes back empty, ends the prefix; anything loaded past it is released.
+     *
+     * @return completes (never exceptionally) with the prefix now in the CPU tier and the objects
+     *         loaded for it, each with a reference for the caller
+     */
+    public CompletableFuture<PrefetchedPrefix> prefetch(List<? extends CacheKey> keys) {
+        List<CompletableFuture<Optional<MemoryObj>>> loads = new ArrayList<>(keys.size());
+        for (CacheKey key : keys) {
+            if (cpu.contains(key, false)) {
+                loads.add(null); // already in the CPU tier
+                continue;
+            }
+            Optional<Prefetching> holder = prefetcherHolding(key);
+            if (holder.isEmpty()) {
+                break;
+            }
+            loads.add(holder.get().prefetch(key));
+        }
+        CompletableFuture<?>[] pending = loads.stream().filter(Objects::nonNull).toArray(CompletableFuture[]::new);
+        return CompletableFuture.allOf(pending).handle((ignored, failure) -> {
+            int ready = 0;
+            boolean prefix = true;
+            List<MemoryObj> loaded = new ArrayList<>();
+            for (int i = 0; i < loads.size(); i++) {
+                CompletableFuture<Optional<MemoryObj>> load = loads.get(i);
+                if (load == null) {
+                    ready = prefix ? i + 1 : ready;
+                    continue;
+                }
+                Optional<MemoryObj> obj = load.isCompletedExceptionally() ? Optional.empty() : load.join();
+                if (obj.isEmpty()) {
+                    prefix = false;
+                } else if (prefix) {
+                    cpu.batchedSubmitPut(List.of(keys.get(i)), List.of(obj.get()));
+                    loaded.add(obj.get());
+                    ready = i + 1;
+                } else {
+                    obj.get().release(); // loaded past a gap: not part of the prefix
+                }
+            }
+            return new PrefetchedPrefix(ready, loaded);
+        });
+    }
+
+    /** The first active lower tier that holds {@code key} and can prefetch it. */
+    private Optional<Prefetching> prefetcherHolding(CacheKey key) {
+        for (StorageBackend tier : active()) {
+            if (tier == cpu) {
+                continue;
+            }
+            Optional<Prefetching> prefetching = tier.prefetching();
+            if (prefetching.isPresent() && tier.contains(key, false)) {
+                return prefetching;
+            }
+        }
+        return Optional.empty();
+    }
+
     // ---- lookups ----------------------------------------------------------------------------
+
 
     /** The first tier that holds {@code key}, pinning it there if asked. */
     public Optional<String> contains(CacheKey key, boolean pin) {
@@ -268,6 +357,17 @@ public final class StorageManager implements AutoCloseable {
             tokens += tier.clear();
         }
         return tokens;
+    }
+
+    /** Every tier publishes its own metrics into {@code metrics}. */
+    @Override
+    public void publishMetrics(EngineMetrics metrics) {
+        tiers.values().forEach(tier -> tier.publishMetrics(metrics));
+    }
+
+    /** Checks the CPU tier's and its allocator's invariants; throws when one does not hold. */
+    public void memcheck() {
+        cpu.memcheck();
     }
 
     /** Applies recency updates in every tier. */

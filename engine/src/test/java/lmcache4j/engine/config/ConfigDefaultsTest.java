@@ -119,7 +119,8 @@ class ConfigDefaultsTest {
     @Test
     void describePrintsOneAlignedLinePerField() {
         List<String> lines = c.describe();
-        assertEquals(ConfigSchema.lmcache4j().fields().size(), lines.size());
+        assertEquals(ConfigSchema.lmcache4j().fields().size() + ConfigSchema.lmcache4j().extraConfigKeys().size(), lines.size(),
+                "one line per field and one per declared extra_config key");
         assertTrue(lines.getFirst().matches("chunk_size +=  ?256 +\\(default\\)"), lines.getFirst());
         int eq = lines.getFirst().indexOf(" = ");
         lines.forEach(l -> assertEquals(eq, l.indexOf(" = "), l));

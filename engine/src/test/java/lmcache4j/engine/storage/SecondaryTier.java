@@ -37,11 +37,6 @@ final class SecondaryTier implements StorageBackend {
     }
 
     @Override
-    public boolean existsInPutTasks(CacheKey key) {
-        return false;
-    }
-
-    @Override
     public synchronized void batchedSubmitPut(List<? extends CacheKey> keys, List<MemoryObj> objs) {
         for (int i = 0; i < keys.size(); i++) {
             if (!stored.containsKey(keys.get(i))) {
@@ -54,15 +49,6 @@ final class SecondaryTier implements StorageBackend {
     public synchronized Optional<MemoryObj> getBlocking(CacheKey key) {
         MemoryObj obj = stored.get(key);
         return obj == null ? Optional.empty() : Optional.of(obj.retain());
-    }
-
-    @Override
-    public synchronized boolean pin(CacheKey key) {
-        MemoryObj obj = stored.get(key);
-        if (obj != null) {
-            obj.pin();
-        }
-        return obj != null;
     }
 
     @Override

@@ -22,7 +22,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.MemoryProvider;
 
 /**
  * The {@code lz4} and {@code zstd} serdes (lmcache4j-only: LMCache cannot read what they write;
@@ -141,7 +141,7 @@ public final class CompressingSerde implements RemoteSerde {
     }
 
     @Override
-    public Optional<MemoryObj> deserialize(MemoryObj stored, LocalCpuBackend cpu) {
+    public Optional<MemoryObj> deserialize(MemoryObj stored, MemoryProvider memory) {
         Optional<Algorithm> algo = compressedWith(stored);
         if (algo.isEmpty()) {
             return Optional.of(stored); // a naive entry
@@ -160,7 +160,7 @@ public final class CompressingSerde implements RemoteSerde {
                 return corrupt(stored, "inner header " + inner + " has a length other than its shape's");
             }
             long start = System.nanoTime();
-            Optional<MemoryObj> kv = cpu.allocate(shape, dtype, inner.format(), AllocationMode.EVICT_AND_WAIT);
+            Optional<MemoryObj> kv = memory.allocate(shape, dtype, inner.format(), AllocationMode.EVICT_AND_WAIT);
             if (kv.isEmpty()) {
                 return Optional.empty(); // no memory: a miss like any other
             }

@@ -4,7 +4,7 @@ import java.util.Optional;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.MemoryProvider;
 
 /**
  * LMCache's {@code naive} serde: the object's header and its bytes, unchanged. Entries read back
@@ -32,11 +32,11 @@ public final class NaiveSerde implements RemoteSerde {
     }
 
     @Override
-    public Optional<MemoryObj> deserialize(MemoryObj stored, LocalCpuBackend cpu) {
+    public Optional<MemoryObj> deserialize(MemoryObj stored, MemoryProvider memory) {
         if (stored.format() == lmcache4j.allocator.MemoryFormat.BINARY_BUFFER && stored.byteSize() > 0) {
             byte first = stored.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
             if (first == CompressingSerde.LZ4_MAGIC || first == CompressingSerde.ZSTD_MAGIC) {
-                return CompressedReader.INSTANCE.deserialize(stored, cpu); // reads lz4 and zstd entries alike
+                return CompressedReader.INSTANCE.deserialize(stored, memory); // reads lz4 and zstd entries alike
             }
         }
         return Optional.of(stored);

@@ -5,7 +5,7 @@ import java.util.Optional;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.MemoryProvider;
 
 /**
  * How the remote tier turns a KV object into what it stores ({@code remote_serde}, spec §4.5–4.6).
@@ -40,8 +40,10 @@ public interface RemoteSerde {
      * The KV object for an object read from the remote store (allocated by its outer header).
      * Takes ownership of {@code stored}: it is either returned or released. Empty (a miss) when
      * the payload is corrupt or no memory could be had.
+     *
+     * @param memory where an object decoded from {@code stored} is allocated
      */
-    Optional<MemoryObj> deserialize(MemoryObj stored, LocalCpuBackend cpu);
+    Optional<MemoryObj> deserialize(MemoryObj stored, MemoryProvider memory);
 
     /** The counters of this serde's work. */
     Counters counters();

@@ -17,6 +17,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.AllocatorBackend;
 import lmcache4j.engine.storage.MemoryWaitTimeoutException;
@@ -27,7 +28,7 @@ import org.agrona.concurrent.IdleStrategy;
 
 /**
  * The CPU tier (LMCache spec §3.4): the hot cache of {@link MemoryObj}s under one lock with its
- * {@link CachePolicy}, and the allocator every other tier reads into.
+ * {@link CachePolicy}, and the {@link lmcache4j.engine.storage.MemoryProvider} every other tier reads into.
  *
  * <p>With {@code local_cpu = false} it still allocates but keeps nothing (puts are no-ops), as in
  * LMCache. Allocation evicts through the policy; stores never wait for memory (many concurrent
@@ -123,34 +124,11 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     @Override
-    public boolean existsInPutTasks(CacheKey key) {
-        return false; // puts are synchronous
-    }
-
-    @Override
     public Optional<MemoryObj> getBlocking(CacheKey key) {
         lock.lock();
         try {
             MemoryObj obj = hot.get(key);
             return obj == null ? Optional.empty() : Optional.of(obj.retain()); // the caller's reference
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    @Override
-    public List<MemoryObj> batchedGetBlocking(List<? extends CacheKey> keys) {
-        lock.lock();
-        try {
-            List<MemoryObj> found = new ArrayList<>(keys.size());
-            for (CacheKey key : keys) {
-                MemoryObj obj = hot.get(key);
-                if (obj == null) {
-                    break;
-                }
-                found.add(obj.retain());
-            }
-            return found;
         } finally {
             lock.unlock();
         }
@@ -181,7 +159,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
         }
     }
 
-    @Override
+    /** Pins the stored object; false if absent. */
     public boolean pin(CacheKey key) {
         lock.lock();
         try {
@@ -334,6 +312,14 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     // ---- accounting -------------------------------------------------------------------------
+
+    /** The CPU tier's gauges: pool usage, live and pinned objects, cached entries, evictions. */
+    @Override
+    public void publishMetrics(EngineMetrics metrics) {
+        metrics.bindTiers(new EngineMetrics.TierGauges(() -> allocator.stats().usedBytes(),
+                () -> allocator.stats().liveObjects(), () -> allocator.stats().pinnedObjects(), this::size,
+                this::evictions, this::evictionFailures));
+    }
 
     /** Cached entries. */
     public int size() {

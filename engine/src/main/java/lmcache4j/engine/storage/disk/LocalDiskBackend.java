@@ -10,15 +10,19 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.MemoryProvider;
+import lmcache4j.engine.storage.Prefetching;
 import lmcache4j.engine.storage.StorageBackend;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.policy.CachePolicies;
 import lmcache4j.engine.storage.policy.CachePolicy;
 
@@ -27,7 +31,9 @@ import lmcache4j.engine.storage.policy.CachePolicy;
  * self-describing file per chunk under {@code local_disk}, at most {@code max_local_disk_size}
  * bytes, evicted by the configured policy. Puts are written asynchronously by a small pool of I/O
  * threads (prefetch before delete before put); when the put queue is full a store skips the disk
- * tier (counted) instead of waiting. Reads allocate through the CPU tier, as in LMCache.
+ * tier (counted) instead of waiting. Reads allocate from the {@link MemoryProvider} the tier is given
+ * (the CPU tier's memory, as in LMCache); the storage manager writes what they return into the CPU
+ * tier. The tier can load chunks ahead of a retrieve ({@link Prefetching}).
  *
  * <p>On start the index is rebuilt from the directory: partial and corrupt files of the cache are
  * removed and counted; files it did not write are left alone and counted. Every complete file with a
@@ -36,7 +42,7 @@ import lmcache4j.engine.storage.policy.CachePolicy;
  * the cache was down is never promised. A read whose checksum does not match (a file gone bad since)
  * is a miss that deletes the file and is counted in {@link Stats#corruptReads()}, never corrupt KV.
  */
-public final class LocalDiskBackend implements StorageBackend {
+public final class LocalDiskBackend implements StorageBackend, Prefetching {
     /** LMCache's backend name. */
     public static final String NAME = "LocalDiskBackend";
     private static final System.Logger LOG = System.getLogger(LocalDiskBackend.class.getName());
@@ -56,7 +62,7 @@ public final class LocalDiskBackend implements StorageBackend {
     }
 
     private final ChunkFiles files;
-    private final LocalCpuBackend cpu;
+    private final MemoryProvider memory;
     private final long capacity;
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<CacheKey, Entry> index = new HashMap<>();
@@ -84,31 +90,31 @@ public final class LocalDiskBackend implements StorageBackend {
     /**
      * Opens the tier over {@code files}' directory, recovering what a previous process left there:
      * every recovered chunk file's payload is checked before this returns (see
-     * {@link #LocalDiskBackend(ChunkFiles, LocalCpuBackend, long, String, int, int, boolean)}).
+     * {@link #LocalDiskBackend(ChunkFiles, MemoryProvider, long, String, int, int, boolean)}).
      *
-     * @param cpu           the CPU tier that reads allocate through
+     * @param memory        where reads allocate the objects they return
      * @param capacityBytes {@code max_local_disk_size} in bytes
      * @param cachePolicy   {@code cache_policy}
      * @param ioThreads     I/O threads
      * @param maxQueuedPuts puts that may wait for the disk before stores skip this tier
      */
-    public LocalDiskBackend(ChunkFiles files, LocalCpuBackend cpu, long capacityBytes, String cachePolicy, int ioThreads,
+    public LocalDiskBackend(ChunkFiles files, MemoryProvider memory, long capacityBytes, String cachePolicy, int ioThreads,
                             int maxQueuedPuts) throws IOException {
-        this(files, cpu, capacityBytes, cachePolicy, ioThreads, maxQueuedPuts, false);
+        this(files, memory, capacityBytes, cachePolicy, ioThreads, maxQueuedPuts, false);
     }
 
     /**
-     * As {@link #LocalDiskBackend(ChunkFiles, LocalCpuBackend, long, String, int, int)}, choosing
+     * As {@link #LocalDiskBackend(ChunkFiles, MemoryProvider, long, String, int, int)}, choosing
      * when the recovered files' payloads are checked. Either way a chunk is offered only once its
      * payload matched its CRC32C. By default ({@code verifyInBackground} false) the constructor
      * waits for the check, which reads the whole directory once (0.6 to 0.9 GB/s measured with
      * O_DIRECT on a shared virtio disk): the tier starts with every sound chunk. In the background, the tier starts at once
      * and its recovered chunks become hits as they are checked ({@link #awaitVerification()}).
      */
-    public LocalDiskBackend(ChunkFiles files, LocalCpuBackend cpu, long capacityBytes, String cachePolicy, int ioThreads,
+    public LocalDiskBackend(ChunkFiles files, MemoryProvider memory, long capacityBytes, String cachePolicy, int ioThreads,
                             int maxQueuedPuts, boolean verifyInBackground) throws IOException {
         this.files = Objects.requireNonNull(files, "files");
-        this.cpu = Objects.requireNonNull(cpu, "cpu");
+        this.memory = Objects.requireNonNull(memory, "memory");
         if (capacityBytes <= 0) {
             throw new IllegalArgumentException("max_local_disk_size must be positive, was " + capacityBytes + " bytes");
         }
@@ -163,7 +169,7 @@ public final class LocalDiskBackend implements StorageBackend {
      * was closed. Returns at once unless the tier verifies in the background.
      */
     public void awaitVerification() throws InterruptedException {
-        verifier.await(Long.MAX_VALUE, java.util.concurrent.TimeUnit.NANOSECONDS);
+        verifier.await(Long.MAX_VALUE, TimeUnit.NANOSECONDS);
     }
 
     /** Moves a recovered chunk from unverified to offered, or drops it, as its check says. */
@@ -230,25 +236,6 @@ public final class LocalDiskBackend implements StorageBackend {
             if (e != null && pin) {
                 e.pins++;
                 keysInRequest.add(key);
-            }
-            return e != null;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    @Override
-    public boolean existsInPutTasks(CacheKey key) {
-        return putsInFlight.contains(key);
-    }
-
-    @Override
-    public boolean pin(CacheKey key) {
-        lock.lock();
-        try {
-            Entry e = index.get(key);
-            if (e != null) {
-                e.pins++;
             }
             return e != null;
         } finally {
@@ -410,7 +397,7 @@ public final class LocalDiskBackend implements StorageBackend {
     // ---- get --------------------------------------------------------------------------------
 
     /**
-     * Reads the chunk into a fresh CPU-tier object (waiting for CPU memory as retrieves do), with a
+     * Reads the chunk into a fresh object from the memory provider (waiting for memory as retrieves do), with a
      * reference for the caller. A missing, unreadable or corrupt file is a miss; a corrupt one is
      * deleted.
      */
@@ -419,14 +406,20 @@ public final class LocalDiskBackend implements StorageBackend {
         return read(key, AllocationMode.EVICT_AND_WAIT);
     }
 
+    @Override
+    public Optional<Prefetching> prefetching() {
+        return Optional.of(this);
+    }
+
     /**
-     * Reads {@code key} into the CPU tier on an I/O thread ahead of a retrieve (prefetch priority,
-     * before deletes and puts). Completes with the object and a reference for the caller, or empty
-     * when the chunk is absent, unreadable, or the CPU tier has no memory to spare right now (a
-     * prefetch never waits for memory).
+     * Reads {@code key} on an I/O thread ahead of a retrieve (prefetch priority, before deletes and
+     * puts). Completes with the object and a reference for the caller, or empty when the chunk is
+     * absent, unreadable, or the memory provider has no memory to spare right now (a prefetch never
+     * waits for memory).
      */
-    public java.util.concurrent.CompletableFuture<Optional<MemoryObj>> prefetch(CacheKey key) {
-        java.util.concurrent.CompletableFuture<Optional<MemoryObj>> result = new java.util.concurrent.CompletableFuture<>();
+    @Override
+    public CompletableFuture<Optional<MemoryObj>> prefetch(CacheKey key) {
+        CompletableFuture<Optional<MemoryObj>> result = new CompletableFuture<>();
         if (!io.submit(IoExecutor.Priority.PREFETCH, () -> {
             try {
                 result.complete(read(key, AllocationMode.EVICT));
@@ -456,8 +449,8 @@ public final class LocalDiskBackend implements StorageBackend {
         boolean ok = false;
         try {
             ChunkFileHeader h = e.header;
-            // A wait for CPU memory that times out is the retrieve's error to report, not a disk miss.
-            Optional<MemoryObj> allocated = cpu.allocate(h.shape(), h.dtype(), h.format(), mode);
+            // A wait for memory that times out is the retrieve's error to report, not a disk miss.
+            Optional<MemoryObj> allocated = memory.allocate(h.shape(), h.dtype(), h.format(), mode);
             if (allocated.isEmpty()) {
                 return Optional.empty();
             }
@@ -619,6 +612,23 @@ public final class LocalDiskBackend implements StorageBackend {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The disk tier's metrics, under LMCache's names where it has them. */
+    @Override
+    public void publishMetrics(EngineMetrics metrics) {
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_storage_usage",
+                "Bytes of chunk files in the disk tier", false, () -> stats().usedBytes()));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_disk_write_count",
+                "Chunks written to disk (lmcache4j)", true, writes::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_disk_read_count",
+                "Chunks read from disk (lmcache4j)", true, reads::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_disk_evict_count",
+                "Disk-tier evictions (lmcache4j)", true, evictions::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_disk_dropped_puts",
+                "Stores that skipped the disk tier: queue full (lmcache4j)", true, droppedPuts::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:local_disk_corrupt_reads",
+                "Chunk files dropped for a checksum mismatch (lmcache4j)", true, corruptReads::sum));
     }
 
     /** Waits until every queued put has been written (or dropped); for tests and orderly shutdown. */

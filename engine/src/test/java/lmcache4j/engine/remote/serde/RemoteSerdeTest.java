@@ -20,6 +20,7 @@ import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.TestChunks;
+import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import org.junit.jupiter.api.Test;
 
@@ -203,7 +204,7 @@ class RemoteSerdeTest {
         }
 
         @Override
-        public Optional<MemoryObj> deserialize(MemoryObj stored, LocalCpuBackend cpu) {
+        public Optional<MemoryObj> deserialize(MemoryObj stored, MemoryProvider memory) {
             throw new IllegalStateException("serde bug");
         }
 

@@ -1,0 +1,66 @@
+package lmcache4j.engine.config;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Every {@code extra_config} key lmcache4j reads or checks, in one place: the loader validates
+ * them, {@code ./lmcache4j config} lists them with their effective values, and the typed settings
+ * ({@link DiskTierSettings}, {@link RemoteTierSettings}) read them. Other keys are kept (LMCache
+ * plugins may read them) with a warning.
+ */
+public final class ExtraConfigKeys {
+    private ExtraConfigKeys() {
+    }
+
+    // ---- disk tier ------------------------------------------------------------------------------
+    public static final ExtraConfigKey<Boolean> USE_ODIRECT = ExtraConfigKey.bool("use_odirect", Optional.of(false),
+            "LMCache's: the disk tier reads and writes chunk files with O_DIRECT where the file system allows it");
+    public static final ExtraConfigKey<Boolean> DISK_FSYNC = ExtraConfigKey.bool("local_disk.fsync", Optional.of(false),
+            "lmcache4j: fsync each chunk file before it is offered");
+    public static final ExtraConfigKey<Integer> DISK_IO_THREADS = ExtraConfigKey.positiveCount("local_disk.io_threads", 4,
+            "lmcache4j: I/O threads of the disk tier (4, as LMCache)");
+    public static final ExtraConfigKey<Integer> DISK_MAX_QUEUED_PUTS = ExtraConfigKey.positiveCount(
+            "local_disk.max_queued_puts", 64, "lmcache4j: puts that may wait for the disk before stores skip the tier");
+    public static final ExtraConfigKey<Boolean> DISK_CLAIM_NONEMPTY_DIR = ExtraConfigKey.bool(
+            "local_disk.claim_nonempty_dir", Optional.of(false), "lmcache4j: true uses a non-empty local_disk directory "
+                    + "without lmcache4j's marker (its other files are never touched); false refuses it");
+    public static final ExtraConfigKey<Boolean> DISK_VERIFY_IN_BACKGROUND = ExtraConfigKey.bool(
+            "local_disk.verify_in_background", Optional.of(false), "lmcache4j: true starts without waiting for the "
+                    + "payload check of recovered chunk files (they are offered as they pass it)");
+
+    // ---- remote tier ----------------------------------------------------------------------------
+    public static final ExtraConfigKey<Double> PING_INTERVAL = ExtraConfigKey.positiveSeconds("ping_interval", 30,
+            "LMCache's: seconds between health pings of the remote store");
+    public static final ExtraConfigKey<Double> PING_TIMEOUT = ExtraConfigKey.positiveSeconds("ping_timeout", 5,
+            "LMCache's: seconds a health ping may take before the remote counts as down");
+    public static final ExtraConfigKey<Boolean> REMOTE_MLA_WORKER_ID_AS0 = ExtraConfigKey.bool(
+            "remote_enable_mla_worker_id_as0", Optional.empty(), "LMCache's: workers other than 0 read worker 0's "
+                    + "remote copy and write nothing; unset: on for an MLA model");
+
+    // ---- engine ---------------------------------------------------------------------------------
+    public static final ExtraConfigKey<Boolean> FORCE_STORE_WAIT = ExtraConfigKey.bool("force_store_wait",
+            Optional.of(false), "LMCache's: a store waits for memory (up to blocking_timeout_secs) instead of "
+                    + "stopping when none is free");
+    public static final ExtraConfigKey<java.util.Map<?, ?>> GPU_TO_NUMA_MAPPING = ExtraConfigKey.mapping(
+            "gpu_to_numa_mapping", "LMCache's: GPU index -> NUMA node of the host pool, read when numa_mode is manual");
+
+    // ---- LMCache's, checked but without effect here ----------------------------------------------
+    public static final ExtraConfigKey<Boolean> SAVE_ONLY_FIRST_RANK = ExtraConfigKey.bool("save_only_first_rank",
+            Optional.empty(), "LMCache's; type-checked, lmcache4j does not act on it");
+    public static final ExtraConfigKey<Boolean> USE_EXISTS_SYNC = ExtraConfigKey.bool("use_exists_sync",
+            Optional.empty(), "LMCache's; type-checked, lmcache4j does not act on it");
+    public static final ExtraConfigKey<Boolean> SAVE_CHUNK_META = ExtraConfigKey.bool("save_chunk_meta",
+            Optional.empty(), "LMCache's; type-checked, lmcache4j does not act on it");
+
+    /** Every declared key, in the order {@code ./lmcache4j config} lists them. */
+    public static final List<ExtraConfigKey<?>> ALL = List.of(USE_ODIRECT, DISK_FSYNC, DISK_IO_THREADS,
+            DISK_MAX_QUEUED_PUTS, DISK_CLAIM_NONEMPTY_DIR, DISK_VERIFY_IN_BACKGROUND, PING_INTERVAL, PING_TIMEOUT,
+            REMOTE_MLA_WORKER_ID_AS0, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
+            SAVE_CHUNK_META);
+
+    /** The declared key called {@code name}, if there is one. */
+    public static Optional<ExtraConfigKey<?>> named(String name) {
+        return ALL.stream().<ExtraConfigKey<?>>map(k -> k).filter(k -> k.name().equals(name)).findFirst();
+    }
+}

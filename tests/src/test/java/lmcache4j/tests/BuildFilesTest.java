@@ -1,0 +1,84 @@
+package lmcache4j.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/** The build's own files: what Maven would only warn about, and what the launcher promises about them. */
+class BuildFilesTest {
+    static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+    private static final Pattern COMMENT = Pattern.compile("<!--.*?-->", Pattern.DOTALL);
+    private static final Pattern PLUGINS = Pattern.compile("<plugins>(.*?)</plugins>", Pattern.DOTALL);
+    private static final Pattern PLUGIN = Pattern.compile("<plugin>(.*?)</plugin>", Pattern.DOTALL);
+
+    static List<Path> poms() throws IOException {
+        List<Path> poms = new ArrayList<>(List.of(ROOT.resolve("pom.xml")));
+        try (Stream<Path> modules = Files.list(ROOT)) {
+            modules.map(m -> m.resolve("pom.xml")).filter(Files::isRegularFile).sorted().forEach(poms::add);
+        }
+        return poms;
+    }
+
+    /** {@code groupId:artifactId} of every plugin declared twice in one {@code <plugins>} section of {@code pom}. */
+    static List<String> duplicatePlugins(String pom) {
+        List<String> duplicates = new ArrayList<>();
+        Matcher section = PLUGINS.matcher(COMMENT.matcher(pom).replaceAll(""));
+        while (section.find()) {
+            Set<String> seen = new HashSet<>();
+            Matcher plugin = PLUGIN.matcher(section.group(1));
+            while (plugin.find()) {
+                String id = element(plugin.group(1), "groupId", "org.apache.maven.plugins") + ":"
+                        + element(plugin.group(1), "artifactId", "?");
+                if (!seen.add(id)) {
+                    duplicates.add(id);
+                }
+            }
+        }
+        return duplicates;
+    }
+
+    /** The first {@code <name>} element's text (a plugin's own coordinates come before its dependencies'). */
+    private static String element(String xml, String name, String absent) {
+        Matcher m = Pattern.compile("<" + name + ">\\s*([^<]*?)\\s*</" + name + ">").matcher(xml);
+        return m.find() ? m.group(1) : absent;
+    }
+
+    @Test
+    void noPomDeclaresAPluginTwiceInOneSection() throws IOException {
+        List<Path> poms = poms();
+        assertTrue(poms.size() >= 6, "the parent and its five modules: " + poms);
+        for (Path pom : poms) {
+            assertEquals(List.of(), duplicatePlugins(Files.readString(pom)),
+                    pom + ": Maven warns about a plugin declared twice; give the one declaration several executions");
+        }
+    }
+
+    @Test
+    void theDuplicateCheckFindsADuplicate() {
+        String pom = """
+                <build><plugins>
+                  <plugin><!-- one --><artifactId>maven-dependency-plugin</artifactId></plugin>
+                  <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-jar-plugin</artifactId>
+                    <dependencies><dependency><artifactId>maven-dependency-plugin</artifactId></dependency></dependencies>
+                  </plugin>
+                  <plugin>
+                    <groupId>org.apache.maven.plugins</groupId>
+                    <artifactId>maven-dependency-plugin</artifactId>
+                  </plugin>
+                </plugins></build>
+                """;
+        assertEquals(List.of("org.apache.maven.plugins:maven-dependency-plugin"), duplicatePlugins(pom));
+    }
+}

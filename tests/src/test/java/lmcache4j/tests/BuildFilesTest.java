@@ -65,6 +65,30 @@ class BuildFilesTest {
         }
     }
 
+    /**
+     * A test that cannot run where it lacks something must say so loudly in CI: skips go through
+     * the engine's {@code TestPrerequisites}, never a bare JUnit assumption or {@code @Disabled}.
+     */
+    @Test
+    void noTestSkipsExceptThroughTestPrerequisites() throws IOException {
+        Pattern skip = Pattern.compile("\\bassume(True|False|ingThat)\\(|Assumptions\\.|@Disabled\\b");
+        List<String> offenders = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(ROOT, 12)) {
+            for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))
+                    .filter(p -> p.toString().contains("/src/test/java/"))::iterator) {
+                String name = f.getFileName().toString();
+                if (name.equals("TestPrerequisites.java") || name.equals("BuildFilesTest.java")) {
+                    continue;
+                }
+                if (skip.matcher(Files.readString(f)).find()) {
+                    offenders.add(ROOT.relativize(f).toString());
+                }
+            }
+        }
+        assertEquals(List.of(), offenders, "use TestPrerequisites.require(present, what): it skips on a developer's "
+                + "machine and fails in CI");
+    }
+
     @Test
     void theDuplicateCheckFindsADuplicate() {
         String pom = """

@@ -94,7 +94,12 @@ public final class BenchCommand {
         String sub = args[0];
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (sub) {
-            case "allocator" -> allocator(rest);
+            case "allocator" -> {
+                int status = allocator(rest, System.out, System.err);
+                if (status != 0) {
+                    System.exit(status);
+                }
+            }
             case "hash" -> {
                 int status = HashBenchCommand.run(rest, System.out, System.err);
                 if (status != 0) {
@@ -127,32 +132,34 @@ public final class BenchCommand {
         }
     }
 
-    private static void allocator(String[] args) {
+    /** {@code bench allocator} with these arguments; returns the exit status. */
+    static int allocator(String[] args, PrintStream out, PrintStream err) {
         if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
-            System.out.print(USAGE);
-            return;
+            out.print(USAGE);
+            return 0;
         }
         Options options;
         try {
             options = parse(args);
         } catch (UsageException e) {
-            usageError(e.getMessage());
-            return;
+            err.println("lmcache4j bench: " + e.getMessage());
+            err.print(USAGE);
+            return 2;
         }
         Report report;
         try {
-            report = AllocatorBench.run(options.settings(), System.err);
+            report = AllocatorBench.run(options.settings(), err);
         } catch (RuntimeException e) {
-            System.err.println("lmcache4j bench: the allocator benchmark failed: " + e);
-            e.printStackTrace(System.err);
-            System.exit(1);
-            return;
+            err.println("lmcache4j bench: the allocator benchmark failed: " + e);
+            e.printStackTrace(err);
+            return 1;
         }
         if (options.json()) {
-            System.out.println(json(report));
+            out.println(json(report));
         } else {
-            printTable(report, System.out);
+            printTable(report, out);
         }
+        return 0;
     }
 
     private static void usageError(String message) {

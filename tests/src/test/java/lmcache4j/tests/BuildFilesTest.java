@@ -89,6 +89,20 @@ class BuildFilesTest {
                 + "machine and fails in CI");
     }
 
+    /** The soak duration the launcher's help advertises reaches SoakTest, and CI's default is short. */
+    @Test
+    void theSoakDurationTheLauncherDocumentsReachesTheSoakTest() throws IOException {
+        String launcher = Files.readString(ROOT.resolve("lmcache4j"));
+        assertTrue(launcher.contains("./lmcache4j test -Dlmcache4j.soak.seconds=600"), "the launcher's test help names the soak");
+        assertTrue(System.getProperty("lmcache4j.soak.seconds") != null,
+                "surefire passes -Dlmcache4j.soak.seconds to the tests (the parent pom's systemPropertyVariables)");
+        Matcher byDefault = Pattern.compile("<properties>.*<lmcache4j\\.soak\\.seconds>(\\d+)</lmcache4j\\.soak\\.seconds>",
+                Pattern.DOTALL).matcher(Files.readString(ROOT.resolve("pom.xml")));
+        assertTrue(byDefault.find() && Integer.parseInt(byDefault.group(1)) <= 60, "CI's soak is short by default");
+        String soak = Files.readString(ROOT.resolve("tests/src/test/java/lmcache4j/tests/SoakTest.java"));
+        assertTrue(soak.contains("Long.getLong(\"lmcache4j.soak.seconds\""), "SoakTest reads the duration");
+    }
+
     @Test
     void theDuplicateCheckFindsADuplicate() {
         String pom = """

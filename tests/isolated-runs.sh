@@ -19,7 +19,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     -n) RUNS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done

@@ -183,7 +183,7 @@ class SoakTest {
                 .set("local_disk", diskDir.toString())
                 .set("max_local_disk_size", DISK_CHUNKS * (chunkBytes + 4096) / gib)
                 .set("remote_url", server.url(500))
-                .set("blocking_timeout_secs", 1)
+                .set("blocking_timeout_secs", 5)
                 .set("hash_seed", "0")
                 .set("extra_config", Map.of("use_odirect", true, "ping_interval", 0.05, "ping_timeout", 1))
                 .build();

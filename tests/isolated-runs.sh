@@ -32,12 +32,18 @@ mkdir -p "$SRC"
 git -C "$ROOT" archive HEAD | tar -x -C "$SRC"
 echo "isolated-runs: $RUNS runs of $(git -C "$ROOT" rev-parse --short HEAD) in $WORK, maven args: ${*:-(none)}"
 
-# One line per class and run: "<run> <class> <pass|fail>".
+# One line per class and run: "<run> <class> <pass|fail> [failed tests]".
 OUTCOMES="$WORK/outcomes.txt"
 : > "$OUTCOMES"
 
 suite_attribute() { # $1 = report, $2 = attribute of its <testsuite> element
   grep -m1 -o "<testsuite [^>]*" "$1" | grep -o " $2=\"[0-9]*\"" | grep -o "[0-9]*"
+}
+
+failed_tests() { # $1 = report: the names of its tests that failed or erred, comma-separated
+  awk '/<testcase /{ match($0, / name="[^"]*"/); name = substr($0, RSTART + 7, RLENGTH - 8) }
+       /<(failure|error)[ >]/{ if (!(name in seen)) { seen[name]; out = out (out == "" ? "" : ",") name } }
+       END { print out }' "$1"
 }
 
 record_run() { # $1 = run number: files each class's outcome from the run's surefire reports
@@ -53,7 +59,7 @@ record_run() { # $1 = run number: files each class's outcome from the run's sure
     if [[ "$failed" == "0 0" ]]; then
       echo "$run $cls pass" >> "$OUTCOMES"
     else
-      echo "$run $cls fail" >> "$OUTCOMES"
+      echo "$run $cls fail $(failed_tests "$report")" >> "$OUTCOMES"
       cp "$(dirname "$report")/$cls-output.txt" "$dir/$module/" 2>/dev/null || true
     fi
   done
@@ -74,12 +80,12 @@ done
 # A class with fewer reports than runs crashed its JVM or was not reached in some run: count those as failures.
 summary() {
   awk -v runs="$RUNS" '
-    { seen[$2]++; if ($3 == "fail") failed[$2]++ }
+    { seen[$2]++; if ($3 == "fail") { failed[$2]++; if ($4 != "") tests[$2] = tests[$2] " " $1 ":" $4 } }
     END {
       bad = 0
       for (c in seen) {
         f = failed[c] + (runs - seen[c])
-        if (f > 0) { printf "FLAKY  %-70s failed %d of %d runs\n", c, f, runs; bad++ }
+        if (f > 0) { printf "FLAKY  %-70s failed %d of %d runs (run:tests%s)\n", c, f, runs, tests[c]; bad++ }
       }
       printf "isolated-runs: %d classes x %d runs, %d classes failed at least once\n", length(seen), runs, bad
       exit bad > 0

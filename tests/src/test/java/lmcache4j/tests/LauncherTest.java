@@ -7,16 +7,30 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
-/** The root launcher's help and JDK discovery (the parts that need no build). */
+/**
+ * The root launcher's help and its JDK discovery ({@code find_jdk}, {@code java_major}), the latter
+ * against fake JDK directories: the launcher is sourced, which defines its functions without running
+ * a command, and its {@code JVM_ROOT} pointed at a temporary directory.
+ */
 class LauncherTest {
     private static final Path LAUNCHER = Path.of("..", "lmcache4j").toAbsolutePath().normalize();
+
+    @TempDir
+    Path tmp;
 
     @Test
     void helpNamesTheTwoCommandsForAFreshMachine() throws Exception {
@@ -37,12 +51,127 @@ class LauncherTest {
     }
 
     @Test
-    void aTooOldJavaHomeIsPassedOverForAJdk25() throws Exception {
+    void aJavaHomeTooOldIsPassedOverForAJdk25UnderTheJvmRoot() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        Path jdk17 = fakeJdk(root.resolve("java-17-openjdk-amd64"), "17.0.2", true);
+        fakeJdk(root.resolve("java-21-openjdk-amd64"), "21.0.5", true);
+        Path jdk25 = fakeJdk(root.resolve("jdk-25.0.1"), "25.0.1", true);
+        Result r = findJdk(root, jdk17);
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(jdk25.toString(), r.output());
+    }
+
+    @Test
+    void aJavaHomeOf25OrNewerIsTakenBeforeTheJvmRoot() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        fakeJdk(root.resolve("temurin-25-jdk-amd64"), "25.0.3", true);
+        Path jdk26 = fakeJdk(tmp.resolve("opt/jdk-26"), "26-ea", true);
+        Result r = findJdk(root, jdk26);
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(jdk26.toString(), r.output());
+    }
+
+    @Test
+    void theTemurin25DirectoryIsTriedBeforeTheOthers() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        fakeJdk(root.resolve("a-jdk-25"), "25", true);
+        Path temurin = fakeJdk(root.resolve("temurin-25-jdk-amd64"), "25.0.3", true);
+        Result r = findJdk(root, null);
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(temurin.toString(), r.output());
+    }
+
+    @Test
+    void aRuntimeWithoutJavacIsNoJdk() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        Path jre = fakeJdk(tmp.resolve("jre-25"), "25.0.1", false);
+        Path jdk = fakeJdk(root.resolve("zulu-25"), "25.0.1", true);
+        Result r = findJdk(root, jre);
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(jdk.toString(), r.output());
+    }
+
+    @Test
+    void withoutAReleaseFileTheJavaBinaryIsAskedForItsVersion() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        Path jdk = fakeJdk(root.resolve("custom-build"), null, true);
+        Files.writeString(jdk.resolve("bin/java"), """
+                #!/bin/sh
+                echo "Property settings:" >&2
+                echo "    java.specification.version = 25" >&2
+                """);
+        Result major = sourced("java_major \"$1\"", jdk.toString());
+        assertEquals("25", major.output(), "java_major reads java.specification.version");
+        Result r = findJdk(root, null);
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(jdk.toString(), r.output());
+    }
+
+    @ParameterizedTest(name = "JAVA_VERSION=\"{0}\" is {1}")
+    @CsvSource({"25, 25", "25.0.1, 25", "25-ea, 25", "26.0.1, 26", "17.0.2, 17", "1.8.0_392, 1"})
+    void javaMajorReadsTheFeatureVersionOfTheReleaseFile(String version, String major) throws Exception {
+        Path jdk = fakeJdk(tmp.resolve("jdk"), version, true);
+        Result r = sourced("java_major \"$1\"", jdk.toString());
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(major, r.output());
+    }
+
+    @Test
+    void withNoJdk25AnywhereTheLauncherStopsAndSaysWhereItLooked() throws Exception {
+        Path root = Files.createDirectories(tmp.resolve("jvm"));
+        Path jdk17 = fakeJdk(root.resolve("java-17-openjdk-amd64"), "17.0.2", true);
+        Result r = sourced("JVM_ROOT=\"$1\"; setup_java", Map.of("JAVA_HOME", jdk17.toString()), root.toString());
+        assertEquals(1, r.exit(), r.output());
+        assertTrue(r.output().contains("no JDK 25+ found"), r.output());
+        assertTrue(r.output().contains(jdk17.toString()) && r.output().contains(root + "/*"), r.output());
+    }
+
+    @Test
+    void onThisMachineTheJavaCommandPrintsAJdk25EvenWithAnOldJavaHome() throws Exception {
         Result r = run(Map.of("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64"), "java");
         assertEquals(0, r.exit(), r.output());
         Path jdk = Path.of(r.output().strip());
         assertTrue(Files.isExecutable(jdk.resolve("bin/javac")), r.output());
-        assertEquals(Runtime.version().feature() >= 25, true);
+        Matcher v = Pattern.compile("(?m)^JAVA_VERSION=\"(\\d+)").matcher(Files.readString(jdk.resolve("release")));
+        assertTrue(v.find(), "no JAVA_VERSION in " + jdk.resolve("release"));
+        assertTrue(Integer.parseInt(v.group(1)) >= 25, "the launcher chose " + jdk + ", JDK " + v.group(1));
+    }
+
+    /** A directory shaped like a JDK: {@code release} with {@code JAVA_VERSION} (unless null), {@code bin/java}, maybe {@code bin/javac}. */
+    private static Path fakeJdk(Path dir, String version, boolean javac) throws IOException {
+        Files.createDirectories(dir.resolve("bin"));
+        if (version != null) {
+            Files.writeString(dir.resolve("release"), "IMPLEMENTOR=\"fake\"\nJAVA_VERSION=\"" + version + "\"\nOS_NAME=\"Linux\"\n");
+        }
+        executable(dir.resolve("bin/java"));
+        if (javac) {
+            executable(dir.resolve("bin/javac"));
+        }
+        return dir;
+    }
+
+    private static void executable(Path file) throws IOException {
+        Files.writeString(file, "#!/bin/sh\nexit 1\n");
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
+    /** {@code find_jdk} with the JVM root {@code root} and {@code JAVA_HOME} set to {@code javaHome} (or unset). */
+    private static Result findJdk(Path root, Path javaHome) throws IOException, InterruptedException {
+        Map<String, String> env = new HashMap<>();
+        env.put("JAVA_HOME", javaHome == null ? null : javaHome.toString());
+        return sourced("JVM_ROOT=\"$1\"; find_jdk", env, root.toString());
+    }
+
+    private static Result sourced(String script, String... args) throws IOException, InterruptedException {
+        return sourced(script, Map.of(), args);
+    }
+
+    /** Runs {@code script} in bash after sourcing the launcher; {@code $1...} are {@code args}; a null env value unsets it. */
+    private static Result sourced(String script, Map<String, String> env, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("bash", "-c", "source \"$1\"; shift; " + script, "launcher-test",
+                LAUNCHER.toString()));
+        cmd.addAll(List.of(args));
+        return exec(cmd, env);
     }
 
     private record Result(int exit, String output) {
@@ -51,8 +180,18 @@ class LauncherTest {
     private static Result run(Map<String, String> env, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("bash", LAUNCHER.toString()));
         cmd.addAll(List.of(args));
+        return exec(cmd, env);
+    }
+
+    private static Result exec(List<String> cmd, Map<String, String> env) throws IOException, InterruptedException {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        pb.environment().putAll(env);
+        env.forEach((k, v) -> {
+            if (v == null) {
+                pb.environment().remove(k);
+            } else {
+                pb.environment().put(k, v);
+            }
+        });
         Process p = pb.start();
         if (!p.waitFor(60, TimeUnit.SECONDS)) {
             p.destroyForcibly();

@@ -113,7 +113,7 @@ public final class BenchCommand {
         };
     }
 
-    private static int allocator(String[] args, PrintStream out, PrintStream err) {
+    static int allocator(String[] args, PrintStream out, PrintStream err) {
         if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
             out.print(USAGE);
             return 0;

@@ -99,6 +99,11 @@ public final class DemoCommand {
 
     /** Runs the demo with these arguments; returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, out, err, ServingSimulator.AfterRetrieve.NOTHING);
+    }
+
+    /** As {@link #run(String[], PrintStream, PrintStream)}, showing every retrieve's KV to {@code afterRetrieve} before it is verified. */
+    static int run(String[] args, PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
         Options options;
         try {
             options = parse(args);
@@ -126,13 +131,14 @@ public final class DemoCommand {
             return EXIT_USAGE;
         }
         try {
-            return serve(s, options, out, err);
+            return serve(s, options, out, err, afterRetrieve);
         } finally {
             deleteQuietly(temporaryDisk, err);
         }
     }
 
-    private static int serve(Settings s, Options options, PrintStream out, PrintStream err) {
+    private static int serve(Settings s, Options options, PrintStream out, PrintStream err,
+                             ServingSimulator.AfterRetrieve afterRetrieve) {
         boolean bar = !options.quiet() && !options.json();
         DemoReport report;
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
@@ -140,7 +146,7 @@ public final class DemoCommand {
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previousLevel = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
-        try (ServingSimulator simulator = new ServingSimulator(s)) {
+        try (ServingSimulator simulator = new ServingSimulator(s, afterRetrieve)) {
             if (!options.json()) {
                 out.println("== lmcache4j demo: a serving engine's prefix cache, end to end ==");
                 out.println(machine());

@@ -152,6 +152,18 @@ public final class ServingSimulator implements AutoCloseable {
         }
     }
 
+    /**
+     * Sees the paged cache between a request's retrieve and the verification of what it loaded:
+     * tests damage retrieved KV there to prove that the verification catches it.
+     */
+    @FunctionalInterface
+    public interface AfterRetrieve {
+        AfterRetrieve NOTHING = (kv, slots, retrievedTokens) -> { };
+
+        /** {@code slots[0..retrievedTokens)} hold the KV the engine just loaded. */
+        void retrieved(PagedKvCache kv, long[] slots, int retrievedTokens);
+    }
+
     /** Told after each request; for a progress bar. */
     @FunctionalInterface
     public interface Progress {
@@ -167,6 +179,7 @@ public final class ServingSimulator implements AutoCloseable {
     private final Optional<LocalDiskBackend> disk;
     private final Optional<RemoteBackend> remote;
     private final long bytesPerToken;
+    private final AfterRetrieve afterRetrieve;
     private final Tally tally = new Tally();
 
     /** What has been counted so far. */
@@ -194,7 +207,13 @@ public final class ServingSimulator implements AutoCloseable {
     }
 
     public ServingSimulator(Settings settings) {
+        this(settings, AfterRetrieve.NOTHING);
+    }
+
+    /** A simulator that shows the paged cache to {@code afterRetrieve} after every retrieve, before verifying it. */
+    public ServingSimulator(Settings settings, AfterRetrieve afterRetrieve) {
         this.settings = settings;
+        this.afterRetrieve = java.util.Objects.requireNonNull(afterRetrieve, "afterRetrieve");
         this.workload = new Workload(settings.workload());
         this.bytesPerToken = settings.bytesPerToken();
         int numBlocks = settings.pagedBlocks();
@@ -408,6 +427,7 @@ public final class ServingSimulator implements AutoCloseable {
             if (retrieved > 0) {
                 t.requestsWithHit++;
             }
+            afterRetrieve.retrieved(kv, slots, retrieved);
             long bad = KvModel.mismatchingBytes(kv, hashes, slots, 0, retrieved);
             long t4 = System.nanoTime();
             t.verifyNanos += t4 - t3;

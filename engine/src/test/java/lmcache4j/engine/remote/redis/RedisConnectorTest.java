@@ -324,23 +324,22 @@ class RedisConnectorTest {
             remote.batchedSubmitPut(List.of(TestChunks.key(4)), List.of(obj));
             remote.awaitPuts();
             assertTrue(remote.contains(TestChunks.key(4), false));
-            // Redis runs one command at a time: while DEBUG SLEEP runs, every other reply waits.
-            CompletableFuture<String> sleep = admin.async()
-                    .dispatch(io.lettuce.core.protocol.CommandType.DEBUG, new io.lettuce.core.output.StatusOutput<>(
-                            ByteArrayCodec.INSTANCE), new io.lettuce.core.protocol.CommandArgs<>(ByteArrayCodec.INSTANCE)
-                            .add("SLEEP").add("2")).toCompletableFuture();
-            Thread.sleep(100); // let DEBUG SLEEP reach the server first
-            int slowGets = 6; // 6 × 0.3 s deadlines end before the 2 s sleep does
-            long start = System.nanoTime();
+            // CLIENT PAUSE answers once the pause is in force: every command sent after its OK waits for
+            // the pause to end. So the gets below outlive their deadlines by construction, with seconds
+            // to spare (a DEBUG SLEEP sent asynchronously may not have started when the first get goes).
+            long pauseMs = 5_000;
+            long pauseSent = System.nanoTime();
+            assertEquals("OK", admin.sync().clientPause(pauseMs));
+            int slowGets = 6; // 6 × 0.3 s deadlines, well inside the pause
             for (int i = 0; i < slowGets; i++) {
                 assertTrue(remote.getBlocking(TestChunks.key(4)).isEmpty(), "a get that outlives the deadline is a miss");
             }
-            long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(elapsedMs < 2_000 + 500, "each miss came at its 0.3 s deadline, not when Redis woke: " + elapsedMs);
+            long elapsedMs = (System.nanoTime() - pauseSent) / 1_000_000;
+            assertTrue(elapsedMs < pauseMs, "each miss came at its 0.3 s deadline, not when Redis resumed: " + elapsedMs);
             assertEquals(slowGets, remote.stats().timeouts());
-            assertEquals("OK", sleep.get(20, TimeUnit.SECONDS));
-            // The late replies arrive into objects the tier releases; then Redis serves again.
-            MemoryObj back = remote.getBlocking(TestChunks.key(4)).orElseThrow(() -> new AssertionError("no hit after the sleep"));
+            // The late replies arrive into objects the tier releases once the pause ends; then Redis serves again.
+            Thread.sleep(pauseMs - elapsedMs);
+            MemoryObj back = awaitHit(remote, TestChunks.key(4));
             assertSameBytes(obj, back);
             back.release();
             obj.release();
@@ -351,6 +350,21 @@ class RedisConnectorTest {
             assertEquals(0, cpu.allocator().stats().usedBytes(), "every late reply was released");
         } finally {
             client.shutdown();
+        }
+    }
+
+    /** The first hit for {@code key} within 10 s (gets right after a pause may still miss at their deadline). */
+    private static MemoryObj awaitHit(RemoteBackend remote, CacheEngineKey key) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            Optional<MemoryObj> hit = remote.getBlocking(key);
+            if (hit.isPresent()) {
+                return hit.get();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no hit within 10 s after the pause: " + remote.stats());
+            }
+            Thread.sleep(50);
         }
     }
 

@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.storage.AllocationMode;
@@ -89,25 +91,41 @@ class LocalCpuBackendTest {
             long waited = System.nanoTime() - start;
             assertTrue(waited >= 250_000_000L && waited < 5_000_000_000L, "waited " + waited + " ns");
             assertTrue(e.getMessage().contains("blocking_timeout_secs"), e.getMessage());
+            MemoryObj kept = cpu.getBlocking(key(0)).orElseThrow(() -> new AssertionError("the pinned chunk was evicted"));
+            assertEquals(0, TestChunks.marker(kept), "the pinned chunk survived the wait with its bytes");
+            kept.release();
+            assertEquals(0, cpu.evictions());
+            assertEquals(1, cpu.allocator().stats().liveObjects(), "the failed wait holds no memory");
             cpu.unpin(key(0));
         }
     }
 
     @Test
-    void aWaitingRetrieveProceedsWhenMemoryIsReleased() throws Exception {
+    void aWaitingRetrieveProceedsOnlyOnceThePinnedChunkIsUnpinned() throws Exception {
         try (LocalCpuBackend cpu = TestChunks.cpuTier(1, "LRU", 10)) {
             store(cpu, 0);
             cpu.pin(key(0));
+            AtomicBoolean unpinned = new AtomicBoolean();
+            CompletableFuture<Integer> pinnedMarker = new CompletableFuture<>();
             Thread releaser = Thread.ofPlatform().start(() -> {
                 try {
-                    Thread.sleep(100);
-                } catch (InterruptedException ignored) {
-                    Thread.currentThread().interrupt();
+                    Thread.sleep(200);
+                    // The retrieve is waiting by now: the pinned chunk must still be there, intact.
+                    MemoryObj pinned = cpu.getBlocking(key(0)).orElseThrow(() -> new AssertionError("the pinned chunk was evicted"));
+                    pinnedMarker.complete(TestChunks.marker(pinned));
+                    pinned.release();
+                } catch (Throwable t) {
+                    pinnedMarker.completeExceptionally(t);
                 }
+                unpinned.set(true);
                 cpu.unpin(key(0));
             });
             MemoryObj obj = chunk(cpu, 1, AllocationMode.EVICT_AND_WAIT).orElseThrow();
+            assertTrue(unpinned.get(), "the retrieve got memory before the only chunk was unpinned: it did not wait");
             releaser.join();
+            assertEquals(0, pinnedMarker.get(), "the pinned chunk survived the wait with its bytes");
+            assertFalse(cpu.contains(key(0), false), "once unpinned, it was evicted to make room");
+            assertEquals(1, cpu.evictions());
             obj.release();
         }
     }

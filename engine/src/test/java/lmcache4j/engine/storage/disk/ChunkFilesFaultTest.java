@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -33,6 +32,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.engine.TestPrerequisites;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.storage.TestChunks;
 
@@ -217,7 +217,7 @@ class ChunkFilesFaultTest {
     @ValueSource(booleans = {false, true})
     void a_full_disk_fails_the_write_naming_the_file_and_leaves_no_temp_file(boolean direct) throws Exception {
         Path devFull = Path.of("/dev/full");
-        assumeTrue(Files.exists(devFull), "/dev/full is needed to simulate ENOSPC");
+        TestPrerequisites.require(Files.exists(devFull), "/dev/full is needed to simulate ENOSPC");
         // The temp file is created as usual, but its bytes go to /dev/full: every write fails with ENOSPC.
         ChunkFiles files = new ChunkFiles(dir, direct, false, false,
                 target -> target.resolveSibling(target.getFileName() + ".tmp-1-1"), (temp, options) -> {

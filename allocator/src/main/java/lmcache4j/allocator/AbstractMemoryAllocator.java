@@ -29,7 +29,7 @@ import lmcache4j.allocator.tensor.TensorMemoryAllocator;
  * are reachable only from the permitted subclasses, so no caller can free memory behind a
  * reference count.
  *
- * <p>Thread-safe: placement, ledger and counters are guarded by one {@link PoolLock}; reference
+ * <p>Thread-safe: placement, ledger and counters are guarded by one spin-then-park lock; reference
  * and pin counting take no lock.
  */
 public abstract sealed class AbstractMemoryAllocator implements MemoryAllocator

@@ -5,7 +5,6 @@
  */
 module lmcache4j.allocator {
     requires transitive lmcache4j.cuda;
-    requires org.agrona;
 
     exports lmcache4j.allocator;
     exports lmcache4j.allocator.host;

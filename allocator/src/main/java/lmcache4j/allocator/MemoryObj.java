@@ -6,8 +6,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
 
+import lmcache4j.allocator.internal.AllocationLedger;
 import lmcache4j.allocator.internal.LeakDetection;
-import lmcache4j.allocator.internal.MemoryOwner;
 
 /**
  * A chunk of KV data: a slice of a host region plus its metadata (shape, dtype, format, physical
@@ -22,6 +22,10 @@ import lmcache4j.allocator.internal.MemoryOwner;
  *
  * <p>Thread-safe. The counts live in one {@code long} updated by compare-and-set: retain, release,
  * pin and unpin take no lock.
+ *
+ * <p>Only allocators make objects, and only through {@link #release()}, {@link #unpin()} and
+ * {@link MemoryAllocator#releaseAll} does memory go back: the hooks between an object and its
+ * allocator ({@link AbstractMemoryAllocator}) are package-private.
  */
 public final class MemoryObj {
     private static final VarHandle STATE;
@@ -46,7 +50,7 @@ public final class MemoryObj {
     private volatile long state; // 0: one reference (the creator's), no pin
 
     private final long id;
-    private final MemoryOwner owner;
+    private final AbstractMemoryAllocator owner;
     private final long address;
     private final long physicalSize;
     private final TensorShape shape;
@@ -55,12 +59,12 @@ public final class MemoryObj {
     private final MemorySegment segment;
     private final Arena privateArena;
     private final Throwable allocationSite;
-    private final Object ledgerEntry;
+    private final AllocationLedger.Entry ledgerEntry;
     /** Set once by the allocator right after allocation, for sampled objects only; read when the memory goes back. */
     private LeakDetection.Tracker leakTracker;
 
     /**
-     * Made by allocators only.
+     * Made by {@link AbstractMemoryAllocator} only.
      *
      * @param owner          the allocator the memory goes back to
      * @param id             the allocation's id, unique in the process (see {@code IdSequence})
@@ -71,9 +75,9 @@ public final class MemoryObj {
      * @param allocationSite where it was allocated, when leak debugging records it; else null
      * @param ledgerEntry    the owner's bookkeeping record of this allocation, or null
      */
-    public MemoryObj(MemoryOwner owner, long id, long address, long physicalSize, TensorShape shape, DType dtype,
-                     MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite,
-                     Object ledgerEntry) {
+    MemoryObj(AbstractMemoryAllocator owner, long id, long address, long physicalSize, TensorShape shape, DType dtype,
+              MemoryFormat format, MemorySegment segment, Arena privateArena, Throwable allocationSite,
+              AllocationLedger.Entry ledgerEntry) {
         this.owner = Objects.requireNonNull(owner, "owner");
         this.shape = Objects.requireNonNull(shape, "shape");
         this.dtype = Objects.requireNonNull(dtype, "dtype");
@@ -110,7 +114,7 @@ public final class MemoryObj {
      * @throws MemoryObjMisuseException when no reference is left to drop, or after the memory went back
      */
     public boolean release() {
-        if (releaseDeferringReclaim(owner)) {
+        if (releaseDeferringReclaim()) {
             owner.reclaim(this);
             return true;
         }
@@ -118,15 +122,11 @@ public final class MemoryObj {
     }
 
     /**
-     * For an allocator releasing many objects at once: drops one reference like {@link #release()},
+     * For the owner releasing many objects at once: drops one reference like {@link #release()},
      * but when it was the last (and no pin is left) returns true and leaves returning the memory to
-     * the caller, which must be this object's owner.
+     * the owner.
      */
-    public boolean releaseDeferringReclaim(MemoryOwner caller) {
-        if (caller != owner) {
-            throw misuse("release", "it belongs to allocator '" + owner.name() + "', not '" + caller.name() + "'",
-                    (long) STATE.getVolatile(this));
-        }
+    boolean releaseDeferringReclaim() {
         long s;
         long next;
         do {
@@ -273,13 +273,13 @@ public final class MemoryObj {
         return owner.name();
     }
 
-    /** Whether {@code candidate} is the allocator that owns this object's memory. */
-    public boolean isOwnedBy(MemoryOwner candidate) {
-        return owner == candidate;
+    /** The allocator that owns the memory. */
+    AbstractMemoryAllocator owner() {
+        return owner;
     }
 
     /** The arena backing this object alone (strict mode), or null. For the owner. */
-    public Arena privateArena() {
+    Arena privateArena() {
         return privateArena;
     }
 
@@ -292,7 +292,7 @@ public final class MemoryObj {
      * For the owner, right after allocation and before the object is handed out: the leak
      * detector's registration of this object, dropped when the memory goes back properly.
      */
-    public void attachLeakTracker(LeakDetection.Tracker tracker) {
+    void attachLeakTracker(LeakDetection.Tracker tracker) {
         if (leakTracker != null) {
             throw new IllegalStateException(this + " already has a leak tracker");
         }
@@ -300,7 +300,7 @@ public final class MemoryObj {
     }
 
     /** The owner's bookkeeping record of this allocation, or null. For the owner. */
-    public Object ledgerEntry() {
+    AllocationLedger.Entry ledgerEntry() {
         return ledgerEntry;
     }
 

@@ -17,9 +17,8 @@ import lmcache4j.allocator.MemoryObjMisuseException;
  *   <li>{@link #dense(int)}: for a fixed number of slots (pages), the owning id per slot in a
  *       {@code long[]};</li>
  *   <li>{@link #linked()}: for arbitrary slots (addresses, ids), one {@link Entry} per allocation,
- *       made by {@link #newEntry(long)} before the object and kept in it
- *       ({@link MemoryObj#ledgerEntry()}), linked into a list of the live ones: O(1) to add and
- *       remove.</li>
+ *       made by {@link #newEntry(long)} before the object and kept in it,
+ *       linked into a list of the live ones: O(1) to add and remove.</li>
  * </ul>
  * Not thread-safe: the allocator's lock guards it.
  */
@@ -71,8 +70,8 @@ public final class AllocationLedger {
         return dense == null ? new Entry(this, slot) : null;
     }
 
-    /** Records {@code obj} as the owner of {@code slot}. */
-    public void add(long slot, MemoryObj obj) {
+    /** Records {@code obj}, which carries {@code entry} (from {@link #newEntry}), as the owner of {@code slot}. */
+    public void add(long slot, MemoryObj obj, Entry entry) {
         if (dense != null) {
             if (dense[(int) slot] != NONE) {
                 throw new IllegalStateException("allocator bug: slot " + slot + " handed to " + obj
@@ -80,7 +79,7 @@ public final class AllocationLedger {
             }
             dense[(int) slot] = obj.id();
         } else {
-            Entry e = entryOf(obj);
+            Entry e = entry;
             if (e == null || e.ledger != this || e.slot != slot || e.isLive()) {
                 throw new IllegalStateException("allocator bug: " + obj + " carries no fresh ledger entry for slot " + slot);
             }
@@ -100,27 +99,25 @@ public final class AllocationLedger {
     }
 
     /**
-     * Removes {@code obj}'s record; the caller then frees the slot.
+     * Removes the record of {@code obj}, which carries {@code entry}; the caller then frees the slot.
      *
      * @throws MemoryObjMisuseException when the slot is not {@code obj}'s
      */
-    public void remove(long slot, MemoryObj obj) {
+    public void remove(long slot, MemoryObj obj, Entry entry) {
         boolean removed = dense != null ? removeDense(slot, obj.id(), obj.physicalSize())
-                : entryOf(obj) != null && entryOf(obj).ledger == this && unlink(entryOf(obj));
+                : entry != null && entry.ledger == this && unlink(entry);
         if (!removed) {
             throw new MemoryObjMisuseException("free of " + obj + " refused: slot " + slot
                     + " is not this allocation's in this allocator (double free?)");
         }
     }
 
-    /** Removes a dense slot's record if allocation {@code id} of {@code bytes} still owns it; for leaks. */
-    public boolean removeIfOwned(long slot, long id, long bytes) {
-        return dense != null && removeDense(slot, id, bytes);
-    }
-
-    /** Removes a linked entry if it is still live; for leaks. */
-    public boolean removeIfLive(Entry entry) {
-        return entry != null && entry.ledger == this && unlink(entry);
+    /**
+     * For a leak: removes the record of allocation {@code id} of {@code bytes} at {@code slot}
+     * (which carried {@code entry}) if it is still live, and says whether it was.
+     */
+    public boolean removeLeaked(long slot, long id, long bytes, Entry entry) {
+        return dense != null ? removeDense(slot, id, bytes) : entry != null && entry.ledger == this && unlink(entry);
     }
 
     private boolean removeDense(long slot, long id, long bytes) {
@@ -154,10 +151,6 @@ public final class AllocationLedger {
         return true;
     }
 
-    private static Entry entryOf(MemoryObj obj) {
-        return obj.ledgerEntry() instanceof Entry e ? e : null;
-    }
-
     /** Live objects. */
     public int size() {
         return live;
@@ -182,7 +175,7 @@ public final class AllocationLedger {
             for (Entry e = head; e != null; e = e.next) {
                 if (shown++ < max) {
                     sb.append("  ").append(e.debug != null ? e.debug
-                            : "MemoryObj#" + e.id + " at slot " + e.slot + ", " + e.bytes + " bytes" + HINT).append('\n');
+                            : "MemoryObj#" + e.id + " at offset " + e.slot + ", " + e.bytes + " bytes" + HINT).append('\n');
                 }
             }
         }

@@ -15,7 +15,7 @@ import lmcache4j.bench.allocator.AllocatorBench.Report;
 import lmcache4j.bench.allocator.AllocatorBench.Result;
 import lmcache4j.bench.allocator.BenchedAllocator;
 import lmcache4j.bench.allocator.BenchedAllocator.Kind;
-import lmcache4j.bench.json.FlatJson;
+import lmcache4j.bench.json.ReportJson;
 
 /**
  * {@code ./lmcache4j bench allocator [--json] [--runs N] [--ops N] [--seed N] ...}: the allocator
@@ -279,7 +279,7 @@ public final class BenchCommand {
     static String json(Report report) {
         AllocationTrace trace = report.trace();
         AllocationTrace.Config c = trace.config();
-        FlatJson j = new FlatJson();
+        ReportJson j = new ReportJson();
         for (Kind k : Kind.values()) {
             j.number(k.key() + "_ns_per_pair", report.result(k).map(Result::median), 3);
         }
@@ -324,9 +324,9 @@ public final class BenchCommand {
                 + "stats().fragmentCount() of TensorMemoryAllocator read between the pieces (untimed) over all measured "
                 + "runs; fragments_max_simulated: the trace's first-fit simulation, read after every free; "
                 + "*_end: at the end of the steady phase, before the drain");
-        StringBuilder allocators = new StringBuilder("{");
+        ReportJson allocators = new ReportJson();
         for (Result r : report.results()) {
-            FlatJson a = new FlatJson();
+            ReportJson a = new ReportJson();
             a.string("name", r.kind().displayName());
             a.string("description", r.description());
             a.number("median_ns_per_pair", Optional.of(r.median()), 3);
@@ -343,9 +343,9 @@ public final class BenchCommand {
             if (!r.notes().isEmpty()) {
                 a.string("notes", r.notes());
             }
-            allocators.append(allocators.length() > 1 ? ", " : "").append(FlatJson.quote(r.kind().key())).append(": ").append(a);
+            allocators.object(r.kind().key(), a);
         }
-        j.raw("allocators", allocators.append('}').toString());
+        j.object("allocators", allocators);
         return j.toString();
     }
 

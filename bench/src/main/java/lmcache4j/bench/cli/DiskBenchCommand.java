@@ -7,7 +7,7 @@ import java.util.Locale;
 import lmcache4j.bench.disk.DiskBench;
 import lmcache4j.bench.disk.DiskBench.Result;
 import lmcache4j.bench.disk.DiskBench.Settings;
-import lmcache4j.bench.json.FlatJson;
+import lmcache4j.bench.json.ReportJson;
 
 /**
  * {@code ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]}:
@@ -117,7 +117,7 @@ public final class DiskBenchCommand {
 
     static String json(Result r) {
         Settings s = r.settings();
-        FlatJson j = new FlatJson();
+        ReportJson j = new ReportJson();
         j.number("disk_write_gbps", r.tierWriteGbps(), 3);
         j.number("disk_read_gbps", r.tierReadGbps(), 3);
         j.number("raw_write_gbps", r.rawWriteGbps(), 3);

@@ -6,6 +6,7 @@ import java.util.Locale;
 import lmcache4j.bench.hash.HashBench;
 import lmcache4j.bench.hash.HashBench.Result;
 import lmcache4j.bench.hash.HashBench.Settings;
+import lmcache4j.bench.json.ReportJson;
 
 /**
  * {@code ./lmcache4j bench hash [--json] [--tokens N] ...}: the chunk-hash benchmark
@@ -83,12 +84,19 @@ public final class HashBenchCommand {
     }
 
     static String json(Result r) {
-        return String.format(Locale.ROOT, "{\"hash_tokens_per_s\": %.0f, \"hash_vs_raw_sha256\": %.3f, "
-                        + "\"raw_sha256_tokens_per_s\": %.0f, \"raw_sha256_bytes_per_s\": %.0f, \"target_ratio\": %.1f, "
-                        + "\"tokens\": %d, \"chunk_size\": %d, \"chunks\": %d, \"cbor_bytes\": %d, \"runs\": %d, \"warmup\": %d}",
-                r.hashTokensPerSecond(), r.ratio(), r.rawTokensPerSecond(), r.rawBytesPerSecond(), TARGET_RATIO,
-                r.settings().tokens(), r.settings().chunkSize(), r.chunks(), r.cborBytes(), r.settings().runs(),
-                r.settings().warmup());
+        return new ReportJson()
+                .number("hash_tokens_per_s", r.hashTokensPerSecond(), 0)
+                .number("hash_vs_raw_sha256", r.ratio(), 3)
+                .number("raw_sha256_tokens_per_s", r.rawTokensPerSecond(), 0)
+                .number("raw_sha256_bytes_per_s", r.rawBytesPerSecond(), 0)
+                .number("target_ratio", TARGET_RATIO, 1)
+                .integer("tokens", r.settings().tokens())
+                .integer("chunk_size", r.settings().chunkSize())
+                .integer("chunks", r.chunks())
+                .integer("cbor_bytes", r.cborBytes())
+                .integer("runs", r.settings().runs())
+                .integer("warmup", r.settings().warmup())
+                .toString();
     }
 
     static String table(Result r) {

@@ -6,7 +6,7 @@ import java.util.Optional;
 import java.util.OptionalDouble;
 
 import lmcache4j.allocator.host.HostArenas;
-import lmcache4j.bench.json.FlatJson;
+import lmcache4j.bench.json.ReportJson;
 import lmcache4j.bench.remote.RemoteBench;
 import lmcache4j.bench.remote.RemoteBench.Pair;
 import lmcache4j.bench.remote.RemoteBench.Result;
@@ -103,7 +103,7 @@ public final class RedisBenchCommand {
         Settings s = r.settings();
         Pair t = r.redisTier();
         Pair raw = r.redisRaw();
-        FlatJson j = new FlatJson()
+        ReportJson j = new ReportJson()
                 .number("remote_put_gbps", t.putGbps(), 3)
                 .number("remote_get_gbps", t.getGbps(), 3)
                 .number("raw_set_gbps", raw.putGbps(), 3)

@@ -4,7 +4,7 @@ import java.io.PrintStream;
 import java.util.Locale;
 
 import lmcache4j.allocator.host.HostArenas;
-import lmcache4j.bench.json.FlatJson;
+import lmcache4j.bench.json.ReportJson;
 import lmcache4j.bench.store.StoreBench;
 import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
@@ -94,7 +94,7 @@ public final class StoreBenchCommand {
 
     static String json(Result r) {
         Settings s = r.settings();
-        return new FlatJson()
+        return new ReportJson()
                 .number("store_gbps", r.storeGbps(), 3)
                 .number("retrieve_gbps", r.retrieveGbps(), 3)
                 .number("memcpy_gbps", r.memcpyGbps(), 3)

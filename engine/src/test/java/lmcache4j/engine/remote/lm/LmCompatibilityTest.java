@@ -18,7 +18,7 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import lmcache4j.engine.key.MiniJson;
+import lmcache4j.engine.json.Json;
 
 /**
  * LMCache's client, as its bytes: the golden frames LMCache's own {@code protocol.py} packed
@@ -33,7 +33,7 @@ class LmCompatibilityTest {
     @SuppressWarnings("unchecked")
     private static Map<String, byte[]> frames(String side) throws IOException {
         try (InputStream in = LmCompatibilityTest.class.getResourceAsStream("/golden/lm-protocol/lm-frames.json")) {
-            Map<String, Object> g = (Map<String, Object>) MiniJson.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            Map<String, Object> g = (Map<String, Object>) Json.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
             Map<String, byte[]> out = new java.util.HashMap<>();
             for (Map<String, Object> f : (List<Map<String, Object>>) g.get(side)) {
                 out.put((String) f.get("name"), HEX.parseHex((String) f.get("hex")));

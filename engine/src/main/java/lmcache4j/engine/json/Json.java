@@ -1,6 +1,7 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.json;
 
 import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -8,17 +9,19 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A small strict JSON (RFC 8259) reader and writer for {@code extra_config}: objects become
+ * lmcache4j's one JSON codec (RFC 8259): the config's {@code extra_config}, the commands'
+ * {@code --json} reports and the tests' golden files all go through it. Reading, objects become
  * unmodifiable insertion-ordered {@code Map<String, Object>}, arrays unmodifiable {@code List},
  * integers {@link Long}, other numbers {@link Double}, {@code null} Java {@code null}.
  *
- * <p>Hand-written rather than a dependency because config needs only this much, and the error
- * messages can say exactly where the text went wrong. Stricter than Python's {@code json}: no
- * {@code NaN}/{@code Infinity}, no duplicate keys, no trailing text, nesting at most
+ * <p>Hand-written rather than a dependency because the project needs only this much, and the
+ * error messages can say exactly where the text went wrong. Stricter than Python's {@code json}:
+ * no {@code NaN}/{@code Infinity}, no duplicate keys, no trailing text, nesting at most
  * {@value #MAX_DEPTH} deep.
  */
-final class Json {
-    static final int MAX_DEPTH = 64;
+public final class Json {
+    /** The deepest nesting of objects and arrays {@link #parse} accepts. */
+    public static final int MAX_DEPTH = 64;
 
     private final String text;
     private int pos;
@@ -30,9 +33,9 @@ final class Json {
     /**
      * Parses one JSON value covering all of {@code text} (surrounding whitespace allowed).
      *
-     * @throws BadValueException saying where and what was expected
+     * @throws JsonException saying where and what was expected
      */
-    static Object parse(String text) {
+    public static Object parse(String text) {
         Json p = new Json(text);
         p.skipWhitespace();
         Object v = p.value(0);
@@ -45,15 +48,16 @@ final class Json {
 
     /** Parses {@code text} as a JSON object. */
     @SuppressWarnings("unchecked")
-    static Map<String, Object> parseObject(String text) {
+    public static Map<String, Object> parseObject(String text) {
         Object v = parse(text);
         if (!(v instanceof Map)) {
-            throw new BadValueException("expected a JSON object ({...}), got " + typeName(v));
+            throw new JsonException("expected a JSON object ({...}), got " + typeName(v));
         }
         return (Map<String, Object>) v;
     }
 
-    static String typeName(Object v) {
+    /** What a parsed value is, in words for messages: {@code "an object"}, {@code "a number"}, ... */
+    public static String typeName(Object v) {
         return switch (v) {
             case null -> "null";
             case Map<?, ?> m -> "an object";
@@ -297,15 +301,19 @@ final class Json {
         }
     }
 
-    private BadValueException error(String expected) {
+    private JsonException error(String expected) {
         String found = pos >= text.length() ? "the end of the text"
                 : "'" + text.substring(pos, Math.min(text.length(), pos + 12)) + "'";
-        return new BadValueException("invalid JSON at character " + (pos + 1) + ": expected " + expected
+        return new JsonException("invalid JSON at character " + (pos + 1) + ": expected " + expected
                 + ", found " + found);
     }
 
-    /** Writes {@code value} (as produced by {@link #parse}, or any String/Number/Boolean/List/Map) as compact JSON. */
-    static String write(Object value) {
+    /**
+     * Writes {@code value} (as produced by {@link #parse}, or any String/Number/Boolean/List/Map)
+     * as JSON on one line, {@code ", "} between members and {@code ": "} after keys; a number that
+     * is not finite is written as {@code null}.
+     */
+    public static String write(Object value) {
         StringBuilder sb = new StringBuilder();
         write(value, sb);
         return sb.toString();
@@ -316,7 +324,9 @@ final class Json {
             case null -> sb.append("null");
             case String s -> quote(s, sb);
             case Boolean b -> sb.append(b);
-            case Double d -> sb.append(d.toString()); // "5.0", "0.1", "1.0E20": all valid JSON
+            case Double d -> sb.append(Double.isFinite(d) ? d.toString() : "null"); // "5.0", "0.1", "1.0E20": all valid JSON
+            case Float f -> sb.append(Float.isFinite(f) ? f.toString() : "null");
+            case BigDecimal d -> sb.append(d.toPlainString()); // fixed(): exactly its decimals, never an exponent
             case Number n -> sb.append(n);
             case Map<?, ?> m -> {
                 sb.append('{');
@@ -344,6 +354,15 @@ final class Json {
             }
             default -> quote(value.toString(), sb);
         }
+    }
+
+    /**
+     * {@code value} rounded to {@code decimals} digits after the point, to put in a map for
+     * {@link #write} ({@code fixed(2.5, 3)} writes {@code 2.500}); null (written {@code null}) when
+     * {@code value} is not finite.
+     */
+    public static Number fixed(double value, int decimals) {
+        return Double.isFinite(value) ? BigDecimal.valueOf(value).setScale(decimals, RoundingMode.HALF_UP) : null;
     }
 
     private static void quote(String s, StringBuilder sb) {

@@ -1,4 +1,4 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-/** The hand-written JSON reader behind extra_config: what it accepts, and how it says what is wrong. */
+/** The project's JSON codec: what it accepts, and how it says what is wrong. */
 class JsonTest {
     @Test
     void scalarsAndContainers() {
@@ -69,14 +69,14 @@ class JsonTest {
             "99999999999999999999 | an integer that fits in 64 bits",
             "1e999 | a finite number"})
     void malformedTextIsRefusedSayingWhereAndWhat(String text, String expected) {
-        BadValueException e = assertThrows(BadValueException.class, () -> Json.parse(text));
+        JsonException e = assertThrows(JsonException.class, () -> Json.parse(text));
         assertTrue(e.getMessage().startsWith("invalid JSON at character "), e.getMessage());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
     }
 
     @Test
     void rawControlCharactersInStringsAreRefused() {
-        BadValueException e = assertThrows(BadValueException.class, () -> Json.parse("\"a\nb\""));
+        JsonException e = assertThrows(JsonException.class, () -> Json.parse("\"a\nb\""));
         assertTrue(e.getMessage().contains("no raw control character"), e.getMessage());
     }
 
@@ -84,14 +84,14 @@ class JsonTest {
     void nestingIsBounded() {
         String deep = "[".repeat(Json.MAX_DEPTH) + "]".repeat(Json.MAX_DEPTH);
         assertEquals(1, ((List<?>) Json.parse(deep)).size());
-        BadValueException e = assertThrows(BadValueException.class,
+        JsonException e = assertThrows(JsonException.class,
                 () -> Json.parse("[".repeat(Json.MAX_DEPTH + 1) + "]".repeat(Json.MAX_DEPTH + 1)));
         assertTrue(e.getMessage().contains("nesting no deeper than " + Json.MAX_DEPTH), e.getMessage());
     }
 
     @Test
     void parseObjectRefusesOtherValues() {
-        BadValueException e = assertThrows(BadValueException.class, () -> Json.parseObject("[1]"));
+        JsonException e = assertThrows(JsonException.class, () -> Json.parseObject("[1]"));
         assertEquals("expected a JSON object ({...}), got an array", e.getMessage());
     }
 

@@ -5,4 +5,5 @@
  */
 module lmcache4j.tests {
     requires lmcache4j.engine;
+    requires lmcache4j.server;
 }

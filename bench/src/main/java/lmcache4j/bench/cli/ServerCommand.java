@@ -10,8 +10,8 @@ import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.allocator.host.HostArenas;
-import lmcache4j.engine.remote.lm.LmCacheServer;
-import lmcache4j.engine.remote.lm.LmServerLimits;
+import lmcache4j.server.lm.LmCacheServer;
+import lmcache4j.server.lm.LmServerLimits;
 
 /**
  * {@code ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N] [limits]}:

@@ -85,7 +85,7 @@ class DemoCommandTest {
 
     @Test
     void twoDemosSharingAnLmServerHitWhatTheFirstStored() throws Exception {
-        try (var server = lmcache4j.engine.remote.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
+        try (var server = lmcache4j.server.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
                 1L << 30, java.util.Optional.empty(), 64 << 20)) {
             String[] args = {"--json", "--requests", "16", "--layers", "2", "--cpu-gb", "0.07", "--seed", "7", "--no-disk",
                 "--remote", "lm://127.0.0.1:" + server.port()};

@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import lmcache4j.engine.json.Json;
+import lmcache4j.engine.remote.lm.LmProtocol;
 
 /**
  * LMCache's client, as its bytes: the golden frames LMCache's own {@code protocol.py} packed

@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import java.io.IOException;
 import java.net.SocketAddress;

@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -27,8 +27,9 @@ import org.junit.jupiter.api.Test;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.remote.RemoteMetadata;
+import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**

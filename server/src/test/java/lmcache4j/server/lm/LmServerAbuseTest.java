@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -38,8 +38,9 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.remote.RemoteMetadata;
+import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
@@ -354,7 +355,7 @@ class LmServerAbuseTest {
         String modulePath = System.getProperty("jdk.module.path");
         if (modulePath != null && !modulePath.isEmpty()) {
             cmd.addAll(List.of("--enable-native-access=lmcache4j.cuda", "--illegal-native-access=deny",
-                    "-p", modulePath, "--patch-module", "lmcache4j.engine=" + testClasses, "-m", "lmcache4j.engine/" + main));
+                    "-p", modulePath, "--patch-module", "lmcache4j.server=" + testClasses, "-m", "lmcache4j.server/" + main));
         } else {
             cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED",
                     "-cp", testClasses + File.pathSeparator + System.getProperty("java.class.path"), main));

@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -35,7 +35,8 @@ import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
-import lmcache4j.engine.remote.lm.ServerConnection.Phase;
+import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.server.lm.ServerConnection.Phase;
 
 /**
  * An {@code lm://} cache server (LMCache's {@code python -m lmcache.v1.server}, spec §4.9) with an

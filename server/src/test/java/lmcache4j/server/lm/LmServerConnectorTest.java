@@ -1,4 +1,4 @@
-package lmcache4j.engine.remote.lm;
+package lmcache4j.server.lm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Timeout;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.remote.RemoteMetadata;
+import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 @Timeout(60)

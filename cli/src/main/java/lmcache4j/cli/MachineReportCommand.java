@@ -2,6 +2,12 @@ package lmcache4j.cli;
 
 /** {@code ./lmcache4j report}: prints {@link MachineReport}. */
 public final class MachineReportCommand {
+    static final String USAGE = """
+            usage: ./lmcache4j report
+            Prints what this machine offers lmcache4j: the JDK, the CUDA runtime, NUMA nodes, hugepages and
+            the memlock limit. Takes no arguments.
+            """;
+
     private MachineReportCommand() {
     }
 
@@ -11,6 +17,10 @@ public final class MachineReportCommand {
 
     /** Prints the report; returns the exit status (2 for any argument: it takes none). */
     static int run(String[] args, java.io.PrintStream out, java.io.PrintStream err) {
+        if (args.length == 1 && (args[0].equals("-h") || args[0].equals("--help"))) {
+            out.print(USAGE);
+            return 0;
+        }
         if (args.length > 0) {
             err.println("lmcache4j report: takes no arguments, got '" + CliText.echo(String.join(" ", args)) + "'");
             return 2;

@@ -19,6 +19,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.connector;
+    exports lmcache4j.engine.json;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.metrics;
     exports lmcache4j.engine.remote;

@@ -5,6 +5,7 @@
  */
 module lmcache4j.tests {
     requires lmcache4j.engine;
+    requires lmcache4j.server;
     // SoakTest: heap, direct-buffer and thread gauges, and the engine's log records counted instead of printed.
     requires java.management;
     requires java.logging;

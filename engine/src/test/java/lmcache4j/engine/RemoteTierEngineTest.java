@@ -19,7 +19,11 @@ import lmcache4j.engine.remote.RemoteBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Two engines sharing an {@code fs://}, {@code lm://} or {@code redis://} remote tier, and a remote that disappears and comes back. */
+/**
+ * Two engines sharing an {@code fs://} or {@code redis://} remote tier, and a remote that
+ * disappears and comes back ({@code lm://}, whose server is another module: TwoEnginesOverLmTest
+ * in lmcache4j.server).
+ */
 class RemoteTierEngineTest {
     private static final int CHUNK = 64;
     private static final int BLOCKS = 64;
@@ -91,26 +95,6 @@ class RemoteTierEngineTest {
             System.out.printf("lz4 over fs:// on SyntheticKv: %d -> %d bytes (ratio %.3f), compress %d us, decompress %d us%n",
                     put.rawBytes(), put.compressedBytes(), put.rawBytes() / (double) put.compressedBytes(),
                     put.compressNanos() / 1000, got.decompressNanos() / 1000);
-        }
-    }
-
-    @Test
-    void twoEnginesShareChunksThroughTheLmCacheServer() throws Exception {
-        int[] tokens = SyntheticKv.tokens(192, 34);
-        long[] slots = SyntheticKv.slots(192, BLOCKS, 34);
-        try (var server = lmcache4j.engine.remote.lm.LmCacheServer.start(java.net.InetAddress.getLoopbackAddress(), 0,
-                64L << 20, java.util.Optional.empty(), 16 << 20)) {
-            String url = "lm://127.0.0.1:" + server.port();
-            try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(url); LMCacheEngine second = engine(url)) {
-                PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
-                SyntheticKv.compute(kv, tokens, slots, 0, 192);
-                first.store(tokens, null, kv, slots, Map.of());
-                remote(first).awaitPuts();
-                assertEquals(192, second.lookup(tokens, Map.of(), null));
-                PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
-                assertTrue(second.retrieve(tokens, null, target, slots, Map.of(), null)[191]);
-                assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 192));
-            }
         }
     }
 

@@ -2,9 +2,17 @@ package lmcache4j.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.module.ModuleDescriptor;
+import java.lang.module.ModuleFinder;
+import java.lang.module.ModuleReference;
+import java.nio.file.Path;
+import java.util.Map;
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
@@ -30,16 +38,35 @@ class ModuleGraphTest {
     void generatedBindingsAreNotExported() {
         Module cuda = module("lmcache4j.cuda");
         assertEquals(Set.of("lmcache4j.cuda", "lmcache4j.cuda.posix"), cuda.getDescriptor().exports().stream()
-                .map(e -> e.source()).collect(java.util.stream.Collectors.toSet()));
+                .map(e -> e.source()).collect(Collectors.toSet()));
         assertTrue(cuda.getPackages().contains("lmcache4j.cuda.internal.cudart"));
         assertFalse(cuda.isExported("lmcache4j.cuda.internal.cudart"));
         assertFalse(cuda.isExported("lmcache4j.cuda.internal.libc"));
     }
 
+    /** The descriptor of every lmcache4j module, read from each module's compiled classes (cli and bench are not in this layer). */
+    private static final Map<String, ModuleDescriptor> DESCRIPTORS = ModuleFinder.of(
+                    Stream.of("cuda-bindings", "allocator", "engine", "server", "bench", "cli")
+                            .map(folder -> Path.of("..", folder, "target", "classes")).toArray(Path[]::new))
+            .findAll().stream().map(ModuleReference::descriptor)
+            .collect(Collectors.toMap(ModuleDescriptor::name, d -> d));
+
+    /** The lmcache4j modules {@code name} requires. */
+    private static Set<String> requires(String name) {
+        ModuleDescriptor d = DESCRIPTORS.get(name);
+        assertNotNull(d, name + " has no module descriptor");
+        return d.requires().stream().map(ModuleDescriptor.Requires::name).filter(n -> n.startsWith("lmcache4j."))
+                .collect(Collectors.toSet());
+    }
+
     @Test
     void theModulesRequireEachOtherInDesignOrder() {
-        assertTrue(module("lmcache4j.allocator").getDescriptor().requires().stream().anyMatch(r -> r.name().equals("lmcache4j.cuda")));
-        assertTrue(module("lmcache4j.engine").getDescriptor().requires().stream().anyMatch(r -> r.name().equals("lmcache4j.allocator")));
-        assertFalse(module("lmcache4j.cuda").getDescriptor().requires().stream().anyMatch(r -> r.name().startsWith("lmcache4j.")));
+        assertEquals(Set.of(), requires("lmcache4j.cuda"));
+        assertEquals(Set.of("lmcache4j.cuda"), requires("lmcache4j.allocator"));
+        assertEquals(Set.of("lmcache4j.allocator"), requires("lmcache4j.engine"), "the engine knows no server and no command");
+        assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.server"));
+        assertEquals(Set.of("lmcache4j.server"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
+        assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.engine"), requires("lmcache4j.cli"));
+        DESCRIPTORS.keySet().forEach(m -> assertFalse(requires(m).contains("lmcache4j.cli"), m + " requires the commands"));
     }
 }

@@ -17,11 +17,11 @@ import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.engine.remote.lm.LmCacheServer;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.server.lm.LmCacheServer;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.util.Optional;
 
-import lmcache4j.engine.remote.lm.LmCacheServer;
+import lmcache4j.server.lm.LmCacheServer;
 
 /** An in-process {@code lm://} server on loopback that can be killed and started again on the same port (empty, as a restarted server is). */
 final class RestartableLmServer implements AutoCloseable {

@@ -24,7 +24,7 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.engine.remote.lm.LmCacheServer;
+import lmcache4j.server.lm.LmCacheServer;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import org.junit.jupiter.api.Test;

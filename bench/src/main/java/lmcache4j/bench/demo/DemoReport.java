@@ -7,7 +7,7 @@ import java.util.Map;
 import java.util.stream.Collectors;
 
 import lmcache4j.allocator.host.HostArenas;
-import lmcache4j.bench.json.FlatJson;
+import lmcache4j.bench.json.ReportJson;
 import lmcache4j.engine.remote.RemoteHealth;
 
 /**
@@ -281,7 +281,7 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
 
     /** The report as one JSON object. */
     public String json() {
-        FlatJson j = new FlatJson();
+        ReportJson j = new ReportJson();
         j.integer("requests", requests());
         j.number("hit_rate", hitRate(), 4);
         j.integer("verified_bytes", verifiedBytes);

@@ -45,10 +45,10 @@ import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.remote.lm.LmCacheServer;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.remote.redis.RedisConnector;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.server.lm.LmCacheServer;
 
 /**
  * The remote tier's put and get bandwidth, in one process, against the same bytes moved without it.

@@ -10,6 +10,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * Merges the config sources over a {@link ConfigSchema}: file, then environment, then code, each
  * overriding the one before; then defaults, the derived rules and cross-field checks. Collects

@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * Rules over several fields, applied after all sources are merged (LMCache's {@code validate()}):
  * values one field forces on another, and checks that need more than one field. Each rule is a

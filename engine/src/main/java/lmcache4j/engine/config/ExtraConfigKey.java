@@ -6,6 +6,8 @@ import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Predicate;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * One {@code extra_config} key lmcache4j reads: its name, the type of value it takes, its default
  * and what it does. Declared once in {@link ExtraConfigKeys}; the loader checks values against the

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * The engine's effective configuration: immutable, typed, with LMCache's field names (getters are
  * the Java-style names: {@code chunk_size} → {@link #chunkSize()}) and where each value came from

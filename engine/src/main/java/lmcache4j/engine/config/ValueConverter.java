@@ -13,6 +13,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
+import lmcache4j.engine.json.Json;
+import lmcache4j.engine.json.JsonException;
+
 /**
  * Converts raw values to a field's typed value: text (environment variables, {@code --set}) and
  * native values (YAML scalars, lists and mappings; Java objects passed in code). LMCache's
@@ -134,7 +137,7 @@ final class ValueConverter {
                 }
                 yield List.copyOf(items);
             }
-            case JSON_OBJECT -> text.isBlank() ? null : jsonObject(Json.parseObject(text));
+            case JSON_OBJECT -> text.isBlank() ? null : jsonObject(parseJsonObject(text));
         };
         return typed == null ? null : field.accept(typed);
     }
@@ -353,5 +356,13 @@ final class ValueConverter {
             default -> throw new BadValueException("extra_config." + path + " is " + v.getClass().getSimpleName()
                     + " " + v + "; extra_config values must be JSON values (string, number, boolean, list, mapping)");
         };
+    }
+
+    private static Map<String, Object> parseJsonObject(String text) {
+        try {
+            return Json.parseObject(text);
+        } catch (JsonException e) {
+            throw new BadValueException(e.getMessage());
+        }
     }
 }

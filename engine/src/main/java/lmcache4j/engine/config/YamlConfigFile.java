@@ -17,6 +17,8 @@ import org.snakeyaml.engine.v2.events.Event;
 import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 import org.snakeyaml.engine.v2.schema.CoreSchema;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * Reads an LMCache YAML config file into its top-level {@code key -> value} mapping.
  *

@@ -24,6 +24,8 @@ import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.schema.CoreSchema;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * For random valid values, the three ways of giving them (a YAML file, {@code LMCACHE_*} text,
  * code overrides) yield the same typed config, each value attributed to its own source.

@@ -18,6 +18,8 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * lmcache4j's CBOR bytes and hashes against {@code golden/cbor-vectors.json}, written by an
  * independent CBOR implementation (npm {@code cbor}, canonical mode) and Node's SHA-256; see
@@ -33,7 +35,7 @@ class ChunkHasherGoldenTest {
             if (in == null) {
                 throw new IllegalStateException("golden/cbor-vectors.json is not on the test class path");
             }
-            return (Map<String, Object>) MiniJson.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            return (Map<String, Object>) Json.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }

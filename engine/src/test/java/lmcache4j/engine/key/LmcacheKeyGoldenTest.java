@@ -11,6 +11,8 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
+import lmcache4j.engine.json.Json;
+
 /**
  * Key strings that LMCache's own {@code CacheEngineKey.to_string()} and
  * {@code LayerCacheEngineKey.to_string()} wrote ({@code lmcache/utils.py}, executed by
@@ -23,7 +25,7 @@ class LmcacheKeyGoldenTest {
     @SuppressWarnings("unchecked")
     private static List<Map<String, Object>> keys() throws IOException {
         try (InputStream in = LmcacheKeyGoldenTest.class.getResourceAsStream("/golden/lm-protocol/lm-frames.json")) {
-            Map<String, Object> g = (Map<String, Object>) MiniJson.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            Map<String, Object> g = (Map<String, Object>) Json.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
             return (List<Map<String, Object>>) g.get("keys");
         }
     }

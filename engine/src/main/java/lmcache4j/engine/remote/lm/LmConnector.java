@@ -30,8 +30,8 @@ import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 
 /**
- * A {@link RemoteConnector} for LMCache's {@code lm://host:port} cache server ({@link LmCacheServer}
- * or LMCache's own; spec §4.9). Optional query parameters: {@code token} (the server's shared
+ * A {@link RemoteConnector} for LMCache's {@code lm://host:port} cache server (lmcache4j's, in the
+ * {@code lmcache4j.server} module, or LMCache's own; spec §4.9). Optional query parameters: {@code token} (the server's shared
  * secret, sent as AUTH on every new connection), {@code timeout_ms} (per operation, default
  * 10000), {@code pool} (connections, default 4).
  *

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.engine.key.MiniJson;
+import lmcache4j.engine.json.Json;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 
@@ -34,7 +34,7 @@ class LmProtocolTest {
     @SuppressWarnings("unchecked")
     private static Map<String, Object> golden() throws IOException {
         try (InputStream in = LmProtocolTest.class.getResourceAsStream("/golden/lm-protocol/lm-frames.json")) {
-            return (Map<String, Object>) MiniJson.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            return (Map<String, Object>) Json.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
         }
     }
 

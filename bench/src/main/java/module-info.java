@@ -1,0 +1,23 @@
+/**
+ * The benchmarks (allocator, hash, store, disk, remote, and the JMH benchmarks) and the demo
+ * workload: a serving-engine simulator that drives the engine end to end. A library: the
+ * {@code ./lmcache4j bench} and {@code demo} commands (module {@code lmcache4j.cli}) run it; JMH
+ * runs the JMH benchmarks from the class path.
+ */
+module lmcache4j.bench {
+    requires transitive lmcache4j.server;
+    requires io.netty.common; // its version, for the report
+    requires io.netty.buffer; // the allocator benchmark's baseline: Netty's pooled direct allocator
+    requires lettuce.core; // the remote benchmark's baseline: raw Lettuce SET/GET
+    requires java.logging; // the benchmarks quiet the engine's INFO logs while they measure
+    requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT for the disk benchmark's raw baseline
+    requires static jmh.core; // only JMH, from the class path, loads the JMH benchmarks
+
+    exports lmcache4j.bench.allocator;
+    exports lmcache4j.bench.demo;
+    exports lmcache4j.bench.disk;
+    exports lmcache4j.bench.hash;
+    exports lmcache4j.bench.json;
+    exports lmcache4j.bench.remote;
+    exports lmcache4j.bench.store;
+}

@@ -1,0 +1,356 @@
+package lmcache4j.cli;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.allocator.AllocationTrace;
+import lmcache4j.bench.allocator.AllocatorBench;
+import lmcache4j.bench.allocator.AllocatorBench.Report;
+import lmcache4j.bench.allocator.AllocatorBench.Result;
+import lmcache4j.bench.allocator.BenchedAllocator;
+import lmcache4j.bench.allocator.BenchedAllocator.Kind;
+import lmcache4j.bench.json.ReportJson;
+
+/**
+ * {@code ./lmcache4j bench allocator [--json] [--runs N] [--ops N] [--seed N] ...}: the allocator
+ * benchmark ({@link AllocatorBench}) as a table, or as one JSON object with {@code --json}.
+ * Progress goes to stderr, the result to stdout. Exit status 2 for a usage error, 1 when the
+ * benchmark itself fails (for example an allocator reports a leak on close).
+ *
+ * <p>{@code ./lmcache4j bench jmh ...} is handled by the launcher, which runs JMH's own main.
+ */
+public final class BenchCommand {
+    static final String USAGE = """
+            usage: ./lmcache4j bench allocator [--json] [--runs N] [--warmup N] [--ops N] [--seed N]
+                                               [--pool-mib N] [--only tensor,paged,netty,malloc]
+                   ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
+                   ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
+                   ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]
+                   ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N] [--no-lm]
+                   ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
+
+            allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
+                        model shapes and partial last chunks, shuffled frees, ~80%% pool occupancy)
+                        against TensorMemoryAllocator, PagedTensorMemoryAllocator, Netty's pooled direct
+                        allocator and malloc/free through FFM; prints the median ns per allocate+free
+                        pair, the targets (tensor <= 200 ns, paged <= 50 ns) and the tensor allocator's
+                        fragmentation.
+              --json         print one JSON object instead of the table
+              --runs N       measured replays per allocator (default %d)
+              --warmup N     unmeasured replays per allocator first (default %d)
+              --ops N        allocate+free pairs in the steady phase of the trace (default %d)
+              --seed N       the trace's random seed (default %d)
+              --pool-mib N   the simulated pool in MiB (default %d): the tensor allocator's, of untouched
+                             virtual memory; the paged pool holds the peak live count / occupancy in
+                             pages; Netty and malloc touch about occupancy x pool of real memory
+              --only LIST    comma-separated subset of tensor, paged, netty, malloc (default: all)
+
+            hash        the sha256_cbor prefix hash chain's tokens per second and its ratio to bare
+                        SHA-256 over the same CBOR bytes; ./lmcache4j bench hash --help for its options.
+
+            store       store and retrieve GB/s of 256-token Llama-3-8B chunks through the engine against
+                        MemorySegment.copy of the same bytes; ./lmcache4j bench store --help for its options.
+
+            disk        write and read GB/s of 256-token Llama-3-8B chunks through the disk tier against raw
+                        O_DIRECT FileChannel transfers of the same bytes; ./lmcache4j bench disk --help.
+
+            redis       put and get GB/s of the same chunks through the remote tier over a local redis-server
+                        against raw Lettuce SET/GET, and over lm:// against the LmConnector alone;
+                        ./lmcache4j bench redis --help.
+            """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
+            AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
+            AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
+
+    private BenchCommand() {
+    }
+
+    /** A command line that cannot be run; the message says what was wrong. */
+    static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    /** Parsed {@code bench allocator} options. */
+    record Options(boolean json, AllocatorBench.Settings settings) {
+    }
+
+    public static void main(String[] args) {
+        CliMain.exit("bench", () -> run(args, System.out, System.err));
+    }
+
+    /** Runs {@code bench <benchmark> [options]}; returns the exit status. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0) {
+            return usageError(err, "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
+        }
+        String sub = args[0];
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        return switch (sub) {
+            case "-h", "--help", "help" -> {
+                out.print(USAGE);
+                yield 0;
+            }
+            case "allocator" -> allocator(rest, out, err);
+            case "hash" -> HashBenchCommand.run(rest, out, err);
+            case "store" -> StoreBenchCommand.run(rest, out, err);
+            case "disk" -> DiskBenchCommand.run(rest, out, err);
+            case "redis" -> RedisBenchCommand.run(rest, out, err);
+            case "jmh" -> {
+                err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
+                yield 2;
+            }
+            default -> usageError(err, "unknown benchmark '" + CliText.echo(sub)
+                    + "'; valid: allocator, hash, store, disk, redis, jmh");
+        };
+    }
+
+    static int allocator(String[] args, PrintStream out, PrintStream err) {
+        if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
+            out.print(USAGE);
+            return 0;
+        }
+        Options options;
+        try {
+            options = parse(args);
+        } catch (UsageException e) {
+            return usageError(err, e.getMessage());
+        }
+        Report report;
+        try {
+            report = AllocatorBench.run(options.settings(), err);
+        } catch (RuntimeException e) {
+            err.println("lmcache4j bench: the allocator benchmark failed: " + CliText.oneLine(e));
+            return 1;
+        }
+        if (options.json()) {
+            out.println(json(report));
+        } else {
+            printTable(report, out);
+        }
+        return 0;
+    }
+
+    private static int usageError(PrintStream err, String message) {
+        err.println("lmcache4j bench: " + CliText.escape(message) + " (./lmcache4j bench --help lists the options)");
+        return 2;
+    }
+
+    static Options parse(String[] args) throws UsageException {
+        boolean json = false;
+        int runs = AllocatorBench.Settings.DEFAULT_RUNS;
+        int warmup = AllocatorBench.Settings.DEFAULT_WARMUP;
+        int ops = AllocationTrace.Config.DEFAULT_STEADY_PAIRS;
+        long seed = AllocationTrace.Config.DEFAULT_SEED;
+        long poolMib = AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20;
+        List<Kind> only = List.of(Kind.values());
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            CliFlag flag = CliFlag.of(arg);
+            String name = flag.name();
+            String value = flag.value();
+            switch (name) {
+                case "--json" -> {
+                    if (value != null) {
+                        throw new UsageException("--json takes no value, got '" + CliText.echo(arg) + "'");
+                    }
+                    json = true;
+                }
+                case "--runs", "--warmup", "--ops", "--seed", "--pool-mib", "--only" -> {
+                    if (value == null) {
+                        if (i + 1 >= args.length) {
+                            throw new UsageException(name + " needs a value");
+                        }
+                        value = args[++i];
+                    }
+                    switch (name) {
+                        case "--runs" -> runs = (int) number(name, value, 1, 1_000);
+                        case "--warmup" -> warmup = (int) number(name, value, 0, 1_000);
+                        case "--ops" -> ops = (int) number(name, value, 1, 100_000_000);
+                        case "--seed" -> seed = number(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
+                        case "--pool-mib" -> poolMib = number(name, value, 256, 1L << 30);
+                        default -> only = kinds(value);
+                    }
+                }
+                default -> throw new UsageException(arg.startsWith("-") ? "unknown option '" + CliText.echo(arg) + "'"
+                        : "unexpected argument '" + CliText.echo(arg) + "'");
+            }
+        }
+        AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
+        return new Options(json, new AllocatorBench.Settings(trace, runs, warmup, only));
+    }
+
+    private static long number(String option, String value, long min, long max) throws UsageException {
+        long n;
+        try {
+            n = Long.parseLong(value.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw new UsageException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
+        }
+        if (n < min || n > max) {
+            throw new UsageException(option + " must be between " + min + " and " + max + ", got " + n);
+        }
+        return n;
+    }
+
+    private static List<Kind> kinds(String value) throws UsageException {
+        List<Kind> kinds = new ArrayList<>();
+        for (String key : value.split(",")) {
+            try {
+                Kind k = Kind.fromKey(key.strip());
+                if (!kinds.contains(k)) {
+                    kinds.add(k);
+                }
+            } catch (IllegalArgumentException e) {
+                throw new UsageException("--only: " + e.getMessage());
+            }
+        }
+        return kinds;
+    }
+
+    // ---- output -------------------------------------------------------------------------------
+
+    static void printTable(Report report, PrintStream out) {
+        AllocationTrace trace = report.trace();
+        AllocationTrace.Config c = trace.config();
+        AllocatorBench.Settings s = report.settings();
+        out.println("== lmcache4j allocator benchmark ==");
+        out.printf(Locale.ROOT, "trace     seed %d: %,d allocate+free pairs per replay, %,d of them in the steady phase "
+                        + "at %.0f%% occupancy of a %s pool%n", c.seed(), trace.pairs(), trace.steadyPairs(),
+                100 * c.occupancy(), HostArenas.formatBytes(c.poolBytes()));
+        out.printf(Locale.ROOT, "          %s %s chunks of %s; %.0f%% partial last chunks (1..255 tokens); "
+                        + "mean request %.2f MiB; %,d live at steady start, at most %,d%n",
+                AllocationTrace.FORMAT, AllocationTrace.DTYPE.torchName(), models(), 100.0 * trace.partialRequests() / trace.pairs(),
+                trace.meanRequestBytes() / (1 << 20), trace.liveAtSteadyStart(), trace.maxLive());
+        out.printf(Locale.ROOT, "method    steady phase timed in %d pieces (statistics read between them, untimed); "
+                + "median of %d runs after %d warmup%n", AllocatorBench.STEADY_PIECES, s.runs(), s.warmup());
+        out.printf(Locale.ROOT, "machine   %d cores, JDK %s, lmcache4j leak detection %s%n",
+                Runtime.getRuntime().availableProcessors(), Runtime.version(), leakDetection());
+        out.println();
+        Optional<Result> malloc = report.result(Kind.MALLOC);
+        String header = String.format(Locale.ROOT, "%-28s %10s %8s %8s %9s %9s %7s %6s %9s %9s %13s",
+                "allocator", "median ns", "min", "max", "whole ns", "vs malloc", "target", "result", "frag max",
+                "frag end", "largest free");
+        out.println(header);
+        out.println("-".repeat(header.length()));
+        for (Result r : report.results()) {
+            out.printf(Locale.ROOT, "%-28s %10.1f %8.1f %8.1f %9.1f %9s %7s %6s %9s %9s %13s%n",
+                    r.kind().displayName(), r.median(), r.min(), r.max(), r.wholeMedian(),
+                    malloc.map(m -> String.format(Locale.ROOT, "%.2fx", r.median() / m.median())).orElse("-"),
+                    r.kind().targetNs().isPresent() ? "<= " + r.kind().targetNs().getAsInt() : "-",
+                    r.kind().targetNs().isPresent() ? (r.meetsTarget() ? "pass" : "FAIL") : "-",
+                    r.fragmentsMax() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsMax()) : "-",
+                    r.fragmentsEnd() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsEnd()) : "-",
+                    r.largestFreeEnd() >= 0 ? HostArenas.formatBytes(r.largestFreeEnd()) : "-");
+        }
+        out.println();
+        out.println("median/min/max: ns per allocate+free pair in the steady phase over the runs; whole ns: median over");
+        out.println("  the whole replay (fill, steady phase, drain). vs malloc: median / malloc's median.");
+        out.printf(Locale.ROOT, "frag max: most free blocks (free pages for paged) read by stats() at %d points of the steady%n",
+                AllocatorBench.STEADY_PIECES);
+        out.printf(Locale.ROOT, "  phase, all runs (the trace's own first-fit simulation peaks at %,d, read after every free);%n",
+                trace.maxFreeBlocks());
+        out.println("  frag end, largest free: at the end of the steady phase (before the drain), last run.");
+        for (Result r : report.results()) {
+            out.printf(Locale.ROOT, "%-7s %s%s%s%n", r.kind().key() + ":", r.description(),
+                    r.footprintBytes() >= 0 ? "; holds " + HostArenas.formatBytes(r.footprintBytes()) + " at steady end" : "",
+                    r.notes().isEmpty() ? "" : "; " + r.notes());
+        }
+    }
+
+    private static String models() {
+        return AllocationTrace.MODELS.stream()
+                .map(m -> m.name() + " " + m.fullChunk() + " " + HostArenas.formatBytes(m.fullChunk().byteSize(AllocationTrace.DTYPE)))
+                .collect(Collectors.joining(", "));
+    }
+
+    private static String leakDetection() {
+        return System.getProperty("lmcache4j.leakDetection", "sampled");
+    }
+
+    static String json(Report report) {
+        AllocationTrace trace = report.trace();
+        AllocationTrace.Config c = trace.config();
+        ReportJson j = new ReportJson();
+        for (Kind k : Kind.values()) {
+            j.number(k.key() + "_ns_per_pair", report.result(k).map(Result::median), 3);
+        }
+        Optional<Result> tensor = report.result(Kind.TENSOR);
+        j.integer("fragments_max", tensor.map(Result::fragmentsMax));
+        j.integer("fragments_end", tensor.map(Result::fragmentsEnd));
+        j.integer("fragments_max_simulated", Optional.of((long) trace.maxFreeBlocks()));
+        j.integer("largest_free_block_end_bytes", tensor.map(Result::largestFreeEnd));
+        j.number("occupancy_end", tensor.map(Result::occupancyEnd), 3);
+        for (Kind k : Kind.values()) {
+            if (k.targetNs().isPresent()) {
+                j.integer(k.key() + "_target_ns", Optional.of((long) k.targetNs().getAsInt()));
+                j.bool(k.key() + "_meets_target", report.result(k).map(Result::meetsTarget));
+            }
+        }
+        report.result(Kind.MALLOC).ifPresent(m -> {
+            for (Result r : report.results()) {
+                if (r.kind() != Kind.MALLOC) {
+                    j.number(r.kind().key() + "_vs_malloc", Optional.of(r.median() / m.median()), 3);
+                }
+            }
+        });
+        j.integer("runs", Optional.of((long) report.settings().runs()));
+        j.integer("warmup", Optional.of((long) report.settings().warmup()));
+        j.integer("ops", Optional.of((long) c.steadyPairs()));
+        j.integer("seed", Optional.of(c.seed()));
+        j.integer("pairs_per_run", Optional.of(trace.pairs()));
+        j.integer("steady_pairs_per_run", Optional.of(trace.steadyPairs()));
+        j.integer("pool_bytes", Optional.of(c.poolBytes()));
+        j.number("occupancy_target", Optional.of(c.occupancy()), 3);
+        j.number("partial_fraction", Optional.of((double) trace.partialRequests() / trace.pairs()), 3);
+        j.number("mean_request_bytes", Optional.of(trace.meanRequestBytes()), 3);
+        j.integer("live_at_steady_start", Optional.of((long) trace.liveAtSteadyStart()));
+        j.integer("max_live", Optional.of((long) trace.maxLive()));
+        j.string("models", models());
+        j.integer("cores", Optional.of((long) Runtime.getRuntime().availableProcessors()));
+        j.string("jdk", Runtime.version().toString());
+        j.string("leak_detection", leakDetection());
+        j.string("netty_version", BenchedAllocator.Netty.nettyVersion());
+        j.string("method", "*_ns_per_pair: median over runs of (steady-phase nanoTime / its allocate+free pairs), "
+                + "the steady phase timed in " + AllocatorBench.STEADY_PIECES + " pieces; fragments_max: max "
+                + "stats().fragmentCount() of TensorMemoryAllocator read between the pieces (untimed) over all measured "
+                + "runs; fragments_max_simulated: the trace's first-fit simulation, read after every free; "
+                + "*_end: at the end of the steady phase, before the drain");
+        ReportJson allocators = new ReportJson();
+        for (Result r : report.results()) {
+            ReportJson a = new ReportJson();
+            a.string("name", r.kind().displayName());
+            a.string("description", r.description());
+            a.number("median_ns_per_pair", Optional.of(r.median()), 3);
+            a.number("min_ns_per_pair", Optional.of(r.min()), 3);
+            a.number("max_ns_per_pair", Optional.of(r.max()), 3);
+            a.number("whole_median_ns_per_pair", Optional.of(r.wholeMedian()), 3);
+            a.numbers("runs_ns_per_pair", r.nsPerPair(), 3);
+            a.numbers("runs_whole_ns_per_pair", r.wholeNsPerPair(), 3);
+            a.integer("fragments_max", present(r.fragmentsMax()));
+            a.integer("fragments_end", present(r.fragmentsEnd()));
+            a.integer("largest_free_block_end_bytes", present(r.largestFreeEnd()));
+            a.number("occupancy_end", Double.isNaN(r.occupancyEnd()) ? Optional.empty() : Optional.of(r.occupancyEnd()), 3);
+            a.integer("footprint_bytes_end", present(r.footprintBytes()));
+            if (!r.notes().isEmpty()) {
+                a.string("notes", r.notes());
+            }
+            allocators.object(r.kind().key(), a);
+        }
+        j.object("allocators", allocators);
+        return j.toString();
+    }
+
+    private static Optional<Long> present(long value) {
+        return value >= 0 ? Optional.of(value) : Optional.empty();
+    }
+
+}

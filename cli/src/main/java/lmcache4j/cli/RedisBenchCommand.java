@@ -1,0 +1,192 @@
+package lmcache4j.cli;
+
+import java.io.PrintStream;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.OptionalDouble;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.json.ReportJson;
+import lmcache4j.bench.remote.RemoteBench;
+import lmcache4j.bench.remote.RemoteBench.Pair;
+import lmcache4j.bench.remote.RemoteBench.Result;
+import lmcache4j.bench.remote.RemoteBench.Settings;
+
+/**
+ * {@code ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N] [--no-lm]
+ * [--no-redis-benchmark]}: the remote tier against raw Lettuce over a local redis-server, and over
+ * lm:// against the LmConnector itself ({@link RemoteBench}). Exit 0 whether or not targets are met;
+ * 2 for a usage error; 1 when the benchmark fails or read back wrong bytes.
+ */
+public final class RedisBenchCommand {
+    static final double TARGET_RATIO = 0.8;
+
+    static final String USAGE = """
+            usage: ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N]
+                                           [--no-lm] [--no-redis-benchmark]
+            redis   put and get of 256-token Llama-3-8B chunks (KV_2LTD [2, 32, 256, 1024] bf16, 32 MiB) through
+                    the remote tier (RemoteBackend: batchedSubmitPut + awaitPuts, getBlocking from a thread per
+                    chunk) over a redis-server it starts on a free loopback port (--save '' --appendonly no
+                    --proto-max-bulk-len 1gb), against raw Lettuce SET/GET (ByteArrayCodec, every chunk in
+                    flight at once) of the same bytes in the same process (target >= %.1f of raw);
+                    redis-benchmark -t set,get -n 20 -d <chunk bytes> -q beside it when installed. Then the
+                    same over lm:// (an in-process LmCacheServer) against its ceiling: the same LmConnector's
+                    put/get called directly for every chunk at once, without the tier (target >= %.1f).
+              --json                print one JSON object (remote_put_gbps, remote_get_gbps, raw_set_gbps,
+                                    raw_get_gbps, put_vs_raw, get_vs_raw, lm_*, ...) instead of the table
+              --chunks N            chunks per put and get (default %d, 1..%d)
+              --runs N              measured runs (default %d)
+              --warmup N            unmeasured runs first (default %d)
+              --tokens N            tokens per chunk (default 256; smaller for quick checks)
+              --no-lm               skip the lm:// part
+              --no-redis-benchmark  do not run redis-benchmark
+            """.formatted(TARGET_RATIO, TARGET_RATIO, Settings.DEFAULT_CHUNKS, Settings.MAX_CHUNKS,
+            Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
+
+    private RedisBenchCommand() {
+    }
+
+    /** Runs {@code bench redis} with these arguments (those after {@code redis}); returns the exit status. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        boolean json = false;
+        Settings d = Settings.defaults();
+        int chunks = d.chunks();
+        int runs = d.runs();
+        int warmup = d.warmup();
+        int tokens = d.tokens();
+        boolean lm = true;
+        boolean rb = true;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "-h", "--help" -> {
+                        out.print(USAGE);
+                        return 0;
+                    }
+                    case "--json" -> json = true;
+                    case "--no-lm" -> lm = false;
+                    case "--no-redis-benchmark" -> rb = false;
+                    case "--chunks" -> chunks = StoreBenchCommand.intArg(args, ++i, "--chunks", 1, Settings.MAX_CHUNKS);
+                    case "--runs" -> runs = StoreBenchCommand.intArg(args, ++i, "--runs", 1, 1000);
+                    case "--warmup" -> warmup = StoreBenchCommand.intArg(args, ++i, "--warmup", 0, 1000);
+                    case "--tokens" -> tokens = StoreBenchCommand.intArg(args, ++i, "--tokens", 1, 256);
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            return CliMain.usageError(err, "bench redis", e.getMessage());
+        }
+        Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), lm, rb);
+        Result r;
+        try {
+            r = RemoteBench.run(s, err);
+        } catch (Exception e) {
+            return CliMain.failure(err, "bench redis", "the benchmark failed", e);
+        }
+        out.println(json ? json(r) : table(r));
+        if (r.mismatches() != 0) {
+            err.println("lmcache4j bench redis: FAILED: " + r.mismatches() + " chunks read back differ from what was put");
+            return 1;
+        }
+        return 0;
+    }
+
+    private static Optional<Double> opt(OptionalDouble v) {
+        return v.isPresent() ? Optional.of(v.getAsDouble()) : Optional.empty();
+    }
+
+    private static Optional<Double> gbps(OptionalDouble rps, long bytes) {
+        return rps.isPresent() ? Optional.of(rps.getAsDouble() * bytes / 1e9) : Optional.empty();
+    }
+
+    static String json(Result r) {
+        Settings s = r.settings();
+        Pair t = r.redisTier();
+        Pair raw = r.redisRaw();
+        ReportJson j = new ReportJson()
+                .number("remote_put_gbps", t.putGbps(), 3)
+                .number("remote_get_gbps", t.getGbps(), 3)
+                .number("raw_set_gbps", raw.putGbps(), 3)
+                .number("raw_get_gbps", raw.getGbps(), 3)
+                .number("put_vs_raw", t.putGbps() / raw.putGbps(), 3)
+                .number("get_vs_raw", t.getGbps() / raw.getGbps(), 3)
+                .number("target_ratio", TARGET_RATIO, 2)
+                .bool("put_meets_target", t.putGbps() / raw.putGbps() >= TARGET_RATIO)
+                .bool("get_meets_target", t.getGbps() / raw.getGbps() >= TARGET_RATIO)
+                .number("redis_benchmark_set_gbps", gbps(r.redisBenchmark().setRps(), s.chunkBytes()), 3)
+                .number("redis_benchmark_get_gbps", gbps(r.redisBenchmark().getRps(), s.chunkBytes()), 3)
+                .number("redis_benchmark_set_rps", opt(r.redisBenchmark().setRps()), 3)
+                .number("redis_benchmark_get_rps", opt(r.redisBenchmark().getRps()), 3)
+                .string("redis_benchmark", r.redisBenchmark().note())
+                .number("lm_put_gbps", r.lmTier().map(Pair::putGbps), 3)
+                .number("lm_get_gbps", r.lmTier().map(Pair::getGbps), 3)
+                .number("lm_ceiling_put_gbps", r.lmCeiling().map(Pair::putGbps), 3)
+                .number("lm_ceiling_get_gbps", r.lmCeiling().map(Pair::getGbps), 3)
+                .number("lm_put_vs_ceiling", r.lmTier().map(p -> p.putGbps() / r.lmCeiling().orElseThrow().putGbps()), 3)
+                .number("lm_get_vs_ceiling", r.lmTier().map(p -> p.getGbps() / r.lmCeiling().orElseThrow().getGbps()), 3)
+                .bool("lm_put_meets_target", r.lmTier().map(p -> p.putGbps() / r.lmCeiling().orElseThrow().putGbps() >= TARGET_RATIO))
+                .bool("lm_get_meets_target", r.lmTier().map(p -> p.getGbps() / r.lmCeiling().orElseThrow().getGbps() >= TARGET_RATIO))
+                .integer("mismatches", r.mismatches())
+                .integer("chunks", s.chunks())
+                .integer("chunk_bytes", s.chunkBytes())
+                .integer("tokens", s.tokens())
+                .integer("runs", s.runs())
+                .integer("warmup", s.warmup())
+                .numbers("runs_remote_put_gbps", t.put(), 3)
+                .numbers("runs_remote_get_gbps", t.get(), 3)
+                .numbers("runs_raw_set_gbps", raw.put(), 3)
+                .numbers("runs_raw_get_gbps", raw.get(), 3);
+        r.lmTier().ifPresent(p -> j.numbers("runs_lm_put_gbps", p.put(), 3).numbers("runs_lm_get_gbps", p.get(), 3));
+        r.lmCeiling().ifPresent(p -> j.numbers("runs_lm_ceiling_put_gbps", p.put(), 3).numbers("runs_lm_ceiling_get_gbps", p.get(), 3));
+        return j.string("redis_version", r.redisVersion())
+                .integer("cores", Runtime.getRuntime().availableProcessors())
+                .string("jdk", Runtime.version().toString())
+                .string("method", "GB/s = payload bytes / wall time, median over runs, one process, loopback. remote_*: "
+                        + "RemoteBackend over RedisConnector (batchedSubmitPut of every chunk + awaitPuts; getBlocking from "
+                        + "a thread per chunk); raw_*: Lettuce ByteArrayCodec SET/GET of the same bytes, every chunk in "
+                        + "flight at once on one connection; lm_*: RemoteBackend over LmConnector (pool 4) to an in-process "
+                        + "LmCacheServer; lm_ceiling_*: the same LmConnector's put/get directly, every chunk at once, no tier; "
+                        + "redis_benchmark_*_gbps = its requests/s x chunk_bytes")
+                .toString();
+    }
+
+    static String table(Result r) {
+        Settings s = r.settings();
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "redis bench: %d chunks of %d tokens (KV_2LTD [2, %d, %d, %d] bf16, %s each, %s per run); "
+                        + "median of %d runs after %d warmup; redis-server %s%n", s.chunks(), s.tokens(), s.layers(), s.tokens(),
+                s.hidden(), HostArenas.formatBytes(s.chunkBytes()), HostArenas.formatBytes(s.totalBytes()), s.runs(), s.warmup(),
+                r.redisVersion()));
+        sb.append(String.format(Locale.ROOT, "  %-50s %8s %8s%n", "operation", "GB/s", "vs limit"));
+        double pr = r.redisTier().putGbps() / r.redisRaw().putGbps();
+        double gr = r.redisTier().getGbps() / r.redisRaw().getGbps();
+        row(sb, "redis tier put (RemoteBackend/RedisConnector)", r.redisTier().putGbps(), pr, TARGET_RATIO);
+        row(sb, "redis tier get", r.redisTier().getGbps(), gr, TARGET_RATIO);
+        row(sb, "raw Lettuce SET (the limit)", r.redisRaw().putGbps(), Double.NaN, 0);
+        row(sb, "raw Lettuce GET (the limit)", r.redisRaw().getGbps(), Double.NaN, 0);
+        RemoteBench.RedisBenchmark rb = r.redisBenchmark();
+        if (rb.setRps().isPresent() && rb.getRps().isPresent()) {
+            row(sb, String.format(Locale.ROOT, "redis-benchmark SET (%.1f req/s)", rb.setRps().getAsDouble()),
+                    rb.setRps().getAsDouble() * s.chunkBytes() / 1e9, Double.NaN, 0);
+            row(sb, String.format(Locale.ROOT, "redis-benchmark GET (%.1f req/s)", rb.getRps().getAsDouble()),
+                    rb.getRps().getAsDouble() * s.chunkBytes() / 1e9, Double.NaN, 0);
+        }
+        sb.append("  redis-benchmark: ").append(rb.note()).append('\n');
+        if (r.lmTier().isPresent()) {
+            Pair t = r.lmTier().get();
+            Pair c = r.lmCeiling().orElseThrow();
+            row(sb, "lm:// tier put (RemoteBackend/LmConnector)", t.putGbps(), t.putGbps() / c.putGbps(), TARGET_RATIO);
+            row(sb, "lm:// tier get", t.getGbps(), t.getGbps() / c.getGbps(), TARGET_RATIO);
+            row(sb, "lm:// ceiling: LmConnector.put direct", c.putGbps(), Double.NaN, 0);
+            row(sb, "lm:// ceiling: LmConnector.get direct", c.getGbps(), Double.NaN, 0);
+        }
+        sb.append(String.format(Locale.ROOT, "  read-back verified: %d mismatching chunks", r.mismatches()));
+        return sb.toString();
+    }
+
+    private static void row(StringBuilder sb, String name, double gbps, double ratio, double target) {
+        sb.append(String.format(Locale.ROOT, "  %-50s %8.2f %8s %s%n", name, gbps,
+                Double.isNaN(ratio) ? "" : String.format(Locale.ROOT, "%.3f", ratio),
+                Double.isNaN(ratio) ? "" : (ratio >= target ? "pass" : "FAIL") + " (target >= " + target + ")"));
+    }
+}

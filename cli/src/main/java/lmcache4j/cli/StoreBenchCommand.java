@@ -1,0 +1,170 @@
+package lmcache4j.cli;
+
+import java.io.PrintStream;
+import java.util.Locale;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.json.ReportJson;
+import lmcache4j.bench.store.StoreBench;
+import lmcache4j.bench.store.StoreBench.Result;
+import lmcache4j.bench.store.StoreBench.Settings;
+
+/**
+ * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]}: the engine's store
+ * and retrieve bandwidth against memcpy of the same bytes ({@link StoreBench}), as a table or one
+ * JSON object; {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
+ * exit status 2 for a usage error, 1 when the benchmark fails or the retrieved KV is wrong.
+ */
+public final class StoreBenchCommand {
+    /** The fraction of memcpy store and retrieve should reach (LMCache reaches about 0.88 of a raw copy). */
+    static final double TARGET_RATIO = 0.85;
+
+    static final String USAGE = """
+            usage: ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
+            store   store and retrieve of 256-token chunks of a Llama-3-8B-shaped KV (32 layers, 8 KV heads
+                    × 128, bf16, 32 MiB per chunk) between a paged cache in host memory (16-token blocks,
+                    shuffled block table) and the engine's CPU tier through the host connector, against
+                    MemorySegment.copy of the same bytes in the same process: the same 32 KiB runs the
+                    copy plan moves (the limit the ratios use, target >= %.2f), and whole 32 MiB chunks.
+                    Median of the measured runs, after warmup.
+              --json        print one JSON object (store_gbps, retrieve_gbps, memcpy_gbps, store_vs_memcpy,
+                            retrieve_vs_memcpy, ...) instead of the table
+              --chunks N    chunks per store and retrieve (default %d, %d MiB each; memory used is about
+                            5 x chunks x 32 MiB: paged cache twice, CPU tier, two memcpy buffers)
+              --runs N      measured runs (default %d)
+              --warmup N    unmeasured runs first (default %d)
+            """.formatted(TARGET_RATIO, Settings.DEFAULT_CHUNKS, Settings.defaults().chunkBytes() >> 20,
+            Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
+
+    private StoreBenchCommand() {
+    }
+
+    /** Runs {@code bench store} with these arguments (those after {@code store}); returns the exit status. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        boolean json = false;
+        Settings s = Settings.defaults();
+        int chunks = s.chunks();
+        int runs = s.runs();
+        int warmup = s.warmup();
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "-h", "--help" -> {
+                        out.print(USAGE);
+                        return 0;
+                    }
+                    case "--json" -> json = true;
+                    case "--chunks" -> chunks = intArg(args, ++i, "--chunks", 1, 4096);
+                    case "--runs" -> runs = intArg(args, ++i, "--runs", 1, 1000);
+                    case "--warmup" -> warmup = intArg(args, ++i, "--warmup", 0, 1000);
+                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            return CliMain.usageError(err, "bench store", e.getMessage());
+        }
+        Result r;
+        try {
+            r = StoreBench.run(s.withChunks(chunks).withRuns(runs, warmup), err);
+        } catch (RuntimeException e) {
+            return CliMain.failure(err, "bench store", "the benchmark failed", e);
+        }
+        out.println(json ? json(r) : table(r));
+        if (r.mismatches() != 0) {
+            err.println("lmcache4j bench store: FAILED: " + r.mismatches() + " retrieved bytes differ from the stored KV");
+            return 1;
+        }
+        return 0;
+    }
+
+    static int intArg(String[] args, int i, String option, int min, int max) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        try {
+            int v = Integer.parseInt(args[i]);
+            if (v >= min && v <= max) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + " '" + CliText.echo(args[i]) + "' must be an integer from " + min + " to " + max);
+    }
+
+    static String json(Result r) {
+        Settings s = r.settings();
+        return new ReportJson()
+                .number("store_gbps", r.storeGbps(), 3)
+                .number("retrieve_gbps", r.retrieveGbps(), 3)
+                .number("memcpy_gbps", r.memcpyGbps(), 3)
+                .number("store_vs_memcpy", r.storeVsMemcpy(), 3)
+                .number("retrieve_vs_memcpy", r.retrieveVsMemcpy(), 3)
+                .number("memcpy_scatter_gbps", r.memcpyScatterGbps(), 3)
+                .number("memcpy_whole_chunk_gbps", r.memcpyWholeGbps(), 3)
+                .number("store_vs_whole_chunk_memcpy", r.storeGbps() / r.memcpyWholeGbps(), 3)
+                .number("retrieve_vs_whole_chunk_memcpy", r.retrieveGbps() / r.memcpyWholeGbps(), 3)
+                .number("target_ratio", TARGET_RATIO, 2)
+                .bool("store_meets_target", r.storeVsMemcpy() >= TARGET_RATIO)
+                .bool("retrieve_meets_target", r.retrieveVsMemcpy() >= TARGET_RATIO)
+                .number("engine_store_copy_gbps", r.engineStoreCopyGbps(), 3)
+                .number("engine_retrieve_copy_gbps", r.engineRetrieveCopyGbps(), 3)
+                .integer("verified_bytes", r.verifiedBytes())
+                .integer("mismatches", r.mismatches())
+                .integer("chunks", s.chunks())
+                .integer("chunk_bytes", s.chunkBytes())
+                .integer("run_bytes", r.runBytes())
+                .integer("copy_run_bytes", (long) s.blockSize() * s.vectorBytes())
+                .integer("cpu_tier_bytes", r.cpuTierBytes())
+                .integer("layers", s.layers())
+                .integer("kv_heads", s.kvHeads())
+                .integer("head_size", s.headSize())
+                .integer("block_size", s.blockSize())
+                .integer("chunk_size", s.chunkSize())
+                .integer("runs", s.runs())
+                .integer("warmup", s.warmup())
+                .numbers("runs_store_gbps", r.store(), 3)
+                .numbers("runs_retrieve_gbps", r.retrieve(), 3)
+                .numbers("runs_memcpy_gbps", r.memcpyGather(), 3)
+                .numbers("runs_memcpy_scatter_gbps", r.memcpyScatter(), 3)
+                .numbers("runs_memcpy_whole_chunk_gbps", r.memcpyWhole(), 3)
+                .integer("cores", Runtime.getRuntime().availableProcessors())
+                .string("jdk", Runtime.version().toString())
+                .string("method", "GB/s = bytes of KV / wall time, median over runs. store: engine.prepare (hashing) and one engine.store of "
+                        + "every chunk (after an untimed clear); retrieve: one engine.retrieve of the same prepared request "
+                        + "(not hashed again) into a second shuffled block "
+                        + "table; memcpy_gbps: MemorySegment.copy of the store's own runs (one per block, plane and layer) "
+                        + "paged -> contiguous; memcpy_scatter_gbps: the retrieve's runs contiguous -> paged; "
+                        + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps")
+                .toString();
+    }
+
+    static String table(Result r) {
+        Settings s = r.settings();
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "store bench: %s, %d layers × %d KV heads × %d, bf16; %d chunks of %d tokens (%s each, "
+                        + "%s per run); median of %d runs after %d warmup%n",
+                s.metadata().modelName(), s.layers(), s.kvHeads(), s.headSize(), s.chunks(), s.chunkSize(),
+                HostArenas.formatBytes(s.chunkBytes()), HostArenas.formatBytes(r.runBytes()), s.runs(), s.warmup()));
+        sb.append(String.format(Locale.ROOT, "  %-44s %8s %10s %s%n", "operation", "GB/s", "vs limit", "limit"));
+        row(sb, "engine.store (paged -> CPU tier)", r.storeGbps(), r.storeVsMemcpy(), "memcpy gather");
+        row(sb, "engine.retrieve (CPU tier -> paged)", r.retrieveGbps(), r.retrieveVsMemcpy(), "memcpy scatter");
+        row(sb, "memcpy gather: the store's 32 KiB runs", r.memcpyGbps(), Double.NaN, "");
+        row(sb, "memcpy scatter: the retrieve's 32 KiB runs", r.memcpyScatterGbps(), Double.NaN, "");
+        row(sb, "memcpy whole 32 MiB chunks", r.memcpyWholeGbps(), Double.NaN, "");
+        sb.append(String.format(Locale.ROOT, "  store_vs_memcpy %.3f, retrieve_vs_memcpy %.3f (target >= %.2f: %s); "
+                        + "against whole-chunk memcpy: store %.3f, retrieve %.3f%n",
+                r.storeVsMemcpy(), r.retrieveVsMemcpy(), TARGET_RATIO,
+                r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "NOT met",
+                r.storeGbps() / r.memcpyWholeGbps(), r.retrieveGbps() / r.memcpyWholeGbps()));
+        sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
+                + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),
+                HostArenas.formatBytes(r.verifiedBytes()), r.mismatches()));
+        return sb.toString();
+    }
+
+    private static void row(StringBuilder sb, String name, double gbps, double ratio, String limit) {
+        sb.append(String.format(Locale.ROOT, "  %-44s %8.2f %10s %s%n", name, gbps,
+                Double.isNaN(ratio) ? "" : String.format(Locale.ROOT, "%.3f", ratio), limit));
+    }
+}

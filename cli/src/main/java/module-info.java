@@ -1,0 +1,11 @@
+/**
+ * Every {@code ./lmcache4j} command that runs Java: {@code demo}, {@code server}, {@code keys},
+ * {@code config}, {@code report} and {@code bench}: argument parsing, help and exit statuses,
+ * and the machine report. The launcher runs {@code lmcache4j.cli.Main}.
+ */
+module lmcache4j.cli {
+    requires lmcache4j.bench;
+    requires lmcache4j.server;
+    requires lmcache4j.engine;
+    requires java.logging; // the demo quiets the engine's INFO logs while it prints its own report
+}

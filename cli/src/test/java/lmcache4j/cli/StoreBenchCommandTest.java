@@ -1,0 +1,44 @@
+package lmcache4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+/** {@code ./lmcache4j bench store} runs, verifies what it retrieved and reports; two chunks, no timing assertions. */
+class StoreBenchCommandTest {
+    private static String[] run(int expectedExit, String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int exit = StoreBenchCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals(expectedExit, exit, err.toString(StandardCharsets.UTF_8));
+        return new String[] {out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
+    }
+
+    @Test
+    void jsonHasTheAgreedKeysAndTheRetrievedKvIsRight() {
+        String json = run(0, "--json", "--chunks", "2", "--runs", "1", "--warmup", "0")[0];
+        assertTrue(json.matches("(?s)\\{\"store_gbps\": [0-9.]+, \"retrieve_gbps\": [0-9.]+, \"memcpy_gbps\": [0-9.]+, "
+                + "\"store_vs_memcpy\": [0-9.]+, \"retrieve_vs_memcpy\": [0-9.]+, .*\"mismatches\": 0, \"chunks\": 2, "
+                + "\"chunk_bytes\": 33554432, .*}\\s*"), json);
+    }
+
+    @Test
+    void theTableNamesTheLimitAndTheTarget() {
+        String table = run(0, "--chunks", "1", "--runs", "1", "--warmup", "0")[0];
+        assertTrue(table.contains("memcpy gather") && table.contains("target >= 0.85")
+                && table.contains("0 mismatching bytes"), table);
+    }
+
+    @Test
+    void badOptionsExitWith2() {
+        assertTrue(run(2, "--chunks", "0")[1].contains("--chunks '0' must be an integer from 1"));
+        assertTrue(run(2, "--fast")[1].contains("unknown option '--fast'"));
+        assertTrue(run(0, "--help")[0].startsWith("usage: ./lmcache4j bench store"));
+    }
+}

@@ -1,0 +1,732 @@
+package lmcache4j.server.lm;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
+import lmcache4j.engine.remote.RemoteMetadata;
+import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
+import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
+import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.server.lm.ServerConnection.Phase;
+
+/**
+ * An {@code lm://} cache server (LMCache's {@code python -m lmcache.v1.server}, spec §4.9) with an
+ * LRU bounded by {@code maxBytes}, a maximum frame size, an optional shared-secret token, and the
+ * {@link LmServerLimits} that keep one client from exhausting it.
+ *
+ * <p><b>Memory.</b> Payloads live off-heap in one pool of {@value #PAGE_BYTES}-byte pages of
+ * {@code maxBytes} in all (anonymous memory, faulted in as it is used). A PUT takes a page only when
+ * the bytes for it are arriving, so a header that declares a huge payload and sends nothing costs
+ * nothing and evicts nothing; least recently used entries are evicted page by page as real bytes
+ * arrive. A GET sends an entry's pages with one gathering write, holding a reference on the entry
+ * so that eviction or replacement meanwhile frees its pages only when the send is done. Every entry
+ * is charged its pages plus {@value #ENTRY_CHARGE_BYTES} bytes against {@code maxBytes}, so
+ * zero-length entries are bounded too, and there are at most {@link LmServerLimits#maxEntries()}.
+ *
+ * <p><b>Connections.</b> One virtual thread per connection, blocking NIO. A reaper thread closes
+ * connections that stall mid-frame or mid-reply, idle too long, or have not authenticated in time.
+ * At the connection limit the longest-idle connection makes room, or the newcomer is closed at
+ * once. The accept loop survives every error (file descriptors exhausted included) with back-off
+ * and rate-limited logging. A malformed message (bad header, bad key, oversize frame, unknown
+ * command, short read) closes the connection that sent it and is counted; the server keeps running.
+ */
+public final class LmCacheServer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(LmCacheServer.class.getName());
+
+    /** The payload pool's page: small enough that a partial page wastes little, large enough to read and write fast. */
+    public static final int PAGE_BYTES = 64 * 1024;
+    /** What an entry is charged beyond its pages: its key, metadata and bookkeeping. */
+    public static final int ENTRY_CHARGE_BYTES = 512;
+    /** The slowest a frame may arrive on average (beyond the stall timeout) before its connection is closed. */
+    private static final long MIN_FRAME_BYTES_PER_SECOND = 1L << 20;
+
+    /**
+     * Counters, a snapshot. {@code bytes} is metadata plus payload bytes stored; {@code chargedBytes}
+     * what the entries are charged against the maximum size (pages plus the per-entry charge);
+     * {@code poolUsedBytes} the pages in use (stored entries, PUTs arriving, and evicted entries
+     * GETs still send).
+     */
+    public record Stats(long connections, long puts, long gets, long hits, long evictions, long refusedPuts,
+                        long protocolErrors, long entries, long bytes, long poolUsedBytes, long chargedBytes,
+                        long openConnections, long refusedConnections, long reclaimedConnections,
+                        long timedOutConnections, long authFailures, long acceptErrors) {
+    }
+
+    /** One stored chunk: LMCache's 28 metadata bytes and the payload's pages, freed when the last reference goes. */
+    private static final class Entry {
+        final byte[] metadata;
+        final MemoryObj[] pages;
+        final int length;
+        final long charge;
+        private final AtomicInteger refs = new AtomicInteger(1); // the map's
+
+        Entry(byte[] metadata, MemoryObj[] pages, int length) {
+            this.metadata = metadata;
+            this.pages = pages;
+            this.length = length;
+            this.charge = (long) pages.length * PAGE_BYTES + ENTRY_CHARGE_BYTES;
+        }
+
+        long storedBytes() {
+            return (long) metadata.length + length;
+        }
+
+        void retain() {
+            refs.incrementAndGet();
+        }
+
+        void release() {
+            if (refs.decrementAndGet() == 0) {
+                for (MemoryObj p : pages) {
+                    p.release();
+                }
+            }
+        }
+
+        /** The payload as buffers over the pages, the last one cut to the payload's end. */
+        ByteBuffer[] buffers() {
+            ByteBuffer[] out = new ByteBuffer[pages.length];
+            long left = length;
+            for (int i = 0; i < pages.length; i++) {
+                long n = Math.min(PAGE_BYTES, left);
+                out[i] = pages[i].segment().asSlice(0, n).asByteBuffer();
+                left -= n;
+            }
+            return out;
+        }
+    }
+
+    private final ServerSocketChannel server;
+    private final long maxBytes;
+    private final PagedTensorMemoryAllocator pool;
+    /** The pool's bytes: what all entries and arriving PUTs may be charged. */
+    private final long capacity;
+    private final Optional<byte[]> token;
+    private final int maxFrameBytes;
+    private final LmServerLimits limits;
+    private final AuthThrottle authThrottle;
+    private final Thread acceptor;
+    private final Thread reaper;
+    private final Set<ServerConnection> open = ConcurrentHashMap.newKeySet();
+    private final Set<Thread> handlers = ConcurrentHashMap.newKeySet();
+    private final LinkedHashMap<String, Entry> lru = new LinkedHashMap<>(16, 0.75f, true);
+    private long chargedBytes; // guarded by lru: the entries' charges
+    private long arrivingBytes; // guarded by lru: pages held by PUTs still receiving
+    private long storedBytes; // guarded by lru
+    private volatile boolean closed;
+
+    private final AtomicLong connections = new AtomicLong();
+    private final AtomicLong puts = new AtomicLong();
+    private final AtomicLong gets = new AtomicLong();
+    private final AtomicLong hits = new AtomicLong();
+    private final AtomicLong evictions = new AtomicLong();
+    private final AtomicLong refusedPuts = new AtomicLong();
+    private final AtomicLong protocolErrors = new AtomicLong();
+    private final AtomicLong refusedConnections = new AtomicLong();
+    private final AtomicLong reclaimedConnections = new AtomicLong();
+    private final AtomicLong timedOutConnections = new AtomicLong();
+    private final AtomicLong authFailures = new AtomicLong();
+    private final AtomicLong acceptErrors = new AtomicLong();
+    private final RateLimitedLog acceptErrorLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
+    private final RateLimitedLog refusalLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
+    private final RateLimitedLog protocolErrorLog = new RateLimitedLog(LOG, Level.WARNING, 1_000);
+    private final RateLimitedLog authFailureLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
+
+    private LmCacheServer(ServerSocketChannel server, long maxBytes, PagedTensorMemoryAllocator pool, Optional<String> token,
+                          int maxFrameBytes, LmServerLimits limits) {
+        this.server = server;
+        this.maxBytes = maxBytes;
+        this.pool = pool;
+        this.capacity = pool.stats().capacityBytes();
+        this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
+        this.maxFrameBytes = maxFrameBytes;
+        this.limits = limits;
+        this.authThrottle = new AuthThrottle(limits.authFailureDelay(), limits.authFailuresPerSecond());
+        this.acceptor = Thread.ofPlatform().name("lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
+        this.reaper = Thread.ofPlatform().name("lm-server-reaper-" + port()).daemon(true).unstarted(this::reapLoop);
+    }
+
+    /** As {@link #start(InetAddress, int, long, Optional, int, LmServerLimits)} with {@link LmServerLimits#defaults()}. */
+    public static LmCacheServer start(InetAddress host, int port, long maxBytes, Optional<String> token, int maxFrameBytes)
+            throws IOException {
+        return start(host, port, maxBytes, token, maxFrameBytes, LmServerLimits.defaults());
+    }
+
+    /**
+     * Starts a server.
+     *
+     * @param host          the address to bind (use {@link InetAddress#getLoopbackAddress()} unless
+     *                      the server must be reachable from other machines)
+     * @param port          the port, 0 for an ephemeral one
+     * @param maxBytes      the size of the payload pool (rounded up to whole {@value #PAGE_BYTES}-byte
+     *                      pages), against which every entry is charged its pages plus
+     *                      {@value #ENTRY_CHARGE_BYTES} bytes; least recently used entries are evicted
+     *                      to make room
+     * @param token         a shared secret every connection must present first (AUTH), or empty
+     * @param maxFrameBytes the largest payload one message may carry; larger closes the connection
+     * @param limits        connection, entry and time limits
+     * @throws IOException when the address cannot be bound or the payload pool cannot be reserved
+     */
+    public static LmCacheServer start(InetAddress host, int port, long maxBytes, Optional<String> token, int maxFrameBytes,
+                                      LmServerLimits limits) throws IOException {
+        Objects.requireNonNull(host, "host");
+        Objects.requireNonNull(token, "token");
+        Objects.requireNonNull(limits, "limits");
+        if (maxBytes <= 0) {
+            throw new IllegalArgumentException("the maximum size must be > 0 bytes, was " + maxBytes);
+        }
+        if (maxFrameBytes <= 0) {
+            throw new IllegalArgumentException("the maximum frame must be > 0 bytes, was " + maxFrameBytes);
+        }
+        if (token.isPresent() && (token.get().isEmpty()
+                || token.get().getBytes(StandardCharsets.UTF_8).length > LmProtocol.MAX_TOKEN_BYTES)) {
+            throw new IllegalArgumentException("token must be 1.." + LmProtocol.MAX_TOKEN_BYTES + " bytes");
+        }
+        long poolBytes = Math.ceilDiv(maxBytes, PAGE_BYTES) * PAGE_BYTES;
+        if (poolBytes / PAGE_BYTES > Integer.MAX_VALUE) {
+            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes: one pool holds at"
+                    + " most 2^31 - 1 pages of " + PAGE_BYTES + " bytes (128 TiB); lower the maximum size");
+        }
+        ServerSocketChannel ch = ServerSocketChannel.open();
+        try {
+            ch.bind(new InetSocketAddress(host, port));
+        } catch (IOException e) {
+            ch.close();
+            throw new IOException("cannot bind lm:// server to " + host.getHostAddress() + ":" + port + ": " + e.getMessage(), e);
+        }
+        PagedTensorMemoryAllocator pool;
+        try {
+            // Not CUDA-pinned: the server only moves bytes between sockets and memory.
+            pool = PagedTensorMemoryAllocator.create("lm-server", HostArena.allocate(poolBytes,
+                    HostArenaOptions.DEFAULT.withCudaPinned(false)), TensorShape.of(PAGE_BYTES), DType.UINT8);
+        } catch (RuntimeException e) {
+            ch.close();
+            // Typically ENOMEM: the kernel refuses to reserve more than the machine can back.
+            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes ("
+                    + String.format(Locale.ROOT, "%.1f GiB", maxBytes / (double) (1L << 30))
+                    + "; lower the maximum size): " + e.getMessage(), e);
+        }
+        LmCacheServer s = new LmCacheServer(ch, maxBytes, pool, token, maxFrameBytes, limits);
+        s.acceptor.start();
+        s.reaper.start();
+        return s;
+    }
+
+    /** The bound port. */
+    public int port() {
+        return address().getPort();
+    }
+
+    /** The bound address. */
+    public InetSocketAddress address() {
+        try {
+            return (InetSocketAddress) server.getLocalAddress();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The limits this server runs with. */
+    public LmServerLimits limits() {
+        return limits;
+    }
+
+    public Stats stats() {
+        long used = pool.stats().usedBytes();
+        synchronized (lru) {
+            return new Stats(connections.get(), puts.get(), gets.get(), hits.get(), evictions.get(), refusedPuts.get(),
+                    protocolErrors.get(), lru.size(), storedBytes, used, chargedBytes, open.size(),
+                    refusedConnections.get(), reclaimedConnections.get(), timedOutConnections.get(), authFailures.get(),
+                    acceptErrors.get());
+        }
+    }
+
+    public boolean isRunning() {
+        return !closed && acceptor.isAlive();
+    }
+
+    /** Stops accepting, closes every connection and joins the threads. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        reaper.interrupt();
+        for (ServerConnection c : open) {
+            c.close();
+        }
+        try {
+            acceptor.join(5_000);
+            reaper.join(5_000);
+            for (Thread t : handlers) {
+                t.join(5_000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Stats s = stats();
+        synchronized (lru) {
+            lru.values().forEach(Entry::release);
+            lru.clear();
+            chargedBytes = 0;
+            storedBytes = 0;
+        }
+        try {
+            pool.close();
+        } catch (RuntimeException e) { // a handler that did not stop in time still holds pages
+            LOG.log(Level.WARNING, "lm:// server: payload pool not released at close: {0}", e.getMessage());
+        }
+        LOG.log(Level.DEBUG, "lm:// server closed: {0}", s);
+    }
+
+    // ---- connections ------------------------------------------------------------------------------
+
+    private void acceptLoop() {
+        long backoffMillis = 0;
+        while (!closed) {
+            SocketChannel c = null;
+            try {
+                c = server.accept();
+                backoffMillis = 0;
+                admit(c);
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (Throwable e) { // EMFILE, a thread that cannot start, anything: the loop must live on
+                if (closed) {
+                    return;
+                }
+                if (c != null) {
+                    closeQuietly(c);
+                }
+                acceptErrors.incrementAndGet();
+                backoffMillis = Math.min(1_000, Math.max(10, backoffMillis * 2));
+                acceptErrorLog.log("lm:// server: accepting a connection failed: " + e
+                        + "; retrying in " + backoffMillis + " ms (accept errors so far: " + acceptErrors.get() + ")");
+                backOff(backoffMillis);
+            }
+        }
+    }
+
+    private void backOff(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException ie) {
+            // close() interrupts nothing here; the loop checks closed
+        }
+    }
+
+    private void admit(SocketChannel c) throws IOException {
+        if (closed) {
+            closeQuietly(c);
+            return;
+        }
+        if (open.size() >= limits.maxConnections() && !reclaimIdleConnection()) {
+            closeQuietly(c);
+            long n = refusedConnections.incrementAndGet();
+            refusalLog.log("lm:// server: at its limit of " + limits.maxConnections()
+                    + " connections with none idle; closed a new one (refused so far: " + n + ")");
+            return;
+        }
+        c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+        ServerConnection conn = new ServerConnection(c, token.isPresent());
+        connections.incrementAndGet();
+        open.add(conn);
+        Thread t = Thread.ofVirtual().name("lm-server-conn").unstarted(() -> {
+            try {
+                serve(conn);
+            } finally {
+                open.remove(conn);
+                conn.close();
+                handlers.remove(Thread.currentThread());
+            }
+        });
+        handlers.add(t);
+        try {
+            t.start();
+        } catch (Throwable e) {
+            handlers.remove(t);
+            open.remove(conn);
+            conn.close();
+            throw e;
+        }
+    }
+
+    /** Closes the longest-idle connection, if one has idled long enough, to make room for a new one. */
+    private boolean reclaimIdleConnection() {
+        long now = System.nanoTime();
+        ServerConnection oldest = null;
+        for (ServerConnection c : open) {
+            if (c.phase() != Phase.BUSY && now - c.lastProgressNanos() >= limits.reclaimIdleAfter().toNanos()
+                    && (oldest == null || c.lastProgressNanos() < oldest.lastProgressNanos())) {
+                oldest = c;
+            }
+        }
+        if (oldest == null) {
+            return false;
+        }
+        oldest.closeBecause("closed to make room for a new client at the connection limit");
+        open.remove(oldest);
+        reclaimedConnections.incrementAndGet();
+        return true;
+    }
+
+    /** Closes connections that stalled, idled too long or missed their frame deadline. */
+    private void reapLoop() {
+        long stall = limits.stallTimeout().toNanos();
+        long idle = limits.idleTimeout().toNanos();
+        long tickMillis = Math.clamp(Math.min(stall, idle) / 4 / 1_000_000, 10, 1_000);
+        while (!closed) {
+            try {
+                Thread.sleep(tickMillis);
+            } catch (InterruptedException e) {
+                if (closed) {
+                    return;
+                }
+            }
+            long now = System.nanoTime();
+            for (ServerConnection c : open) {
+                long quiet = now - c.lastProgressNanos();
+                String why = switch (c.phase()) {
+                    case IDLE -> quiet > idle ? "idle for longer than " + limits.idleTimeout() : null;
+                    case UNAUTHENTICATED -> quiet > stall ? "no AUTH within " + limits.stallTimeout() : null;
+                    case BUSY -> quiet > stall ? "stalled mid-frame or mid-reply for longer than " + limits.stallTimeout()
+                            : now - c.frameDeadlineNanos() > 0 ? "frame arrived slower than "
+                            + MIN_FRAME_BYTES_PER_SECOND + " bytes/s" : null;
+                };
+                if (why != null) {
+                    timedOutConnections.incrementAndGet();
+                    LOG.log(Level.DEBUG, "lm:// server: closing {0}: {1}", c, why);
+                    c.closeBecause(why);
+                }
+            }
+        }
+    }
+
+    private void serve(ServerConnection c) {
+        boolean authenticated = token.isEmpty();
+        try {
+            while (!closed) {
+                c.enter(authenticated ? Phase.IDLE : Phase.UNAUTHENTICATED, Long.MAX_VALUE);
+                ByteBuffer hb = ByteBuffer.allocate(LmProtocol.CLIENT_HEADER_BYTES);
+                if (c.read(hb) < 0) {
+                    return; // clean close between messages
+                }
+                c.enter(Phase.BUSY, frameDeadline(0));
+                LmProtocol.readFully(c, hb);
+                ClientHeader h = LmProtocol.decodeClient(hb.array());
+                if (!authenticated) {
+                    if (h.command() != LmProtocol.AUTH) {
+                        throw new ProtocolException("command " + h.command() + " before AUTH on a server with a token");
+                    }
+                    if (!auth(c, h)) {
+                        return;
+                    }
+                    authenticated = true;
+                    continue;
+                }
+                switch (h.command()) {
+                    case LmProtocol.PUT -> put(c, h);
+                    case LmProtocol.GET -> get(c, h);
+                    case LmProtocol.EXIST -> {
+                        requireKey(h);
+                        boolean present;
+                        synchronized (lru) {
+                            present = lru.containsKey(h.key());
+                        }
+                        reply(c, present ? LmProtocol.SUCCESS : LmProtocol.FAIL);
+                    }
+                    case LmProtocol.REMOVE -> {
+                        requireKey(h);
+                        Entry e;
+                        synchronized (lru) {
+                            e = lru.remove(h.key());
+                            if (e != null) {
+                                forget(e);
+                            }
+                        }
+                        reply(c, e != null ? LmProtocol.SUCCESS : LmProtocol.FAIL);
+                    }
+                    // LMCache's server has no LIST case and sends nothing, leaving its client waiting; lmcache4j answers.
+                    case LmProtocol.LIST -> reply(c, LmProtocol.FAIL);
+                    case LmProtocol.HEALTH -> reply(c, LmProtocol.SUCCESS);
+                    case LmProtocol.AUTH -> {
+                        if (!auth(c, h)) {
+                            return;
+                        }
+                    }
+                    default -> throw new ProtocolException("unknown command " + h.command());
+                }
+            }
+        } catch (ProtocolException e) {
+            long n = protocolErrors.incrementAndGet();
+            protocolErrorLog.log("lm:// server: closing connection " + c + ": " + e.getMessage()
+                    + " (protocol errors so far: " + n + ")");
+        } catch (EOFException e) {
+            long n = protocolErrors.incrementAndGet();
+            LOG.log(Level.DEBUG, "lm:// server: short read from {0}: {1} (protocol errors so far: {2})",
+                    c, e.getMessage(), n);
+        } catch (IOException e) {
+            if (!closed) {
+                LOG.log(Level.DEBUG, "lm:// server: connection {0} ended: {1}", c,
+                        c.closedBecause() != null ? c.closedBecause() : e.toString());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private long frameDeadline(long payloadBytes) {
+        long allowance = limits.stallTimeout().toNanos() + payloadBytes * 1_000_000_000L / MIN_FRAME_BYTES_PER_SECOND;
+        return System.nanoTime() + allowance;
+    }
+
+    private boolean auth(ServerConnection c, ClientHeader h) throws IOException, InterruptedException {
+        int len = h.length();
+        if (len < 0 || len > LmProtocol.MAX_TOKEN_BYTES) {
+            throw new ProtocolException("AUTH token length " + len + " outside 0.." + LmProtocol.MAX_TOKEN_BYTES);
+        }
+        byte[] presented = LmProtocol.readFully(c, len);
+        boolean ok = token.isEmpty() || MessageDigest.isEqual(token.get(), presented);
+        if (!ok) {
+            long n = authFailures.incrementAndGet();
+            authThrottle.awaitFailureSlot(); // guesses cost time, whatever the number of connections
+            authFailureLog.log("lm:// server: wrong token from " + c + "; closing (wrong tokens so far: " + n + ")");
+        }
+        reply(c, ok ? LmProtocol.SUCCESS : LmProtocol.FAIL);
+        return ok;
+    }
+
+    private static void requireKey(ClientHeader h) throws ProtocolException {
+        if (h.key().isEmpty()) {
+            throw new ProtocolException("command " + h.command() + " needs a key, the key field is blank");
+        }
+    }
+
+    // ---- PUT and GET --------------------------------------------------------------------------------
+
+    private void put(ServerConnection c, ClientHeader h) throws IOException {
+        requireKey(h);
+        int len = h.length();
+        if (len < 0 || len > maxFrameBytes) {
+            throw new ProtocolException("PUT payload of " + len + " bytes outside 0.." + maxFrameBytes + " (max frame)");
+        }
+        byte[] meta = h.metadataBytes();
+        try {
+            RemoteMetadata.decode(meta);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException(e.getMessage());
+        }
+        c.enter(Phase.BUSY, frameDeadline(len));
+        int pageCount = (int) Math.ceilDiv((long) len, PAGE_BYTES);
+        long charge = (long) pageCount * PAGE_BYTES + ENTRY_CHARGE_BYTES;
+        if (charge > capacity || !reserve(ENTRY_CHARGE_BYTES)) { // could never fit: evict nothing for it
+            refuse(c, h, len, len);
+            return;
+        }
+        MemoryObj[] pages = new MemoryObj[pageCount];
+        int held = 0;
+        boolean arrived = false;
+        try {
+            long left = len;
+            while (held < pageCount) {
+                // A page is taken only now that its bytes are arriving: nothing is evicted for bytes never sent.
+                Optional<MemoryObj> page = takePage();
+                if (page.isEmpty()) {
+                    refuse(c, h, len, left);
+                    return;
+                }
+                MemoryObj p = page.get();
+                pages[held++] = p;
+                int n = (int) Math.min(PAGE_BYTES, left);
+                LmProtocol.readFully(c, p.segment().asSlice(0, n).asByteBuffer());
+                left -= n;
+            }
+            arrived = true;
+        } finally {
+            if (!arrived) { // refused, or the connection failed mid-payload
+                giveBack(pages, held);
+            }
+        }
+        puts.incrementAndGet(); // only once the whole payload arrived: a PUT cut short is a protocol error
+        commit(h.key(), new Entry(meta, pages, len));
+    }
+
+    /** A PUT that cannot be stored: the rest of its payload is read and dropped so the stream stays in step. */
+    private void refuse(ServerConnection c, ClientHeader h, int len, long left) throws IOException {
+        LmProtocol.skipFully(c, left);
+        puts.incrementAndGet();
+        long n = refusedPuts.incrementAndGet();
+        LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes do not fit the {2}-byte pool; refused so far: {3})",
+                h.key(), len, maxBytes, n);
+    }
+
+    /** Reserves {@code bytes} of the budget for a PUT arriving, evicting while it does not fit; false when it cannot. */
+    private boolean reserve(long bytes) {
+        synchronized (lru) {
+            while (chargedBytes + arrivingBytes + bytes > capacity) {
+                if (!evictEldest()) {
+                    return false;
+                }
+            }
+            arrivingBytes += bytes;
+            return true;
+        }
+    }
+
+    /** One page for a PUT still receiving, evicting least recently used entries while it does not fit. */
+    private Optional<MemoryObj> takePage() {
+        synchronized (lru) {
+            while (true) {
+                if (chargedBytes + arrivingBytes + PAGE_BYTES <= capacity) {
+                    Optional<MemoryObj> page = pool.allocate(TensorShape.of(PAGE_BYTES), DType.UINT8, MemoryFormat.BINARY);
+                    if (page.isPresent()) {
+                        arrivingBytes += PAGE_BYTES;
+                        return page;
+                    }
+                    // the budget allows it but GETs still hold evicted entries' pages: evict more
+                }
+                if (!evictEldest()) {
+                    return Optional.empty(); // what is left belongs to other PUTs arriving or to GETs in progress
+                }
+            }
+        }
+    }
+
+    /** Returns what a PUT that will not be stored holds: its pages and its entry's reserved charge. */
+    private void giveBack(MemoryObj[] pages, int held) {
+        synchronized (lru) {
+            arrivingBytes -= (long) held * PAGE_BYTES + ENTRY_CHARGE_BYTES;
+        }
+        for (int i = 0; i < held; i++) {
+            pages[i].release();
+        }
+    }
+
+    /** Stores a complete entry (its charge was reserved as it arrived), replacing any older one, then evicts while over the entry limit. */
+    private void commit(String key, Entry entry) {
+        synchronized (lru) {
+            arrivingBytes -= entry.charge;
+            Entry old = lru.put(key, entry);
+            if (old != null) {
+                forget(old);
+            }
+            chargedBytes += entry.charge;
+            storedBytes += entry.storedBytes();
+            while (lru.size() > limits.maxEntries()) {
+                evictEldest();
+            }
+        }
+    }
+
+    /** Evicts the least recently used entry; false when there is none. Caller holds the lru lock. */
+    private boolean evictEldest() {
+        Iterator<Map.Entry<String, Entry>> it = lru.entrySet().iterator();
+        if (!it.hasNext()) {
+            return false;
+        }
+        Entry victim = it.next().getValue();
+        it.remove();
+        forget(victim);
+        evictions.incrementAndGet();
+        return true;
+    }
+
+    /** Takes an entry out of the accounting and drops the map's reference. Caller holds the lru lock. */
+    private void forget(Entry e) {
+        chargedBytes -= e.charge;
+        storedBytes -= e.storedBytes();
+        e.release();
+    }
+
+    private void get(ServerConnection c, ClientHeader h) throws IOException {
+        requireKey(h);
+        gets.incrementAndGet();
+        Entry e;
+        synchronized (lru) {
+            e = lru.get(h.key());
+            if (e != null) {
+                e.retain(); // the send's own reference: eviction cannot free the pages meanwhile
+            }
+        }
+        if (e == null) {
+            reply(c, LmProtocol.FAIL);
+            return;
+        }
+        hits.incrementAndGet();
+        try {
+            c.enter(Phase.BUSY, frameDeadline(e.length));
+            List<ByteBuffer> out = new ArrayList<>(e.pages.length + 1);
+            out.add(ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata)));
+            out.addAll(List.of(e.buffers()));
+            ByteBuffer[] bufs = out.toArray(ByteBuffer[]::new);
+            // A client that never reads its reply stalls this write; the reaper's stall timeout closes it.
+            while (bufs[bufs.length - 1].hasRemaining()) {
+                c.write(bufs);
+            }
+        } finally {
+            e.release();
+        }
+    }
+
+    private static void reply(ServerConnection c, int code) throws IOException {
+        LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(code)));
+    }
+
+    private static void closeQuietly(SocketChannel c) {
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // nothing to do
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "LmCacheServer[" + address() + ", max " + maxBytes + " bytes, " + limits + "]";
+    }
+
+    /** The limits as a human-readable line (for the server command's start message). */
+    public String describeLimits() {
+        return "max " + limits.maxConnections() + " connections, " + limits.maxEntries() + " entries; idle timeout "
+                + seconds(limits.idleTimeout()) + ", stall timeout " + seconds(limits.stallTimeout());
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+}

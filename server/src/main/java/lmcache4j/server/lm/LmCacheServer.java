@@ -362,7 +362,12 @@ public final class LmCacheServer implements AutoCloseable {
                     + " connections with none idle; closed a new one (refused so far: " + n + ")");
             return;
         }
-        c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+        try {
+            c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+        } catch (IOException e) { // the client reset the connection already: its loss, not an accept error
+            closeQuietly(c);
+            return;
+        }
         ServerConnection conn = new ServerConnection(c, token.isPresent());
         connections.incrementAndGet();
         open.add(conn);

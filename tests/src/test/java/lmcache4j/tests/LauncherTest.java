@@ -117,6 +117,17 @@ class LauncherTest {
     }
 
     @Test
+    void aBuildBeforeACommandWritesNothingToItsStdout() throws Exception {
+        // Maven -q still prints ANSI resets; on stdout they came before demo --json's object.
+        Path stamp = tmp.resolve("stamp");
+        Result r = sourced("JAVA_HOME=/jdk; mvn_run() { printf '\\033[0m'; echo maven-noise; }; STAMP=\"$1\"; build --force 2>/dev/null",
+                stamp.toString());
+        assertEquals(0, r.exit(), r.output());
+        assertEquals("", r.output(), "the build wrote to stdout");
+        assertTrue(Files.exists(stamp));
+    }
+
+    @Test
     void withNoJdk25AnywhereTheLauncherStopsAndSaysWhereItLooked() throws Exception {
         Path root = Files.createDirectories(tmp.resolve("jvm"));
         Path jdk17 = fakeJdk(root.resolve("java-17-openjdk-amd64"), "17.0.2", true);

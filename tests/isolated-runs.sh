@@ -65,6 +65,10 @@ record_run() { # $1 = run number: files each class's outcome from the run's sure
   done
 }
 
+session=""
+stop_session() { [[ -z "$session" ]] || kill -KILL -- "-$session" 2>/dev/null || true; }
+trap 'stop_session; exit 130' INT TERM
+
 for run in $(seq 1 "$RUNS"); do
   rm -rf "$SRC"/*/target/surefire-reports
   started=$SECONDS
@@ -76,7 +80,8 @@ for run in $(seq 1 "$RUNS"); do
     > "$WORK/run-$run.log" 2>&1 &
   session=$!
   wait "$session" || rc=$?
-  kill -KILL -- "-$session" 2>/dev/null || true
+  stop_session
+  session=""
   record_run "$run"
   echo "isolated-runs: run $run/$RUNS: maven exit $rc, $(grep -c "^$run [^ ]* fail" "$OUTCOMES" || true) failing classes," \
        "$(grep -c "^$run " "$OUTCOMES" || true) classes, $((SECONDS - started)) s"

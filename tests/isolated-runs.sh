@@ -83,6 +83,9 @@ for run in $(seq 1 "$RUNS"); do
   stop_session
   session=""
   record_run "$run"
+  # Test failures leave Maven's exit at 0 here: anything else (no compile, a module whose tests could
+  # not even be listed, a killed run) hides classes, so it fails the loop too.
+  [[ "$rc" -eq 0 ]] || echo "$run" >> "$WORK/maven-failures.txt"
   echo "isolated-runs: run $run/$RUNS: maven exit $rc, $(grep -c "^$run [^ ]* fail" "$OUTCOMES" || true) failing classes," \
        "$(grep -c "^$run " "$OUTCOMES" || true) classes, $((SECONDS - started)) s"
 done
@@ -104,5 +107,10 @@ summary() {
 status=0
 summary | sort | tee "$WORK/summary.txt" || status=1
 grep -q " 0 classes failed" "$WORK/summary.txt" || status=1
+if [[ -s "$WORK/maven-failures.txt" ]]; then
+  echo "isolated-runs: Maven itself failed in run(s) $(paste -sd, "$WORK/maven-failures.txt"): see run-N.log" \
+    | tee -a "$WORK/summary.txt"
+  status=1
+fi
 echo "isolated-runs: reports and logs in $WORK"
 exit "$status"

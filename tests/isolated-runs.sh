@@ -65,15 +65,28 @@ record_run() { # $1 = run number: files each class's outcome from the run's sure
   done
 }
 
+session=""
+stop_session() { [[ -z "$session" ]] || kill -KILL -- "-$session" 2>/dev/null || true; }
+trap 'stop_session; exit 130' INT TERM
+
 for run in $(seq 1 "$RUNS"); do
   rm -rf "$SRC"/*/target/surefire-reports
   started=$SECONDS
   rc=0
-  # Test failures must not stop the reactor: every class of every module runs in every run.
-  (cd "$SRC" && ./lmcache4j test -DreuseForks=false -DforkCount=1 -Dmaven.test.failure.ignore=true -fae "$@") \
-    > "$WORK/run-$run.log" 2>&1 || rc=$?
+  # Test failures must not stop the reactor: every class of every module runs in every run. The run
+  # gets a session of its own, killed when it ends, so nothing of it outlives it (a Maven whose launcher
+  # was killed from outside went on writing into the snapshot beside the next run).
+  (cd "$SRC" && exec setsid ./lmcache4j test -DreuseForks=false -DforkCount=1 -Dmaven.test.failure.ignore=true -fae "$@") \
+    > "$WORK/run-$run.log" 2>&1 &
+  session=$!
+  wait "$session" || rc=$?
+  stop_session
+  session=""
   record_run "$run"
-  echo "isolated-runs: run $run/$RUNS: maven exit $rc, $(grep -c "^$run .* fail$" "$OUTCOMES" || true) failing classes," \
+  # Test failures leave Maven's exit at 0 here: anything else (no compile, a module whose tests could
+  # not even be listed, a killed run) hides classes, so it fails the loop too.
+  [[ "$rc" -eq 0 ]] || echo "$run" >> "$WORK/maven-failures.txt"
+  echo "isolated-runs: run $run/$RUNS: maven exit $rc, $(grep -c "^$run [^ ]* fail" "$OUTCOMES" || true) failing classes," \
        "$(grep -c "^$run " "$OUTCOMES" || true) classes, $((SECONDS - started)) s"
 done
 
@@ -94,5 +107,10 @@ summary() {
 status=0
 summary | sort | tee "$WORK/summary.txt" || status=1
 grep -q " 0 classes failed" "$WORK/summary.txt" || status=1
+if [[ -s "$WORK/maven-failures.txt" ]]; then
+  echo "isolated-runs: Maven itself failed in run(s) $(paste -sd, "$WORK/maven-failures.txt"): see run-N.log" \
+    | tee -a "$WORK/summary.txt"
+  status=1
+fi
 echo "isolated-runs: reports and logs in $WORK"
 exit "$status"

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,7 +12,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import lmcache4j.bench.demo.ServingSimulator;
-import lmcache4j.engine.connector.PagedKvCache;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,34 +36,6 @@ class DemoCommandTest {
         return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
-    /**
-     * Flips one bit in each of {@code bytes} different bytes of the first retrieve that loaded
-     * anything (token 0 of layer 0's K plane, then spread over the other layers, planes and
-     * tokens), and nothing after that: what a broken engine returning almost-right KV looks like.
-     */
-    private static final class FlipBytes implements ServingSimulator.AfterRetrieve {
-        private final int bytes;
-        int flipped;
-
-        FlipBytes(int bytes) {
-            this.bytes = bytes;
-        }
-
-        @Override
-        public void retrieved(PagedKvCache kv, long[] slots, int retrievedTokens) {
-            if (flipped > 0 || retrievedTokens == 0) {
-                return;
-            }
-            for (int i = 0; i < bytes; i++) {
-                int token = (int) ((long) i * (retrievedTokens - 1) / Math.max(1, bytes - 1));
-                MemorySegment layer = kv.layers().get(i % kv.layerCount());
-                long at = kv.offset(i % 2, slots[token]) + (i * 37L) % kv.vectorBytes();
-                layer.set(ValueLayout.JAVA_BYTE, at, (byte) (layer.get(ValueLayout.JAVA_BYTE, at) ^ 0x10));
-                flipped++;
-            }
-        }
-    }
-
     private static final String[] TINY_RUN = {"--requests", "16", "--layers", "2", "--cpu-gb", "0.07", "--seed", "7"};
 
     private static String[] tinyRun(String... more) {
@@ -77,9 +46,9 @@ class DemoCommandTest {
 
     @Test
     void aSingleFlippedByteInARetrievedBlockIsFoundCountedAndFailsTheDemo() {
-        FlipBytes flip = new FlipBytes(1);
+        FlipRetrievedBytes flip = new FlipRetrievedBytes(1);
         Run r = run(flip, tinyRun("--json"));
-        assertEquals(1, flip.flipped, "a request of the run retrieved KV to damage");
+        assertEquals(1, flip.flipped(), "a request of the run retrieved KV to damage");
         String json = r.out().strip();
         assertEquals(1, number(json, "mismatches"), "the one flipped byte is found and counted: " + json);
         assertTrue(json.contains("\"passed\": false"), json);
@@ -89,9 +58,9 @@ class DemoCommandTest {
 
     @Test
     void flippedBytesAreCountedOneByOneAndTheReportSaysFail() {
-        FlipBytes flip = new FlipBytes(3);
+        FlipRetrievedBytes flip = new FlipRetrievedBytes(3);
         Run r = run(flip, tinyRun("--quiet", "--no-disk"));
-        assertEquals(3, flip.flipped);
+        assertEquals(3, flip.flipped());
         assertEquals(1, r.exit(), r.err() + r.out());
         assertTrue(r.out().contains(" 3 mismatching bytes"), r.out());
         assertTrue(r.out().contains("FAIL: 3 of the ") && !r.out().contains("PASS"), r.out());

@@ -106,7 +106,10 @@ class ChunkFilesKillTest {
         throw new AssertionError("unexpected key " + c.key());
     }
 
-    /** Starts a writer at index {@code first}, kills it after {@code killAfter} reported writes; returns the last reported index. */
+    /**
+     * Starts a writer at index {@code first}, kills it once it has reported {@code killAfter} writes;
+     * returns the last index it reported before it died.
+     */
     private int runAndKill(int first, int killAfter) throws Exception {
         Process p = new ProcessBuilder(command(dir.toString(), Integer.toString(first), "60"))
                 .redirectErrorStream(true).start();
@@ -126,11 +129,12 @@ class ChunkFilesKillTest {
             // The child is now at the start of its next write (computing the CRC). A write takes a few
             // milliseconds here; wait part of one so the kill tends to land with the temp file open.
             LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(500_000, 4_000_000));
-            // SIGKILL: no shutdown hooks, no finally blocks. Through the handle, which (unlike
-            // Process.destroyForcibly) leaves the pipe open: on a busy machine the writer runs ahead of
-            // this reader, and the writes it reported before the kill completed too.
+            // SIGKILL: no shutdown hooks, no finally blocks. Through the handle, which leaves the
+            // child's output readable (Process.destroyForcibly closes it).
             p.toHandle().destroyForcibly();
             assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the writer did not die");
+            // Writes the child reported before the kill landed but this test had not read yet (it may
+            // have run ahead while this thread waited) completed too: read them out of the pipe.
             while ((line = out.readLine()) != null) {
                 output.add(line);
                 if (line.startsWith("wrote ")) {

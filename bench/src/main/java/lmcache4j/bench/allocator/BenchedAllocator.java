@@ -9,6 +9,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PoolArenaMetric;
 import io.netty.buffer.PooledByteBufAllocator;
 import lmcache4j.allocator.AllocatorStats;
+import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
@@ -26,7 +27,8 @@ import lmcache4j.cuda.posix.Posix;
  * <p>Replays may run in pieces ({@code [from, to)} ranges of the trace, in order) so that the
  * caller can sample {@link #stats()} between pieces, outside the timed code.
  */
-public sealed interface BenchedAllocator extends AutoCloseable {
+public sealed interface BenchedAllocator extends AutoCloseable permits BenchedAllocator.LmcacheAllocator,
+        BenchedAllocator.Netty, BenchedAllocator.Malloc {
 
     /** The allocators the benchmark compares, with the targets of the allocator issue. */
     enum Kind {
@@ -135,17 +137,44 @@ public sealed interface BenchedAllocator extends AutoCloseable {
         }
     }
 
-    /** {@link TensorMemoryAllocator} over one untouched mmap region of the trace's pool size. */
-    final class Tensor implements BenchedAllocator {
-        private final AllocationTrace trace;
-        private final TensorMemoryAllocator allocator;
-        private final MemoryObj[] live;
+    /**
+     * What the lmcache4j allocators' benches share: the trace, the slots of live objects, and the
+     * allocator's stats, footprint and close. Each keeps its own replay loop over its own allocator
+     * type (see the interface), which is why the loops are not shared.
+     */
+    abstract sealed class LmcacheAllocator<A extends MemoryAllocator> implements BenchedAllocator permits Tensor, Paged {
+        final AllocationTrace trace;
+        final A allocator;
+        final MemoryObj[] live;
 
-        Tensor(AllocationTrace trace) {
+        LmcacheAllocator(AllocationTrace trace, A allocator) {
             this.trace = trace;
-            this.allocator = TensorMemoryAllocator.create("bench-tensor", untouchedArena(trace.config().poolBytes()),
-                    TensorMemoryAllocator.DEFAULT_ALIGNMENT);
+            this.allocator = allocator;
             this.live = new MemoryObj[trace.slotCount()];
+        }
+
+        @Override
+        public Optional<AllocatorStats> stats() {
+            return Optional.of(allocator.stats());
+        }
+
+        @Override
+        public long footprintBytes() {
+            return allocator.stats().capacityBytes();
+        }
+
+        @Override
+        public void close() {
+            checkAllFreed(live, kind());
+            allocator.close();
+        }
+    }
+
+    /** {@link TensorMemoryAllocator} over one untouched mmap region of the trace's pool size. */
+    final class Tensor extends LmcacheAllocator<TensorMemoryAllocator> {
+        Tensor(AllocationTrace trace) {
+            super(trace, TensorMemoryAllocator.create("bench-tensor", untouchedArena(trace.config().poolBytes()),
+                    TensorMemoryAllocator.DEFAULT_ALIGNMENT));
         }
 
         @Override
@@ -183,41 +212,23 @@ public sealed interface BenchedAllocator extends AutoCloseable {
             }
             return System.nanoTime() - start;
         }
-
-        @Override
-        public Optional<AllocatorStats> stats() {
-            return Optional.of(allocator.stats());
-        }
-
-        @Override
-        public long footprintBytes() {
-            return allocator.stats().capacityBytes();
-        }
-
-        @Override
-        public void close() {
-            checkAllFreed(live, kind());
-            allocator.close();
-        }
     }
 
     /**
      * {@link PagedTensorMemoryAllocator} with one page per largest chunk (partial chunks take a
      * whole page) and enough pages for the trace's peak live count at the occupancy target.
      */
-    final class Paged implements BenchedAllocator {
-        private final AllocationTrace trace;
-        private final PagedTensorMemoryAllocator allocator;
-        private final MemoryObj[] live;
+    final class Paged extends LmcacheAllocator<PagedTensorMemoryAllocator> {
         private final long pages;
 
         Paged(AllocationTrace trace) {
-            this.trace = trace;
-            long page = trace.largestRequestBytes();
-            this.pages = (long) Math.ceil(trace.maxLive() / trace.config().occupancy());
-            this.allocator = PagedTensorMemoryAllocator.create("bench-paged", untouchedArena(pages * page),
-                    trace.largestShape(), AllocationTrace.DTYPE);
-            this.live = new MemoryObj[trace.slotCount()];
+            this(trace, (long) Math.ceil(trace.maxLive() / trace.config().occupancy()));
+        }
+
+        private Paged(AllocationTrace trace, long pages) {
+            super(trace, PagedTensorMemoryAllocator.create("bench-paged", untouchedArena(pages * trace.largestRequestBytes()),
+                    trace.largestShape(), AllocationTrace.DTYPE));
+            this.pages = pages;
         }
 
         @Override
@@ -254,22 +265,6 @@ public sealed interface BenchedAllocator extends AutoCloseable {
                 }
             }
             return System.nanoTime() - start;
-        }
-
-        @Override
-        public Optional<AllocatorStats> stats() {
-            return Optional.of(allocator.stats());
-        }
-
-        @Override
-        public long footprintBytes() {
-            return allocator.stats().capacityBytes();
-        }
-
-        @Override
-        public void close() {
-            checkAllFreed(live, kind());
-            allocator.close();
         }
     }
 

@@ -47,6 +47,7 @@ import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.remote.redis.RedisConnector;
+import lmcache4j.engine.remote.redis.RedisServerProcess;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.server.lm.LmCacheServer;
 
@@ -169,11 +170,11 @@ public final class RemoteBench {
                 ceilingKeys.add(key(random));
             }
             long[] mismatches = {0};
-            String version = RedisServer.version();
+            String version = RedisServerProcess.version();
             Pair redisTier;
             Pair redisRaw;
             RedisBenchmark rb;
-            try (RedisServer server = RedisServer.start()) {
+            try (RedisServerProcess server = RedisServerProcess.start(List.of("--proto-max-bulk-len", "1gb"))) {
                 progress.printf(Locale.ROOT, "redis-server %s on 127.0.0.1:%d%n", version, server.port());
                 long inflightMb = Math.min(2047, (bytes >> 20) + 64);
                 RedisConnector connector = RedisConnector.connect(URI.create("redis://127.0.0.1:" + server.port()
@@ -361,7 +362,7 @@ public final class RemoteBench {
 
     /** Runs {@code redis-benchmark -p PORT -t set,get -n 20 -d BYTES -q} if installed. */
     static RedisBenchmark redisBenchmark(int port, long valueBytes, PrintStream progress) {
-        Optional<String> exe = RedisServer.executable("redis-benchmark");
+        Optional<String> exe = RedisServerProcess.executable("redis-benchmark");
         if (exe.isEmpty()) {
             return new RedisBenchmark(OptionalDouble.empty(), OptionalDouble.empty(),
                     "redis-benchmark is not installed (Debian package redis-tools)");

@@ -2,6 +2,7 @@ package lmcache4j.engine.storage;
 
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Predicate;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
@@ -40,9 +41,14 @@ public interface StorageBackend extends AutoCloseable, MetricsSource {
 
     /** How many leading keys the tier holds; with {@code pin}, pins each of them. */
     default int batchedContains(List<? extends CacheKey> keys, boolean pin) {
+        return leadingHits(keys, key -> contains(key, pin));
+    }
+
+    /** How many of {@code keys}, from the first, {@code hit} accepts before the first it does not. */
+    static int leadingHits(List<? extends CacheKey> keys, Predicate<? super CacheKey> hit) {
         int hits = 0;
         for (CacheKey key : keys) {
-            if (!contains(key, pin)) {
+            if (!hit.test(key)) {
                 break;
             }
             hits++;

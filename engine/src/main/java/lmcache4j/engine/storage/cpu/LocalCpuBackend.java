@@ -1,9 +1,6 @@
 package lmcache4j.engine.storage.cpu;
 
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +18,7 @@ import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.AllocatorBackend;
 import lmcache4j.engine.storage.MemoryWaitTimeoutException;
+import lmcache4j.engine.storage.ResidencyIndex;
 import lmcache4j.engine.storage.policy.CachePolicies;
 import lmcache4j.engine.storage.policy.CachePolicy;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -43,10 +41,8 @@ public final class LocalCpuBackend implements AllocatorBackend {
     private final boolean retain;
     private final long blockingTimeoutNanos;
     private final Supplier<IdleStrategy> idleStrategies;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Map<CacheKey, MemoryObj> hot = new HashMap<>();
-    private final CachePolicy<CacheKey> policy;
-    private final List<CacheKey> keysInRequest = new ArrayList<>();
+    private final ResidencyIndex<MemoryObj> hot;
+    private final ReentrantLock lock;
     private final LongAdder evictions = new LongAdder();
     private final LongAdder evictionFailures = new LongAdder();
     private boolean closed;
@@ -59,7 +55,9 @@ public final class LocalCpuBackend implements AllocatorBackend {
      */
     public LocalCpuBackend(MemoryAllocator allocator, String cachePolicy, boolean retain, double blockingTimeoutSecs) {
         this.allocator = Objects.requireNonNull(allocator, "allocator");
-        this.policy = CachePolicies.create(cachePolicy);
+        this.hot = new ResidencyIndex<>(CachePolicies.create(cachePolicy), MemoryObj::pin, LocalCpuBackend::unpinIfPinned,
+                MemoryObj::canEvict);
+        this.lock = hot.lock();
         this.retain = retain;
         if (!(blockingTimeoutSecs > 0)) {
             throw new IllegalArgumentException("blocking_timeout_secs must be positive, was " + blockingTimeoutSecs);
@@ -81,46 +79,19 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     /** The policy's name. */
     public String policyName() {
-        return policy.name();
+        return hot.policyName();
     }
 
     // ---- lookups ----------------------------------------------------------------------------
 
     @Override
     public boolean contains(CacheKey key, boolean pin) {
-        lock.lock();
-        try {
-            MemoryObj obj = hot.get(key);
-            if (obj != null && pin) {
-                obj.pin();
-                keysInRequest.add(key);
-            }
-            return obj != null;
-        } finally {
-            lock.unlock();
-        }
+        return hot.contains(key, pin);
     }
 
     @Override
     public int batchedContains(List<? extends CacheKey> keys, boolean pin) {
-        lock.lock();
-        try {
-            int hits = 0;
-            for (CacheKey key : keys) {
-                MemoryObj obj = hot.get(key);
-                if (obj == null) {
-                    break;
-                }
-                if (pin) {
-                    obj.pin();
-                    keysInRequest.add(key);
-                }
-                hits++;
-            }
-            return hits;
-        } finally {
-            lock.unlock();
-        }
+        return hot.prefixHits(keys, pin);
     }
 
     @Override
@@ -151,7 +122,6 @@ public final class LocalCpuBackend implements AllocatorBackend {
                 CacheKey key = keys.get(i);
                 if (!hot.containsKey(key)) {
                     hot.put(key, objs.get(i).retain()); // the tier's own reference
-                    policy.onPut(key);
                 }
             }
         } finally {
@@ -161,32 +131,20 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     /** Pins the stored object; false if absent. */
     public boolean pin(CacheKey key) {
-        lock.lock();
-        try {
-            MemoryObj obj = hot.get(key);
-            if (obj == null) {
-                return false;
-            }
-            obj.pin();
-            return true;
-        } finally {
-            lock.unlock();
-        }
+        return hot.pin(key);
     }
 
     @Override
     public boolean unpin(CacheKey key) {
-        lock.lock();
-        try {
-            MemoryObj obj = hot.get(key);
-            if (obj == null || obj.pinCount() == 0) {
-                return false;
-            }
-            obj.unpin();
-            return true;
-        } finally {
-            lock.unlock();
+        return hot.unpin(key);
+    }
+
+    private static boolean unpinIfPinned(MemoryObj obj) {
+        if (obj.pinCount() == 0) {
+            return false;
         }
+        obj.unpin();
+        return true;
     }
 
     @Override
@@ -204,7 +162,6 @@ public final class LocalCpuBackend implements AllocatorBackend {
         if (obj == null) {
             return false;
         }
-        policy.onRemove(key);
         obj.release();
         return true;
     }
@@ -212,18 +169,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     /** Recency for the keys the latest lookup pinned, last chunk first so the prefix ends up most recent. */
     @Override
     public void touchCache() {
-        lock.lock();
-        try {
-            for (int i = keysInRequest.size() - 1; i >= 0; i--) {
-                CacheKey key = keysInRequest.get(i);
-                if (hot.containsKey(key)) {
-                    policy.onHit(key);
-                }
-            }
-            keysInRequest.clear();
-        } finally {
-            lock.unlock();
-        }
+        hot.touch();
     }
 
     @Override
@@ -231,12 +177,9 @@ public final class LocalCpuBackend implements AllocatorBackend {
         lock.lock();
         try {
             long tokens = 0;
-            for (CacheKey key : List.copyOf(hot.keySet())) {
-                MemoryObj obj = hot.get(key);
-                if (obj.canEvict()) {
-                    tokens += obj.tokenCount();
-                    removeLocked(key);
-                }
+            for (CacheKey key : hot.evictableKeys()) {
+                tokens += hot.get(key).tokenCount();
+                removeLocked(key);
             }
             return tokens;
         } finally {
@@ -296,15 +239,13 @@ public final class LocalCpuBackend implements AllocatorBackend {
             if (!retain || closed) {
                 return false;
             }
-            List<CacheKey> victims = policy.evictionCandidates(1, k -> hot.get(k).canEvict());
-            if (victims.isEmpty()) {
+            MemoryObj victim = hot.evictOne();
+            if (victim == null) {
                 evictionFailures.increment();
                 return false;
             }
-            for (CacheKey victim : victims) {
-                removeLocked(victim);
-                evictions.increment();
-            }
+            victim.release();
+            evictions.increment();
             return true;
         } finally {
             lock.unlock();
@@ -323,12 +264,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     /** Cached entries. */
     public int size() {
-        lock.lock();
-        try {
-            return hot.size();
-        } finally {
-            lock.unlock();
-        }
+        return hot.size();
     }
 
     /** Entries evicted to make room, since creation. */
@@ -357,9 +293,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     public void memcheck() {
         lock.lock();
         try {
-            if (policy.size() != hot.size()) {
-                throw new IllegalStateException("cache policy tracks " + policy.size() + " keys, cache holds " + hot.size());
-            }
+            hot.check();
             allocator.memcheck();
         } finally {
             lock.unlock();
@@ -378,10 +312,10 @@ public final class LocalCpuBackend implements AllocatorBackend {
                 return;
             }
             closed = true;
-            for (CacheKey key : List.copyOf(hot.keySet())) {
+            for (CacheKey key : hot.keys()) {
                 removeLocked(key);
             }
-            keysInRequest.clear();
+            hot.forgetRequest();
         } finally {
             lock.unlock();
         }

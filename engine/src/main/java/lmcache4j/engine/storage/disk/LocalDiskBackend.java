@@ -22,9 +22,9 @@ import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.Prefetching;
+import lmcache4j.engine.storage.ResidencyIndex;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.policy.CachePolicies;
-import lmcache4j.engine.storage.policy.CachePolicy;
 
 /**
  * The local disk tier (LMCache's {@code LocalDiskBackend}, spec §3.5, made restartable): one
@@ -52,24 +52,39 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
         final ChunkFileHeader header;
         final Path path;
         final long bytes;
-        int pins;
+        /** Lookups and reads holding the file; a pinned file is not evicted. */
+        private int pins;
 
         Entry(ChunkFileHeader header, Path path, long bytes) {
             this.header = header;
             this.path = path;
             this.bytes = bytes;
         }
+
+        void pin() {
+            pins++;
+        }
+
+        boolean unpin() {
+            if (pins == 0) {
+                return false;
+            }
+            pins--;
+            return true;
+        }
+
+        boolean unpinned() {
+            return pins == 0;
+        }
     }
 
     private final ChunkFiles files;
     private final MemoryProvider memory;
     private final long capacity;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Map<CacheKey, Entry> index = new HashMap<>();
+    private final ReentrantLock lock;
+    private final ResidencyIndex<Entry> index;
     /** Recovered chunks whose payload the verifier has not checked yet: on disk and counted, not offered. */
     private final Map<CacheKey, Entry> unverified = new HashMap<>();
-    private final CachePolicy<CacheKey> policy;
-    private final List<CacheKey> keysInRequest = new ArrayList<>();
     private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
     private final IoExecutor io;
     private long usedBytes;
@@ -119,7 +134,8 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
             throw new IllegalArgumentException("max_local_disk_size must be positive, was " + capacityBytes + " bytes");
         }
         this.capacity = capacityBytes;
-        this.policy = CachePolicies.create(cachePolicy);
+        this.index = new ResidencyIndex<>(CachePolicies.create(cachePolicy), Entry::pin, Entry::unpin, Entry::unpinned);
+        this.lock = index.lock();
         this.recovery = files.recover();
         List<RecoveredChunk> kept = new ArrayList<>();
         for (RecoveredChunk chunk : recovery.chunks()) {
@@ -192,7 +208,6 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
                 Entry e = unverified.remove(chunk.key());
                 if (e != null) {
                     index.put(chunk.key(), e);
-                    policy.onPut(chunk.key());
                 }
             } finally {
                 lock.unlock();
@@ -230,47 +245,17 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
 
     @Override
     public boolean contains(CacheKey key, boolean pin) {
-        lock.lock();
-        try {
-            Entry e = index.get(key);
-            if (e != null && pin) {
-                e.pins++;
-                keysInRequest.add(key);
-            }
-            return e != null;
-        } finally {
-            lock.unlock();
-        }
+        return index.contains(key, pin);
     }
 
     @Override
     public boolean unpin(CacheKey key) {
-        lock.lock();
-        try {
-            Entry e = index.get(key);
-            if (e == null || e.pins == 0) {
-                return false;
-            }
-            e.pins--;
-            return true;
-        } finally {
-            lock.unlock();
-        }
+        return index.unpin(key);
     }
 
     @Override
     public void touchCache() {
-        lock.lock();
-        try {
-            for (int i = keysInRequest.size() - 1; i >= 0; i--) {
-                if (index.containsKey(keysInRequest.get(i))) {
-                    policy.onHit(keysInRequest.get(i));
-                }
-            }
-            keysInRequest.clear();
-        } finally {
-            lock.unlock();
-        }
+        index.touch();
     }
 
     // ---- put --------------------------------------------------------------------------------
@@ -341,7 +326,6 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
                     return;
                 }
                 index.put(key, new Entry(header.get(), path, written));
-                policy.onPut(key);
                 usedBytes += written;
             } finally {
                 lock.unlock();
@@ -364,12 +348,10 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
         lock.lock();
         try {
             while (usedBytes + reservedBytes + bytes > capacity) {
-                List<CacheKey> victims = policy.evictionCandidates(1, k -> index.get(k).pins == 0);
-                if (victims.isEmpty()) {
+                Entry e = index.evictOne();
+                if (e == null) {
                     break;
                 }
-                Entry e = index.remove(victims.getFirst());
-                policy.onRemove(victims.getFirst());
                 usedBytes -= e.bytes;
                 evictions.increment();
                 toDelete.add(e.path);
@@ -441,7 +423,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
             if (e == null || closed) {
                 return Optional.empty();
             }
-            e.pins++; // keeps the file from eviction while it is read
+            e.pin(); // keeps the file from eviction while it is read
         } finally {
             lock.unlock();
         }
@@ -463,7 +445,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
             }
             lock.lock();
             try {
-                e.pins--;
+                e.unpin();
             } finally {
                 lock.unlock();
             }
@@ -497,9 +479,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
     private void drop(CacheKey key, Entry e, boolean deleteFile) {
         lock.lock();
         try {
-            if (index.get(key) == e) {
-                index.remove(key);
-                policy.onRemove(key);
+            if (index.remove(key, e)) {
                 usedBytes -= e.bytes;
             }
         } finally {
@@ -518,9 +498,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
         lock.lock();
         try {
             e = index.remove(key);
-            if (e != null) {
-                policy.onRemove(key);
-            } else {
+            if (e == null) {
                 e = unverified.remove(key); // not offered yet, but on disk and counted
                 if (e == null) {
                     return false;
@@ -542,11 +520,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
         List<CacheKey> victims = new ArrayList<>();
         lock.lock();
         try {
-            index.forEach((key, e) -> {
-                if (e.pins == 0) {
-                    victims.add(key);
-                }
-            });
+            victims.addAll(index.evictableKeys());
             victims.addAll(unverified.keySet());
         } finally {
             lock.unlock();

@@ -15,13 +15,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.storage.TestChunks;
 
 /**
@@ -39,24 +37,11 @@ class ChunkDirectoryOwnershipTest {
     @TempDir
     Path outside;
 
-    private TensorMemoryAllocator alloc;
-    private final List<MemoryObj> live = new ArrayList<>();
-
-    @BeforeEach
-    void setUp() {
-        alloc = DiskTestChunks.allocator(8L << 20);
-    }
-
-    @AfterEach
-    void tearDown() {
-        live.forEach(MemoryObj::release);
-        alloc.close();
-    }
+    @RegisterExtension
+    final TrackedChunks chunks = new TrackedChunks(8L << 20);
 
     private MemoryObj chunk(long seed) {
-        MemoryObj obj = DiskTestChunks.chunk(alloc, DiskTestChunks.TINY, seed);
-        live.add(obj);
-        return obj;
+        return chunks.chunk(DiskTestChunks.TINY, seed);
     }
 
     private static byte[] garbage(int n, long seed) {

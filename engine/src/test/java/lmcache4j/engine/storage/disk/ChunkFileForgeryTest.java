@@ -7,13 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.function.UnaryOperator;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -22,7 +20,6 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.storage.TestChunks;
 
 /**
@@ -34,24 +31,8 @@ class ChunkFileForgeryTest {
     @TempDir
     Path dir;
 
-    private TensorMemoryAllocator alloc;
-    private final List<MemoryObj> live = new ArrayList<>();
-
-    @BeforeEach
-    void setUp() {
-        alloc = DiskTestChunks.allocator(16L << 20);
-    }
-
-    @AfterEach
-    void tearDown() {
-        live.forEach(MemoryObj::release);
-        alloc.close();
-    }
-
-    private MemoryObj track(MemoryObj obj) {
-        live.add(obj);
-        return obj;
-    }
+    @RegisterExtension
+    final TrackedChunks chunks = new TrackedChunks(16L << 20);
 
     /** The forgeries: each keeps a valid header CRC. ODD is [2, 4, 129, 509] bf16. */
     private static UnaryOperator<ChunkFileHeader> forgery(String name) {
@@ -71,7 +52,7 @@ class ChunkFileForgeryTest {
     /** An object of the header's shape, dtype and format, or null when no allocator would make one. */
     private MemoryObj allocatable(ChunkFileHeader h) {
         try {
-            return alloc.allocate(h.shape(), h.dtype(), h.format()).map(this::track).orElse(null);
+            return chunks.allocator().allocate(h.shape(), h.dtype(), h.format()).map(chunks::track).orElse(null);
         } catch (IllegalArgumentException e) {
             return null;
         }
@@ -86,8 +67,8 @@ class ChunkFileForgeryTest {
             "no K/V plane", "a shorter payload length", "an empty payload"})
     void a_forged_header_is_invalid_removed_at_recovery_and_corrupt_on_read(String name) throws Exception {
         ChunkFiles files = new ChunkFiles(dir, false, false);
-        files.write(TestChunks.key(1), track(DiskTestChunks.chunk(alloc, DiskTestChunks.ODD, 1)));
-        files.write(TestChunks.key(2), track(DiskTestChunks.chunk(alloc, DiskTestChunks.ODD, 2)));
+        files.write(TestChunks.key(1), chunks.chunk(DiskTestChunks.ODD, 1));
+        files.write(TestChunks.key(2), chunks.chunk(DiskTestChunks.ODD, 2));
         Path p = files.pathFor(TestChunks.key(1));
         ChunkFileHeader genuine = files.readHeader(p).orElseThrow();
         ChunkFileEdits.forgeHeader(p, forgery(name));
@@ -95,7 +76,7 @@ class ChunkFileForgeryTest {
 
         assertTrue(files.readHeader(p).isEmpty(), "the forged header is not valid: " + forged);
         // a reader that trusted either header gets a corrupt-chunk report, not an IllegalArgumentException
-        MemoryObj dst = track(DiskTestChunks.allocate(alloc, DiskTestChunks.ODD, DType.BFLOAT16, MemoryFormat.KV_2LTD));
+        MemoryObj dst = chunks.allocate(DiskTestChunks.ODD, DType.BFLOAT16, MemoryFormat.KV_2LTD);
         assertThrows(CorruptChunkException.class, () -> files.readPayload(p, genuine, dst));
         // as the backend does: an object made from the forged header, then the payload into it
         MemoryObj asForged = allocatable(forged);
@@ -113,7 +94,7 @@ class ChunkFileForgeryTest {
     @Test
     void a_file_with_the_magic_and_garbage_after_it_is_the_caches_and_removed() throws Exception {
         ChunkFiles files = new ChunkFiles(dir, false, false);
-        files.write(TestChunks.key(1), track(DiskTestChunks.chunk(alloc, DiskTestChunks.TINY, 1)));
+        files.write(TestChunks.key(1), chunks.chunk(DiskTestChunks.TINY, 1));
         Path p = files.pathFor(TestChunks.key(1));
         byte[] bytes = Files.readAllBytes(p);
         for (int i = 8; i < bytes.length; i++) {

@@ -16,13 +16,11 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -31,7 +29,6 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.TestPrerequisites;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.storage.TestChunks;
@@ -41,30 +38,15 @@ class ChunkFilesFaultTest {
     @TempDir
     Path dir;
 
-    private TensorMemoryAllocator alloc;
-    private final List<MemoryObj> live = new ArrayList<>();
-
-    @BeforeEach
-    void setUp() {
-        alloc = DiskTestChunks.allocator(16L << 20);
-    }
-
-    @AfterEach
-    void tearDown() {
-        live.forEach(MemoryObj::release);
-        alloc.close();
-    }
+    @RegisterExtension
+    final TrackedChunks chunks = new TrackedChunks(16L << 20);
 
     private MemoryObj chunk(long seed) {
-        MemoryObj obj = DiskTestChunks.chunk(alloc, DiskTestChunks.ODD, seed);
-        live.add(obj);
-        return obj;
+        return chunks.chunk(DiskTestChunks.ODD, seed);
     }
 
     private MemoryObj empty() {
-        MemoryObj obj = DiskTestChunks.allocate(alloc, DiskTestChunks.ODD, DType.BFLOAT16, MemoryFormat.KV_2LTD);
-        live.add(obj);
-        return obj;
+        return chunks.allocate(DiskTestChunks.ODD, DType.BFLOAT16, MemoryFormat.KV_2LTD);
     }
 
     private static void flipByte(Path file, long offset) throws IOException {
@@ -257,8 +239,7 @@ class ChunkFilesFaultTest {
         files.write(TestChunks.key(1), chunk(1));
         Path p = files.pathFor(TestChunks.key(1));
         ChunkFileHeader h = files.readHeader(p).orElseThrow();
-        MemoryObj small = DiskTestChunks.allocate(alloc, DiskTestChunks.TINY, DType.BFLOAT16, MemoryFormat.KV_2LTD);
-        live.add(small);
+        MemoryObj small = chunks.allocate(DiskTestChunks.TINY, DType.BFLOAT16, MemoryFormat.KV_2LTD);
         assertThrows(IllegalArgumentException.class, () -> files.readPayload(p, h, small));
     }
 
@@ -268,8 +249,7 @@ class ChunkFilesFaultTest {
         Path p = files.pathFor(TestChunks.key(1));
         files.write(TestChunks.key(1), chunk(1));
         ChunkFileHeader old = files.readHeader(p).orElseThrow();
-        MemoryObj tiny = DiskTestChunks.chunk(alloc, DiskTestChunks.TINY, 5);
-        live.add(tiny);
+        MemoryObj tiny = chunks.chunk(DiskTestChunks.TINY, 5);
         files.write(TestChunks.key(1), tiny);
         CorruptChunkException e = assertThrows(CorruptChunkException.class, () -> files.readPayload(p, old, empty()));
         assertTrue(e.getMessage().contains(p.toString()), e.getMessage());

@@ -19,16 +19,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
@@ -39,30 +37,16 @@ class ChunkFilesTest {
     @TempDir
     Path dir;
 
-    private TensorMemoryAllocator alloc;
-    private final List<MemoryObj> live = new ArrayList<>();
-
-    @BeforeEach
-    void setUp() {
-        alloc = DiskTestChunks.allocator(64L << 20);
-    }
-
-    @AfterEach
-    void tearDown() {
-        live.forEach(MemoryObj::release);
-        alloc.close();
-    }
+    @RegisterExtension
+    final TrackedChunks chunks = new TrackedChunks(64L << 20);
 
     private MemoryObj chunk(TensorShape shape, long seed) {
-        MemoryObj obj = DiskTestChunks.chunk(alloc, shape, seed);
-        live.add(obj);
-        return obj;
+        return chunks.chunk(shape, seed);
     }
 
     private MemoryObj empty(TensorShape shape, DType dtype, MemoryFormat format) {
-        MemoryObj obj = DiskTestChunks.allocate(alloc, shape, dtype, format);
+        MemoryObj obj = chunks.allocate(shape, dtype, format);
         obj.segment().fill((byte) 0x5A);
-        live.add(obj);
         return obj;
     }
 

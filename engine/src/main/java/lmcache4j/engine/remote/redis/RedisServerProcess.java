@@ -1,5 +1,6 @@
 package lmcache4j.engine.remote.redis;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -11,12 +12,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A real {@code redis-server} on a loopback port, for tests. {@code ./lmcache4j test} installs the
- * Debian package {@code redis-server} when it is missing; without it these tests fail (they never skip).
+ * A real {@code redis-server} on a loopback port, for the Redis tests and the remote benchmark: no
+ * persistence ({@code --save '' --appendonly no}), bound to 127.0.0.1, {@code DEBUG} allowed from
+ * loopback clients (the timeout tests use {@code DEBUG SLEEP}). Closing it stops the process and
+ * deletes its log. {@code ./lmcache4j test} installs the Debian package {@code redis-server} when it
+ * is missing; without it the tests fail (they never skip).
  */
 public final class RedisServerProcess implements AutoCloseable {
     private final int port;
@@ -39,18 +45,43 @@ public final class RedisServerProcess implements AutoCloseable {
 
     /** As {@link #start()}, with more {@code redis-server} arguments (the PING is on the plain port). */
     public static RedisServerProcess start(List<String> extraArgs) throws IOException, InterruptedException {
-        RedisServerProcess r = new RedisServerProcess(freePort(), null, extraArgs);
-        r.restart();
-        return r;
+        return started(new RedisServerProcess(freePort(), null, extraArgs));
     }
 
     /** A Redis Sentinel on a free loopback port watching the master at {@code masterPort} under {@code name}. */
     public static RedisServerProcess startSentinel(String name, int masterPort, Path dir) throws IOException, InterruptedException {
         Path conf = Files.writeString(dir.resolve("sentinel.conf"), "sentinel monitor " + name + " 127.0.0.1 " + masterPort
                 + " 1\nsentinel down-after-milliseconds " + name + " 1000\n");
-        RedisServerProcess r = new RedisServerProcess(freePort(), conf, List.of("--sentinel"));
-        r.restart();
-        return r;
+        return started(new RedisServerProcess(freePort(), conf, List.of("--sentinel")));
+    }
+
+    /** Starts {@code r}; if it does not come up, stops it and deletes its log (the error quotes the log). */
+    private static RedisServerProcess started(RedisServerProcess r) throws IOException, InterruptedException {
+        try {
+            r.restart();
+            return r;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    /** The installed server's version, from {@code redis-server --version}'s first words, or "unknown". */
+    public static String version() {
+        return executable("redis-server").map(exe -> {
+            try {
+                Process p = new ProcessBuilder(exe, "--version").redirectErrorStream(true).start();
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+                p.waitFor(10, TimeUnit.SECONDS);
+                int v = out.indexOf("v=");
+                return v < 0 ? out : out.substring(v + 2).split("\\s")[0];
+            } catch (IOException e) {
+                return "unknown";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "unknown";
+            }
+        }).orElse("unknown");
     }
 
     /** A loopback port that was free a moment ago. */
@@ -73,8 +104,10 @@ public final class RedisServerProcess implements AutoCloseable {
         if (process != null && process.isAlive()) {
             throw new IllegalStateException("redis-server on port " + port + " is running");
         }
-        String exe = executable();
-        List<String> command = new java.util.ArrayList<>(List.of(exe));
+        String exe = executable("redis-server").orElseThrow(() -> new IllegalStateException("redis-server is not "
+                + "installed: the Redis tests and bench redis need a real Redis. Install it (apt-get install -y "
+                + "redis-server), or run ./lmcache4j test as root, which installs it."));
+        List<String> command = new ArrayList<>(List.of(exe));
         if (configFile != null) {
             command.add(configFile.toString());
         }
@@ -167,19 +200,20 @@ public final class RedisServerProcess implements AutoCloseable {
         }
     }
 
-    private static String executable() {
-        for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
-            Path p = Path.of(dir.isEmpty() ? "." : dir, "redis-server");
+    /** An executable on PATH or in the usual directories. */
+    public static Optional<String> executable(String name) {
+        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+            Path p = Path.of(dir.isEmpty() ? "." : dir, name);
             if (Files.isExecutable(p)) {
-                return p.toString();
+                return Optional.of(p.toString());
             }
         }
-        for (String p : List.of("/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server")) {
-            if (Files.isExecutable(Path.of(p))) {
-                return p;
+        for (String dir : List.of("/usr/bin", "/usr/local/bin", "/usr/sbin")) {
+            Path p = Path.of(dir, name);
+            if (Files.isExecutable(p)) {
+                return Optional.of(p.toString());
             }
         }
-        throw new IllegalStateException("redis-server is not installed: the Redis connector tests need a real Redis. "
-                + "Install it (apt-get install -y redis-server), or run ./lmcache4j test as root, which installs it.");
+        return Optional.empty();
     }
 }

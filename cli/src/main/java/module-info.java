@@ -8,4 +8,7 @@ module lmcache4j.cli {
     requires lmcache4j.server;
     requires lmcache4j.engine;
     requires java.logging; // the demo quiets the engine's INFO logs while it prints its own report
+    requires info.picocli; // options, help text and usage errors of every command
+
+    opens lmcache4j.cli to info.picocli; // picocli sets the annotated option fields and calls the setters
 }

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.allocator.AllocationTrace;
@@ -16,6 +17,10 @@ import lmcache4j.bench.allocator.AllocatorBench.Result;
 import lmcache4j.bench.allocator.BenchedAllocator;
 import lmcache4j.bench.allocator.BenchedAllocator.Kind;
 import lmcache4j.bench.json.ReportJson;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Unmatched;
 
 /**
  * {@code ./lmcache4j bench allocator [--json] [--runs N] [--ops N] [--seed N] ...}: the allocator
@@ -25,62 +30,13 @@ import lmcache4j.bench.json.ReportJson;
  *
  * <p>{@code ./lmcache4j bench jmh ...} is handled by the launcher, which runs JMH's own main.
  */
-public final class BenchCommand {
-    static final String USAGE = """
-            usage: ./lmcache4j bench allocator [--json] [--runs N] [--warmup N] [--ops N] [--seed N]
-                                               [--pool-mib N] [--only tensor,paged,netty,malloc]
-                   ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
-                   ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
-                   ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]
-                   ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N] [--no-lm]
-                   ./lmcache4j bench jmh [JMH args...]      (for example: AllocatorJmh -f 1 -wi 1 -i 2)
+@Command(name = "bench", description = {"The benchmarks; ./lmcache4j bench BENCHMARK --help for the options of each."},
+        footer = {"%n./lmcache4j bench jmh [JMH args...] runs the JMH benchmarks (for example: AllocatorJmh -f 1 -wi 1 -i 2)."})
+public final class BenchCommand implements CliMain.Command {
+    private final PrintStream err;
 
-            allocator   replays one seeded trace of KV-chunk requests (full 256-token chunks of a few
-                        model shapes and partial last chunks, shuffled frees, ~80%% pool occupancy)
-                        against TensorMemoryAllocator, PagedTensorMemoryAllocator, Netty's pooled direct
-                        allocator and malloc/free through FFM; prints the median ns per allocate+free
-                        pair, the targets (tensor <= 200 ns, paged <= 50 ns) and the tensor allocator's
-                        fragmentation.
-              --json         print one JSON object instead of the table
-              --runs N       measured replays per allocator (default %d)
-              --warmup N     unmeasured replays per allocator first (default %d)
-              --ops N        allocate+free pairs in the steady phase of the trace (default %d)
-              --seed N       the trace's random seed (default %d)
-              --pool-mib N   the simulated pool in MiB (default %d): the tensor allocator's, of untouched
-                             virtual memory; the paged pool holds the peak live count / occupancy in
-                             pages; Netty and malloc touch about occupancy x pool of real memory
-              --only LIST    comma-separated subset of tensor, paged, netty, malloc (default: all)
-
-            hash        the sha256_cbor prefix hash chain's tokens per second and its ratio to bare
-                        SHA-256 over the same CBOR bytes; ./lmcache4j bench hash --help for its options.
-
-            store       store and retrieve GB/s of 256-token Llama-3-8B chunks through the engine against
-                        MemorySegment.copy of the same bytes; ./lmcache4j bench store --help for its options.
-
-            disk        write and read GB/s of 256-token Llama-3-8B chunks through the disk tier against raw
-                        O_DIRECT FileChannel transfers of the same bytes; ./lmcache4j bench disk --help.
-
-            redis       put and get GB/s of the same chunks through the remote tier over a local redis-server
-                        against raw Lettuce SET/GET, and over lm:// against the LmConnector alone;
-                        ./lmcache4j bench redis --help.
-            """.formatted(AllocatorBench.Settings.DEFAULT_RUNS, AllocatorBench.Settings.DEFAULT_WARMUP,
-            AllocationTrace.Config.DEFAULT_STEADY_PAIRS, AllocationTrace.Config.DEFAULT_SEED,
-            AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20);
-
-    private BenchCommand() {
-    }
-
-    /** A command line that cannot be run; the message says what was wrong. */
-    static final class UsageException extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        UsageException(String message) {
-            super(message);
-        }
-    }
-
-    /** Parsed {@code bench allocator} options. */
-    record Options(boolean json, AllocatorBench.Settings settings) {
+    private BenchCommand(PrintStream err) {
+        this.err = err;
     }
 
     public static void main(String[] args) {
@@ -89,131 +45,164 @@ public final class BenchCommand {
 
     /** Runs {@code bench <benchmark> [options]}; returns the exit status. */
     static int run(String[] args, PrintStream out, PrintStream err) {
-        if (args.length == 0) {
-            return usageError(err, "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
-        }
-        String sub = args[0];
-        String[] rest = Arrays.copyOfRange(args, 1, args.length);
-        return switch (sub) {
-            case "-h", "--help", "help" -> {
-                out.print(USAGE);
-                yield 0;
-            }
-            case "allocator" -> allocator(rest, out, err);
-            case "hash" -> HashBenchCommand.run(rest, out, err);
-            case "store" -> StoreBenchCommand.run(rest, out, err);
-            case "disk" -> DiskBenchCommand.run(rest, out, err);
-            case "redis" -> RedisBenchCommand.run(rest, out, err);
-            case "jmh" -> {
-                err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
-                yield 2;
-            }
-            default -> usageError(err, "unknown benchmark '" + CliText.echo(sub)
-                    + "'; valid: allocator, hash, store, disk, redis, jmh");
-        };
+        CommandLine bench = new CommandLine(new BenchCommand(err))
+                .addSubcommand(new Allocator(out, err))
+                .addSubcommand(new HashBenchCommand(out, err))
+                .addSubcommand(new StoreBenchCommand(out, err))
+                .addSubcommand(new DiskBenchCommand(out, err))
+                .addSubcommand(new RedisBenchCommand(out, err))
+                .addSubcommand(new Jmh(err))
+                .addSubcommand(new CommandLine.HelpCommand());
+        return CliMain.execute(bench, out, err, args);
     }
 
+    /** Runs {@code bench <benchmark> [args]}. */
+    static int run(String benchmark, String[] args, PrintStream out, PrintStream err) {
+        return run(Stream.concat(Stream.of(benchmark), Arrays.stream(args)).toArray(String[]::new), out, err);
+    }
+
+    /** Runs {@code bench allocator} with these arguments (those after {@code allocator}). */
     static int allocator(String[] args, PrintStream out, PrintStream err) {
-        if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
-            out.print(USAGE);
+        return run("allocator", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
+    }
+
+    @Override
+    public String unmatched(String arg) {
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, disk, redis, jmh";
+    }
+
+    /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */
+    @Command(name = "jmh", description = "the JMH benchmarks: ./lmcache4j bench jmh [JMH args...]")
+    private static final class Jmh implements CliMain.Command {
+        private final PrintStream err;
+
+        @Unmatched
+        private List<String> jmhArgs;
+
+        Jmh(PrintStream err) {
+            this.err = err;
+        }
+
+        @Override
+        public Integer call() {
+            err.println("lmcache4j bench: run JMH through the launcher: ./lmcache4j bench jmh [JMH args...]");
+            return 2;
+        }
+    }
+
+    /**
+     * {@code bench allocator}: the allocator benchmark ({@link AllocatorBench}) as a table, or as one
+     * JSON object with {@code --json}.
+     */
+    @Command(name = "allocator", description = {"allocate+free ns of lmcache4j's allocators against Netty's and malloc.",
+                    "Replays one seeded trace of KV-chunk requests (full 256-token chunks of a few model shapes and "
+                    + "partial last chunks, shuffled frees, ~80%% pool occupancy) against TensorMemoryAllocator, "
+                    + "PagedTensorMemoryAllocator, Netty's pooled direct allocator and malloc/free through FFM; prints the "
+                    + "median ns per allocate+free pair, the targets (tensor <= 200 ns, paged <= 50 ns) and the tensor "
+                    + "allocator's fragmentation."})
+    private static final class Allocator implements CliMain.Command {
+        private final PrintStream out;
+        private final PrintStream err;
+
+        @Option(names = "--json", order = 0, description = "print one JSON object instead of the table")
+        private boolean json;
+
+        private int runs = AllocatorBench.Settings.DEFAULT_RUNS;
+        private int warmup = AllocatorBench.Settings.DEFAULT_WARMUP;
+        private int ops = AllocationTrace.Config.DEFAULT_STEADY_PAIRS;
+        private long seed = AllocationTrace.Config.DEFAULT_SEED;
+        private long poolMib = AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20;
+        private List<Kind> only = List.of(Kind.values());
+
+        Allocator(PrintStream out, PrintStream err) {
+            this.out = out;
+            this.err = err;
+        }
+
+        @Option(names = "--runs", paramLabel = "N", order = 1,
+                description = "measured replays per allocator (default " + AllocatorBench.Settings.DEFAULT_RUNS + ")")
+        private void runs(String value) {
+            runs = (int) number("--runs", value, 1, 1_000);
+        }
+
+        @Option(names = "--warmup", paramLabel = "N", order = 2,
+                description = "unmeasured replays per allocator first (default " + AllocatorBench.Settings.DEFAULT_WARMUP + ")")
+        private void warmup(String value) {
+            warmup = (int) number("--warmup", value, 0, 1_000);
+        }
+
+        @Option(names = "--ops", paramLabel = "N", order = 3, description = "allocate+free pairs in the steady phase of the "
+                + "trace (default " + AllocationTrace.Config.DEFAULT_STEADY_PAIRS + ")")
+        private void ops(String value) {
+            ops = (int) number("--ops", value, 1, 100_000_000);
+        }
+
+        @Option(names = "--seed", paramLabel = "N", order = 4,
+                description = "the trace's random seed (default " + AllocationTrace.Config.DEFAULT_SEED + ")")
+        private void seed(String value) {
+            seed = number("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
+        }
+
+        @Option(names = "--pool-mib", paramLabel = "N", order = 5, description = "the simulated pool in MiB (default "
+                + (AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20) + "): the tensor allocator's, of untouched virtual memory; "
+                + "the paged pool holds the peak live count / occupancy in pages; Netty and malloc touch about occupancy x "
+                + "pool of real memory")
+        private void poolMib(String value) {
+            poolMib = number("--pool-mib", value, 256, 1L << 30);
+        }
+
+        @Option(names = "--only", paramLabel = "LIST", order = 6,
+                description = "comma-separated subset of tensor, paged, netty, malloc (default: all)")
+        private void only(String value) {
+            List<Kind> kinds = new ArrayList<>();
+            for (String key : value.split(",")) {
+                try {
+                    Kind k = Kind.fromKey(key.strip());
+                    if (!kinds.contains(k)) {
+                        kinds.add(k);
+                    }
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("--only: " + e.getMessage());
+                }
+            }
+            only = kinds;
+        }
+
+        @Override
+        public Integer call() {
+            AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
+            Report report;
+            try {
+                report = AllocatorBench.run(new AllocatorBench.Settings(trace, runs, warmup, only), err);
+            } catch (RuntimeException e) {
+                err.println("lmcache4j bench: the allocator benchmark failed: " + CliText.oneLine(e));
+                return 1;
+            }
+            if (json) {
+                out.println(json(report));
+            } else {
+                printTable(report, out);
+            }
             return 0;
         }
-        Options options;
-        try {
-            options = parse(args);
-        } catch (UsageException e) {
-            return usageError(err, e.getMessage());
-        }
-        Report report;
-        try {
-            report = AllocatorBench.run(options.settings(), err);
-        } catch (RuntimeException e) {
-            err.println("lmcache4j bench: the allocator benchmark failed: " + CliText.oneLine(e));
-            return 1;
-        }
-        if (options.json()) {
-            out.println(json(report));
-        } else {
-            printTable(report, out);
-        }
-        return 0;
-    }
 
-    private static int usageError(PrintStream err, String message) {
-        err.println("lmcache4j bench: " + CliText.escape(message) + " (./lmcache4j bench --help lists the options)");
-        return 2;
-    }
-
-    static Options parse(String[] args) throws UsageException {
-        boolean json = false;
-        int runs = AllocatorBench.Settings.DEFAULT_RUNS;
-        int warmup = AllocatorBench.Settings.DEFAULT_WARMUP;
-        int ops = AllocationTrace.Config.DEFAULT_STEADY_PAIRS;
-        long seed = AllocationTrace.Config.DEFAULT_SEED;
-        long poolMib = AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20;
-        List<Kind> only = List.of(Kind.values());
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            CliFlag flag = CliFlag.of(arg);
-            String name = flag.name();
-            String value = flag.value();
-            switch (name) {
-                case "--json" -> {
-                    if (value != null) {
-                        throw new UsageException("--json takes no value, got '" + CliText.echo(arg) + "'");
-                    }
-                    json = true;
-                }
-                case "--runs", "--warmup", "--ops", "--seed", "--pool-mib", "--only" -> {
-                    if (value == null) {
-                        if (i + 1 >= args.length) {
-                            throw new UsageException(name + " needs a value");
-                        }
-                        value = args[++i];
-                    }
-                    switch (name) {
-                        case "--runs" -> runs = (int) number(name, value, 1, 1_000);
-                        case "--warmup" -> warmup = (int) number(name, value, 0, 1_000);
-                        case "--ops" -> ops = (int) number(name, value, 1, 100_000_000);
-                        case "--seed" -> seed = number(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
-                        case "--pool-mib" -> poolMib = number(name, value, 256, 1L << 30);
-                        default -> only = kinds(value);
-                    }
-                }
-                default -> throw new UsageException(arg.startsWith("-") ? "unknown option '" + CliText.echo(arg) + "'"
-                        : "unexpected argument '" + CliText.echo(arg) + "'");
-            }
-        }
-        AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
-        return new Options(json, new AllocatorBench.Settings(trace, runs, warmup, only));
-    }
-
-    private static long number(String option, String value, long min, long max) throws UsageException {
-        long n;
-        try {
-            n = Long.parseLong(value.replace("_", ""));
-        } catch (NumberFormatException e) {
-            throw new UsageException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
-        }
-        if (n < min || n > max) {
-            throw new UsageException(option + " must be between " + min + " and " + max + ", got " + n);
-        }
-        return n;
-    }
-
-    private static List<Kind> kinds(String value) throws UsageException {
-        List<Kind> kinds = new ArrayList<>();
-        for (String key : value.split(",")) {
+        private static long number(String option, String value, long min, long max) {
+            long n;
             try {
-                Kind k = Kind.fromKey(key.strip());
-                if (!kinds.contains(k)) {
-                    kinds.add(k);
-                }
-            } catch (IllegalArgumentException e) {
-                throw new UsageException("--only: " + e.getMessage());
+                n = Long.parseLong(value.replace("_", ""));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
             }
+            if (n < min || n > max) {
+                throw new IllegalArgumentException(option + " must be between " + min + " and " + max + ", got " + n);
+            }
+            return n;
         }
-        return kinds;
     }
 
     // ---- output -------------------------------------------------------------------------------

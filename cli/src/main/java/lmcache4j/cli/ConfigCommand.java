@@ -8,6 +8,9 @@ import java.util.Map;
 import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j config [--file PATH] [--set key=value ...]}: loads the config exactly as the
@@ -16,17 +19,41 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
  * {@code key = value  (source)}. Exit 0 when the config is valid, 2 when it is not or the
  * arguments are wrong.
  */
-public final class ConfigCommand {
-    static final String USAGE = """
-            usage: ./lmcache4j config [--file PATH] [--set key=value ...]
-            Prints lmcache4j's effective config, one `key = value  (source)` line per field and per
-            extra_config entry, then exits 0; a bad config prints every problem and exits 2.
-              --file PATH       the YAML config file (default: $LMCACHE_CONFIG_FILE, else none)
-              --set key=value   override a field as code would; the value is read like an
-                                LMCACHE_* variable (comma lists, JSON for extra_config, empty = unset)
-            Precedence, lowest first: default < file < env (LMCACHE_<FIELD>) < --set.""";
+@Command(name = "config", description = {
+        "Prints lmcache4j's effective config, one `key = value  (source)` line per field and per extra_config entry, then "
+                + "exits 0; a bad config prints every problem and exits 2."},
+        footer = "Precedence, lowest first: default < file < env (LMCACHE_<FIELD>) < --set.")
+public final class ConfigCommand implements CliMain.Command {
+    private final PrintStream out;
+    private final PrintStream err;
+    private final ConfigLoader.Builder loader;
 
-    private ConfigCommand() {
+    private ConfigCommand(Map<String, String> env, PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+        this.loader = ConfigLoader.builder().environment(env)
+                .warnings(w -> err.println("lmcache4j config: warning: " + CliText.escape(w)));
+    }
+
+    @Option(names = "--file", paramLabel = "PATH", order = 0,
+            description = "the YAML config file (default: $LMCACHE_CONFIG_FILE, else none)")
+    private void file(String path) {
+        loader.file(Path.of(path));
+    }
+
+    @Option(names = "--set", paramLabel = "key=value", order = 1, description = "override a field as code would; the value "
+            + "is read like an LMCACHE_* variable (comma lists, JSON for extra_config, empty = unset); may be repeated")
+    private void set(String keyValue) {
+        int eq = keyValue.indexOf('=');
+        if (eq <= 0) {
+            throw new IllegalArgumentException("--set takes key=value, got '" + CliText.echo(keyValue) + "'");
+        }
+        loader.setText(keyValue.substring(0, eq).strip(), keyValue.substring(eq + 1), "--set");
+    }
+
+    @Override
+    public String unmatched(String arg) {
+        return "unexpected argument '" + CliText.echo(arg) + "'";
     }
 
     public static void main(String[] args) {
@@ -35,35 +62,11 @@ public final class ConfigCommand {
 
     /** The command without {@link System#exit}: returns the exit status. */
     static int run(List<String> args, Map<String, String> env, PrintStream out, PrintStream err) {
-        ConfigLoader.Builder loader = ConfigLoader.builder().environment(env)
-                .warnings(w -> err.println("lmcache4j config: warning: " + CliText.escape(w)));
-        for (int i = 0; i < args.size(); i++) {
-            String a = args.get(i);
-            String value;
-            if (a.equals("-h") || a.equals("--help")) {
-                out.println(USAGE);
-                return 0;
-            } else if (a.equals("--file") || a.equals("--set")) {
-                if (i + 1 >= args.size()) {
-                    return usageError(err, a + " needs a value");
-                }
-                value = args.get(++i);
-            } else if (a.startsWith("--file=") || a.startsWith("--set=")) {
-                value = a.substring(a.indexOf('=') + 1);
-                a = a.substring(0, a.indexOf('='));
-            } else {
-                return usageError(err, "unexpected argument '" + CliText.echo(a) + "'");
-            }
-            if (a.equals("--file")) {
-                loader.file(Path.of(value));
-            } else {
-                int eq = value.indexOf('=');
-                if (eq <= 0) {
-                    return usageError(err, "--set takes key=value, got '" + CliText.echo(value) + "'");
-                }
-                loader.setText(value.substring(0, eq).strip(), value.substring(eq + 1), "--set");
-            }
-        }
+        return CliMain.execute(new CommandLine(new ConfigCommand(env, out, err)), out, err, args.toArray(String[]::new));
+    }
+
+    @Override
+    public Integer call() {
         LMCacheEngineConfig config;
         try {
             config = loader.build();
@@ -77,9 +80,5 @@ public final class ConfigCommand {
                 + "; precedence: default < file < env < --set");
         config.describe().forEach(out::println);
         return 0;
-    }
-
-    private static int usageError(PrintStream err, String why) {
-        return CliMain.usageError(err, "config", why);
     }
 }

@@ -22,6 +22,9 @@ import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.remote.BadRemoteUrlException;
 import lmcache4j.engine.remote.RemoteUnavailableException;
 import lmcache4j.engine.storage.disk.DirectoryNotOwnedException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j demo}: lmcache4j's main job, end to end with no setup. A serving-engine
@@ -41,55 +44,96 @@ import lmcache4j.engine.storage.disk.DirectoryNotOwnedException;
  * failure ends with one line on stderr saying why. The progress bar goes to stderr; the report
  * (or JSON) to stdout.
  */
-public final class DemoCommand {
-    static final String USAGE = """
-            usage: ./lmcache4j demo [--requests N] [--cpu-gb X] [--layers N] [--seed S]
-                                    [--disk DIR | --no-disk] [--disk-gb X] [--remote URL] [--json] [--quiet]
-            Serves a generated workload (shared system prompts, multi-turn conversations, long documents
-            queried repeatedly) through lmcache4j's engine from a simulated serving engine with a paged KV
-            cache in host memory; verifies every retrieved byte against a deterministic KV model and
-            reports requests, hit rate, tokens reused, bytes verified, mismatches, store/retrieve GB/s
-            and memcpy GB/s measured in the same process, CPU-tier evictions, and the disk tier's chunks
-            written, read back (retrieve hits served from disk), evicted and recovered at start.
-              --requests N  requests to serve (default %d)
-              --cpu-gb X    the CPU tier, max_local_cpu_size in GiB (default %.1f: small enough to evict)
-              --layers N    attention layers of the model (default %d; %d KV heads × %d, bf16)
-              --seed S      the workload's random seed (default %d)
-              --disk DIR    the disk tier's directory (created if needed, kept): a second run with the same
-                            DIR recovers the chunks the first left there and serves them (default: a fresh
-                            temporary directory, deleted at the end)
-              --no-disk     no disk tier: the CPU tier only
-              --disk-gb X   the disk tier, max_local_disk_size in GiB (default %.1f: less than the workload
-                            stores, so it evicts too); O_DIRECT where the file system allows it
-              --remote URL  a remote tier shared with other processes: redis://host:port (also rediss://,
-                            redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j
-                            server) or fs:///shared/dir; a second demo
-                            pointed at the same remote hits what the first stored there
-              --json        print one JSON object instead of the report (no progress bar)
-              --quiet       no progress bar
-            Exit status: 0 when every retrieved byte matched (and the remote, if any, worked); 1 when the engine
-            returned wrong KV (bytes differ from the model), loaded fewer tokens than its lookup promised, or
-            failed its own health check, or when the run failed (one line says why); 2 for bad arguments,
-            including a malformed --remote URL and a --cpu-gb larger than the machine's available memory;
-            3 when --remote was given and the remote stored nothing (no put acknowledged, no chunk read
-            back) or never answered.
-            """.formatted(Settings.DEFAULT_REQUESTS, Settings.DEFAULT_CPU_GB, Settings.DEFAULT_LAYERS,
-            Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_SEED, Settings.DEFAULT_DISK_GB);
+@Command(name = "demo", description = {
+        "Serves a generated workload (shared system prompts, multi-turn conversations, long documents queried repeatedly) "
+                + "through lmcache4j's engine from a simulated serving engine with a paged KV cache in host memory; verifies "
+                + "every retrieved byte against a deterministic KV model and reports requests, hit rate, tokens reused, bytes "
+                + "verified, mismatches, store/retrieve GB/s and memcpy GB/s measured in the same process, CPU-tier evictions, "
+                + "and the disk tier's chunks written, read back (retrieve hits served from disk), evicted and recovered at start."},
+        footer = {"Exit status: 0 when every retrieved byte matched (and the remote, if any, worked); 1 when the engine returned "
+                + "wrong KV (bytes differ from the model), loaded fewer tokens than its lookup promised, or failed its own health "
+                + "check, or when the run failed (one line says why); 2 for bad arguments, including a malformed --remote URL and "
+                + "a --cpu-gb larger than the machine's available memory; 3 when --remote was given and the remote stored nothing "
+                + "(no put acknowledged, no chunk read back) or never answered."})
+public final class DemoCommand implements CliMain.Command {
+    private final PrintStream out;
+    private final PrintStream err;
+    private final ServingSimulator.AfterRetrieve afterRetrieve;
 
-    private DemoCommand() {
+    private int requests = Settings.DEFAULT_REQUESTS;
+    private double cpuGb = Settings.DEFAULT_CPU_GB;
+    private int layers = Settings.DEFAULT_LAYERS;
+    private long seed = Settings.DEFAULT_SEED;
+    private Path disk;
+    private double diskGb = Settings.DEFAULT_DISK_GB;
+    private String remote;
+
+    @Option(names = "--no-disk", order = 5, description = "no disk tier: the CPU tier only")
+    private boolean noDisk;
+
+    @Option(names = "--json", order = 8, description = "print one JSON object instead of the report (no progress bar)")
+    private boolean json;
+
+    @Option(names = "--quiet", order = 9, description = "no progress bar")
+    private boolean quiet;
+
+    private DemoCommand(PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
+        this.out = out;
+        this.err = err;
+        this.afterRetrieve = afterRetrieve;
+    }
+
+    @Option(names = "--requests", paramLabel = "N", order = 0, description = "requests to serve (default " + Settings.DEFAULT_REQUESTS + ")")
+    private void requests(String value) {
+        requests = (int) whole("--requests", value, 1, 10_000_000);
+    }
+
+    @Option(names = "--cpu-gb", paramLabel = "X", order = 1, description = "the CPU tier, max_local_cpu_size in GiB (default "
+            + Settings.DEFAULT_CPU_GB + ": small enough to evict)")
+    private void cpuGb(String value) {
+        cpuGb = decimal("--cpu-gb", value);
+    }
+
+    @Option(names = "--layers", paramLabel = "N", order = 2, description = "attention layers of the model (default "
+            + Settings.DEFAULT_LAYERS + "; " + Settings.DEFAULT_KV_HEADS + " KV heads × " + Settings.DEFAULT_HEAD_SIZE + ", bf16)")
+    private void layers(String value) {
+        layers = (int) whole("--layers", value, 1, 1024);
+    }
+
+    @Option(names = "--seed", paramLabel = "S", order = 3, description = "the workload's random seed (default " + Settings.DEFAULT_SEED + ")")
+    private void seed(String value) {
+        seed = whole("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
+    }
+
+    @Option(names = "--disk", paramLabel = "DIR", order = 4, description = "the disk tier's directory (created if needed, kept): "
+            + "a second run with the same DIR recovers the chunks the first left there and serves them (default: a fresh "
+            + "temporary directory, deleted at the end)")
+    private void disk(String value) {
+        if (value.isBlank()) {
+            throw new IllegalArgumentException("--disk needs a directory");
+        }
+        disk = Path.of(value);
+    }
+
+    @Option(names = "--disk-gb", paramLabel = "X", order = 6, description = "the disk tier, max_local_disk_size in GiB (default "
+            + Settings.DEFAULT_DISK_GB + ": less than the workload stores, so it evicts too); O_DIRECT where the file system allows it")
+    private void diskGb(String value) {
+        diskGb = decimal("--disk-gb", value);
+    }
+
+    @Option(names = "--remote", paramLabel = "URL", order = 7, description = "a remote tier shared with other processes: "
+            + "redis://host:port (also rediss://, redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j "
+            + "server) or fs:///shared/dir; a second demo pointed at the same remote hits what the first stored there")
+    private void remote(String value) {
+        if (value.indexOf("://") <= 0) {
+            throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
+                    + "fs:///shared/dir, got '" + CliText.echo(value) + "'");
+        }
+        remote = value;
     }
 
     public static void main(String[] args) {
         CliMain.exit("demo", () -> run(args, System.out, System.err));
-    }
-
-    /**
-     * Parsed options.
-     *
-     * @param disk   {@code --disk DIR}, or null
-     * @param noDisk {@code --no-disk}
-     */
-    record Options(Settings settings, boolean json, boolean quiet, Path disk, boolean noDisk, double diskGb) {
     }
 
     /** Exit status: bad arguments. */
@@ -104,25 +148,33 @@ public final class DemoCommand {
 
     /** As {@link #run(String[], PrintStream, PrintStream)}, showing every retrieve's KV to {@code afterRetrieve} before it is verified. */
     static int run(String[] args, PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
-        Options options;
+        return CliMain.execute(new CommandLine(new DemoCommand(out, err, afterRetrieve)), out, err, args);
+    }
+
+    @Override
+    public Integer call() {
+        Settings s;
         try {
-            options = parse(args);
-            requireMemoryFor(options.settings(), MachineMemory.read());
-        } catch (HelpRequested h) {
-            out.print(USAGE);
-            return 0;
+            s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
+                    Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb,
+                    remote);
+            if (disk != null && noDisk) {
+                throw new IllegalArgumentException("--disk and --no-disk exclude each other");
+            }
+            // Checks --disk-gb against the chunk size now (a usage error), before any directory is made.
+            s.withDisk(Path.of("."), diskGb);
+            requireMemoryFor(s, MachineMemory.read());
         } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, "demo", e.getMessage());
         }
         Path temporaryDisk = null;
-        Settings s = options.settings();
         try {
-            if (options.disk() != null) {
-                Files.createDirectories(options.disk());
-                s = s.withDisk(options.disk(), options.diskGb());
-            } else if (!options.noDisk()) {
+            if (disk != null) {
+                Files.createDirectories(disk);
+                s = s.withDisk(disk, diskGb);
+            } else if (!noDisk) {
                 temporaryDisk = Files.createTempDirectory("lmcache4j-demo-disk-");
-                s = s.withDisk(temporaryDisk, options.diskGb());
+                s = s.withDisk(temporaryDisk, diskGb);
             }
         } catch (IOException | IllegalArgumentException e) {
             err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "")
@@ -131,15 +183,14 @@ public final class DemoCommand {
             return EXIT_USAGE;
         }
         try {
-            return serve(s, options, out, err, afterRetrieve);
+            return serve(s);
         } finally {
             deleteQuietly(temporaryDisk, err);
         }
     }
 
-    private static int serve(Settings s, Options options, PrintStream out, PrintStream err,
-                             ServingSimulator.AfterRetrieve afterRetrieve) {
-        boolean bar = !options.quiet() && !options.json();
+    private int serve(Settings s) {
+        boolean bar = !quiet && !json;
         DemoReport report;
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
         // warnings and errors of lmcache4j's loggers get through while it runs.
@@ -147,7 +198,7 @@ public final class DemoCommand {
         Level previousLevel = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
         try (ServingSimulator simulator = new ServingSimulator(s, afterRetrieve)) {
-            if (!options.json()) {
+            if (!json) {
                 out.println("== lmcache4j demo: a serving engine's prefix cache, end to end ==");
                 out.println(machine());
                 out.println(DemoReport.describe(s, simulator.pagedCache().numBlocks(), simulator.pagedBytes()));
@@ -176,7 +227,7 @@ public final class DemoCommand {
         } finally {
             lmcacheLogs.setLevel(previousLevel);
         }
-        out.print(options.json() ? report.json() + System.lineSeparator() : report.text());
+        out.print(json ? report.json() + System.lineSeparator() : report.text());
         out.flush();
         DemoVerdict verdict = report.verdict();
         if (!verdict.passed()) {
@@ -226,85 +277,6 @@ public final class DemoCommand {
         return String.format(Locale.ROOT, "machine    JDK %s (%s), %d CPUs%ncuda       %s",
                 v, System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
                 MachineReport.describe(CudaRuntime.load()));
-    }
-
-    private static final class HelpRequested extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        HelpRequested() {
-            super(null, null, false, false);
-        }
-    }
-
-    static Options parse(String[] args) {
-        int requests = Settings.DEFAULT_REQUESTS;
-        double cpuGb = Settings.DEFAULT_CPU_GB;
-        int layers = Settings.DEFAULT_LAYERS;
-        long seed = Settings.DEFAULT_SEED;
-        boolean json = false;
-        boolean quiet = false;
-        Path disk = null;
-        boolean noDisk = false;
-        double diskGb = Settings.DEFAULT_DISK_GB;
-        String remote = null;
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            CliFlag flag = CliFlag.of(arg);
-            String name = flag.name();
-            String value = flag.value();
-            switch (name) {
-                case "-h", "--help" -> throw new HelpRequested();
-                case "--json", "--quiet", "--no-disk" -> {
-                    if (value != null) {
-                        throw new IllegalArgumentException(name + " takes no value, got '" + CliText.echo(arg) + "'");
-                    }
-                    switch (name) {
-                        case "--json" -> json = true;
-                        case "--quiet" -> quiet = true;
-                        default -> noDisk = true;
-                    }
-                }
-                case "--requests", "--cpu-gb", "--layers", "--seed", "--disk", "--disk-gb", "--remote" -> {
-                    if (value == null) {
-                        if (i + 1 >= args.length) {
-                            throw new IllegalArgumentException(name + " needs a value");
-                        }
-                        value = args[++i];
-                    }
-                    switch (name) {
-                        case "--requests" -> requests = (int) whole(name, value, 1, 10_000_000);
-                        case "--layers" -> layers = (int) whole(name, value, 1, 1024);
-                        case "--seed" -> seed = whole(name, value, Long.MIN_VALUE, Long.MAX_VALUE);
-                        case "--disk" -> {
-                            if (value.isBlank()) {
-                                throw new IllegalArgumentException("--disk needs a directory");
-                            }
-                            disk = Path.of(value);
-                        }
-                        case "--disk-gb" -> diskGb = decimal(name, value);
-                        case "--remote" -> {
-                            if (value.indexOf("://") <= 0) {
-                                throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
-                                        + "fs:///shared/dir, got '" + CliText.echo(value) + "'");
-                            }
-                            remote = value;
-                        }
-                        default -> cpuGb = decimal(name, value);
-                    }
-                }
-                default -> throw new IllegalArgumentException(arg.startsWith("-")
-                        ? "unknown option '" + CliText.echo(arg) + "'" : "unexpected argument '" + CliText.echo(arg) + "'");
-            }
-        }
-        Settings s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
-                Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb,
-                remote);
-        if (disk != null && noDisk) {
-            throw new IllegalArgumentException("--disk and --no-disk exclude each other");
-        }
-        // Checks --disk-gb against the chunk size now (a usage error), before any directory is made.
-        s.withDisk(Path.of("."), diskGb);
-        return new Options(s, json, quiet, disk, noDisk, diskGb);
     }
 
     private static long whole(String option, String value, long min, long max) {

@@ -8,6 +8,8 @@ import lmcache4j.bench.disk.DiskBench;
 import lmcache4j.bench.disk.DiskBench.Result;
 import lmcache4j.bench.disk.DiskBench.Settings;
 import lmcache4j.bench.json.ReportJson;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]}:
@@ -16,67 +18,76 @@ import lmcache4j.bench.json.ReportJson;
  * Progress goes to stderr; exit status 2 for a usage error, 1 when the benchmark fails or a chunk
  * read back from the tier differs from what was written.
  */
-public final class DiskBenchCommand {
+@Command(name = "disk", description = {"the disk tier's write and read GB/s against raw O_DIRECT FileChannel transfers.",
+                "Write and read of 256-token chunks of a Llama-3-8B-shaped KV (32 layers, 8 KV heads x 128, bf16, "
+                + "32 MiB per chunk) through the disk tier (LocalDiskBackend: batchedSubmitPut + awaitPuts, getBlocking; and "
+                + "its file layer ChunkFiles alone) against raw aligned FileChannel O_DIRECT writes and reads of the same "
+                + "bytes, in the same process and directory (target >= " + DiskBenchCommand.TARGET_RATIO + " of raw). Median "
+                + "of the measured runs after warmup; files are deleted after each step, so at most chunks x 32 MiB is on disk."})
+public final class DiskBenchCommand implements CliMain.Command {
     /** The fraction of raw O_DIRECT the tier should reach, writing and reading. */
     static final double TARGET_RATIO = 0.8;
 
-    static final String USAGE = """
-            usage: ./lmcache4j bench disk [--json] [--chunks N] [--runs N] [--warmup N] [--threads N] [--dir DIR]
-            disk    write and read of 256-token chunks of a Llama-3-8B-shaped KV (32 layers, 8 KV heads x 128,
-                    bf16, 32 MiB per chunk) through the disk tier (LocalDiskBackend: batchedSubmitPut +
-                    awaitPuts, getBlocking; and its file layer ChunkFiles alone) against raw aligned
-                    FileChannel O_DIRECT writes and reads of the same bytes, in the same process and
-                    directory (target >= %.2f of raw). Median of the measured runs after warmup; files are
-                    deleted after each step, so at most chunks x 32 MiB is on disk.
-              --json        print one JSON object (disk_write_gbps, disk_read_gbps, raw_write_gbps,
-                            raw_read_gbps, write_vs_raw, read_vs_raw, ...) instead of the table
-              --chunks N    chunks per write and read (default %d)
-              --runs N      measured runs (default %d)
-              --warmup N    unmeasured runs first (default %d)
-              --threads N   concurrent transfers, and the tier's io_threads (default %d, the engine's)
-              --dir DIR     where the files go (a temporary directory under DIR, deleted at the end;
-                            default java.io.tmpdir)
-            """.formatted(TARGET_RATIO, Settings.DEFAULT_CHUNKS, Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP,
-            Settings.DEFAULT_THREADS);
+    private final PrintStream out;
+    private final PrintStream err;
 
-    private DiskBenchCommand() {
+    @Option(names = "--json", order = 0, description = "print one JSON object (disk_write_gbps, disk_read_gbps, raw_write_gbps, "
+            + "raw_read_gbps, write_vs_raw, read_vs_raw, ...) instead of the table")
+    private boolean json;
+
+    private int chunks = Settings.DEFAULT_CHUNKS;
+    private int runs = Settings.DEFAULT_RUNS;
+    private int warmup = Settings.DEFAULT_WARMUP;
+    private int threads = Settings.DEFAULT_THREADS;
+    private Path dir;
+
+    DiskBenchCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Option(names = "--chunks", paramLabel = "N", order = 1, description = "chunks per write and read (default " + Settings.DEFAULT_CHUNKS + ")")
+    private void chunks(String value) {
+        chunks = StoreBenchCommand.intArg("--chunks", value, 1, 4096);
+    }
+
+    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
+    private void runs(String value) {
+        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+    }
+
+    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
+    private void warmup(String value) {
+        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+    }
+
+    @Option(names = "--threads", paramLabel = "N", order = 4, description = "concurrent transfers, and the tier's io_threads "
+            + "(default " + Settings.DEFAULT_THREADS + ", the engine's)")
+    private void threads(String value) {
+        threads = StoreBenchCommand.intArg("--threads", value, 1, 256);
+    }
+
+    @Option(names = "--dir", paramLabel = "DIR", order = 5, description = "where the files go (a temporary directory under DIR, "
+            + "deleted at the end; default java.io.tmpdir)")
+    private void dir(String value) {
+        dir = Path.of(value);
+        if (!java.nio.file.Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("--dir '" + CliText.echo(value) + "' is not a directory");
+        }
+    }
+
+    @Override
+    public String missingValue(String option) {
+        return option + (option.equals("--dir") ? " needs a directory" : " needs a value");
     }
 
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        boolean json = false;
+        return BenchCommand.run("disk", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
         Settings d = Settings.defaults();
-        int chunks = d.chunks();
-        int runs = d.runs();
-        int warmup = d.warmup();
-        int threads = d.threads();
-        Path dir = null;
-        try {
-            for (int i = 0; i < args.length; i++) {
-                switch (args[i]) {
-                    case "-h", "--help" -> {
-                        out.print(USAGE);
-                        return 0;
-                    }
-                    case "--json" -> json = true;
-                    case "--chunks" -> chunks = StoreBenchCommand.intArg(args, ++i, "--chunks", 1, 4096);
-                    case "--runs" -> runs = StoreBenchCommand.intArg(args, ++i, "--runs", 1, 1000);
-                    case "--warmup" -> warmup = StoreBenchCommand.intArg(args, ++i, "--warmup", 0, 1000);
-                    case "--threads" -> threads = StoreBenchCommand.intArg(args, ++i, "--threads", 1, 256);
-                    case "--dir" -> {
-                        if (++i >= args.length) {
-                            throw new IllegalArgumentException("--dir needs a directory");
-                        }
-                        dir = Path.of(args[i]);
-                        if (!java.nio.file.Files.isDirectory(dir)) {
-                            throw new IllegalArgumentException("--dir '" + CliText.echo(args[i]) + "' is not a directory");
-                        }
-                    }
-                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            return CliMain.usageError(err, "bench disk", e.getMessage());
-        }
         Result r;
         try {
             r = DiskBench.run(new Settings(chunks, runs, warmup, threads, dir, d.layers(), d.tokens(), d.hidden()), err);

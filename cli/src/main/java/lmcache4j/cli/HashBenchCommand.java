@@ -7,80 +7,89 @@ import lmcache4j.bench.hash.HashBench;
 import lmcache4j.bench.hash.HashBench.Result;
 import lmcache4j.bench.hash.HashBench.Settings;
 import lmcache4j.bench.json.ReportJson;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j bench hash [--json] [--tokens N] ...}: the chunk-hash benchmark
  * ({@link HashBench}) as a table, or one JSON object with {@code --json}; {@link BenchCommand}
  * dispatches here. Progress goes to stderr, the result to stdout; exit status 2 for a usage error.
  */
-public final class HashBenchCommand {
+@Command(name = "hash", description = {"the sha256_cbor prefix hash chain's tokens per second against bare SHA-256.",
+                "Tokens per second of the sha256_cbor prefix hash chain (CBOR encoding + SHA-256 per chunk, chained) "
+                + "over one token sequence, and its ratio to bare SHA-256 over the same CBOR bytes encoded beforehand (the "
+                + "limit, measured in the same process; target >= " + HashBenchCommand.TARGET_RATIO + "). Median of the "
+                + "measured runs, after warmup."})
+public final class HashBenchCommand implements CliMain.Command {
     /** The ratio to raw SHA-256 the chain should reach. */
     static final double TARGET_RATIO = 0.8;
 
-    static final String USAGE = """
-            usage: ./lmcache4j bench hash [--json] [--tokens N] [--chunk-size N] [--runs N] [--warmup N]
-            hash   tokens per second of the sha256_cbor prefix hash chain (CBOR encoding + SHA-256 per
-                   chunk, chained) over one token sequence, and its ratio to bare SHA-256 over the same
-                   CBOR bytes encoded beforehand (the limit, measured in the same process; target >= %.1f).
-                   Median of the measured runs, after warmup.
-              --json          print one JSON object (hash_tokens_per_s, hash_vs_raw_sha256, ...) instead of the table
-              --tokens N      tokens in the sequence (default %d)
-              --chunk-size N  tokens per chunk (default %d)
-              --runs N        measured runs (default %d), each at least %d ms
-              --warmup N      unmeasured runs first (default %d)
-            """.formatted(TARGET_RATIO, Settings.DEFAULT_TOKENS, Settings.DEFAULT_CHUNK_SIZE, Settings.DEFAULT_RUNS,
-            Settings.DEFAULT_MIN_RUN_NANOS / 1_000_000, Settings.DEFAULT_WARMUP);
+    private final PrintStream out;
+    private final PrintStream err;
 
-    private HashBenchCommand() {
+    @Option(names = "--json", order = 0,
+            description = "print one JSON object (hash_tokens_per_s, hash_vs_raw_sha256, ...) instead of the table")
+    private boolean json;
+
+    private int tokens = Settings.DEFAULT_TOKENS;
+    private int chunkSize = Settings.DEFAULT_CHUNK_SIZE;
+    private int runs = Settings.DEFAULT_RUNS;
+    private int warmup = Settings.DEFAULT_WARMUP;
+    private long minRunNanos = Settings.DEFAULT_MIN_RUN_NANOS;
+
+    HashBenchCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Option(names = "--tokens", paramLabel = "N", order = 1, description = "tokens in the sequence (default " + Settings.DEFAULT_TOKENS + ")")
+    private void tokens(String value) {
+        tokens = intArg("--tokens", value, 1);
+    }
+
+    @Option(names = "--chunk-size", paramLabel = "N", order = 2, description = "tokens per chunk (default " + Settings.DEFAULT_CHUNK_SIZE + ")")
+    private void chunkSize(String value) {
+        chunkSize = intArg("--chunk-size", value, 1);
+    }
+
+    @Option(names = "--runs", paramLabel = "N", order = 3, description = "measured runs (default " + Settings.DEFAULT_RUNS
+            + "), each at least " + Settings.DEFAULT_MIN_RUN_NANOS / 1_000_000 + " ms")
+    private void runs(String value) {
+        runs = intArg("--runs", value, 1);
+    }
+
+    @Option(names = "--warmup", paramLabel = "N", order = 4, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
+    private void warmup(String value) {
+        warmup = intArg("--warmup", value, 0);
+    }
+
+    @Option(names = "--min-run-ms", hidden = true) // for tests: shorter runs
+    private void minRunMs(String value) {
+        minRunNanos = intArg("--min-run-ms", value, 0) * 1_000_000L;
     }
 
     /** Runs {@code bench hash} with these arguments (those after {@code hash}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        boolean json = false;
-        Settings d = Settings.defaults();
-        int tokens = d.tokens();
-        int chunkSize = d.chunkSize();
-        int runs = d.runs();
-        int warmup = d.warmup();
-        long minRunNanos = d.minRunNanos();
-        try {
-            for (int i = 0; i < args.length; i++) {
-                switch (args[i]) {
-                    case "-h", "--help" -> {
-                        out.print(USAGE);
-                        return 0;
-                    }
-                    case "--json" -> json = true;
-                    case "--tokens" -> tokens = intArg(args, ++i, "--tokens", 1);
-                    case "--chunk-size" -> chunkSize = intArg(args, ++i, "--chunk-size", 1);
-                    case "--runs" -> runs = intArg(args, ++i, "--runs", 1);
-                    case "--warmup" -> warmup = intArg(args, ++i, "--warmup", 0);
-                    // For tests: shorter runs. Not in the usage text.
-                    case "--min-run-ms" -> minRunNanos = intArg(args, ++i, "--min-run-ms", 0) * 1_000_000L;
-                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            return CliMain.usageError(err, "bench hash", e.getMessage());
-        }
-        Result r = HashBench.run(new Settings(tokens, chunkSize, warmup, runs, minRunNanos, d.seed()), err);
+        return BenchCommand.run("hash", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
+        Result r = HashBench.run(new Settings(tokens, chunkSize, warmup, runs, minRunNanos, Settings.defaults().seed()), err);
         out.println(json ? json(r) : table(r));
         return 0;
     }
 
-    private static int intArg(String[] args, int i, String option, int min) {
-        if (i >= args.length) {
-            throw new IllegalArgumentException(option + " needs a value");
-        }
+    private static int intArg(String option, String value, int min) {
         try {
-            int v = Integer.parseInt(args[i]);
+            int v = Integer.parseInt(value);
             if (v >= min) {
                 return v;
             }
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(option + " '" + CliText.echo(args[i]) + "' must be an integer of at least " + min);
+        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer of at least " + min);
     }
 
     static String json(Result r) {

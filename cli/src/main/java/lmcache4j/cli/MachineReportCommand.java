@@ -1,14 +1,18 @@
 package lmcache4j.cli;
 
-/** {@code ./lmcache4j report}: prints {@link MachineReport}. */
-public final class MachineReportCommand {
-    static final String USAGE = """
-            usage: ./lmcache4j report
-            Prints what this machine offers lmcache4j: the JDK, the CUDA runtime, NUMA nodes, hugepages and
-            the memlock limit. Takes no arguments.
-            """;
+import java.io.PrintStream;
 
-    private MachineReportCommand() {
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code ./lmcache4j report}: prints {@link MachineReport}. */
+@Command(name = "report", description = {"Prints what this machine offers lmcache4j: the JDK, the CUDA runtime, NUMA nodes, "
+        + "hugepages and the memlock limit. Takes no arguments."})
+public final class MachineReportCommand implements CliMain.Command {
+    private final PrintStream out;
+
+    private MachineReportCommand(PrintStream out) {
+        this.out = out;
     }
 
     public static void main(String[] args) {
@@ -16,15 +20,17 @@ public final class MachineReportCommand {
     }
 
     /** Prints the report; returns the exit status (2 for any argument: it takes none). */
-    static int run(String[] args, java.io.PrintStream out, java.io.PrintStream err) {
-        if (args.length == 1 && (args[0].equals("-h") || args[0].equals("--help"))) {
-            out.print(USAGE);
-            return 0;
-        }
-        if (args.length > 0) {
-            err.println("lmcache4j report: takes no arguments, got '" + CliText.echo(String.join(" ", args)) + "'");
-            return 2;
-        }
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        return CliMain.execute(new CommandLine(new MachineReportCommand(out)), out, err, args);
+    }
+
+    @Override
+    public String unmatched(String arg) {
+        return "takes no arguments, got '" + CliText.echo(arg) + "'";
+    }
+
+    @Override
+    public Integer call() {
         MachineReport.print(out);
         return 0;
     }

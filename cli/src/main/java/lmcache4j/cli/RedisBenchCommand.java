@@ -7,6 +7,8 @@ import java.util.OptionalDouble;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.ReportJson;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import lmcache4j.bench.remote.RemoteBench;
 import lmcache4j.bench.remote.RemoteBench.Pair;
 import lmcache4j.bench.remote.RemoteBench.Result;
@@ -18,65 +20,71 @@ import lmcache4j.bench.remote.RemoteBench.Settings;
  * lm:// against the LmConnector itself ({@link RemoteBench}). Exit 0 whether or not targets are met;
  * 2 for a usage error; 1 when the benchmark fails or read back wrong bytes.
  */
-public final class RedisBenchCommand {
+@Command(name = "redis", description = {"the remote tier's put and get GB/s over redis-server and lm:// against their clients alone.",
+                "Put and get of 256-token Llama-3-8B chunks (KV_2LTD [2, 32, 256, 1024] bf16, 32 MiB) through the remote "
+                + "tier (RemoteBackend: batchedSubmitPut + awaitPuts, getBlocking from a thread per chunk) over a redis-server "
+                + "it starts on a free loopback port (--save '' --appendonly no --proto-max-bulk-len 1gb), against raw Lettuce "
+                + "SET/GET (ByteArrayCodec, every chunk in flight at once) of the same bytes in the same process (target >= "
+                + RedisBenchCommand.TARGET_RATIO + " of raw); redis-benchmark -t set,get -n 20 -d <chunk bytes> -q beside it "
+                + "when installed. Then the same over lm:// (an in-process LmCacheServer) against its ceiling: the same "
+                + "LmConnector's put/get called directly for every chunk at once, without the tier (target >= "
+                + RedisBenchCommand.TARGET_RATIO + ")."})
+public final class RedisBenchCommand implements CliMain.Command {
     static final double TARGET_RATIO = 0.8;
 
-    static final String USAGE = """
-            usage: ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N]
-                                           [--no-lm] [--no-redis-benchmark]
-            redis   put and get of 256-token Llama-3-8B chunks (KV_2LTD [2, 32, 256, 1024] bf16, 32 MiB) through
-                    the remote tier (RemoteBackend: batchedSubmitPut + awaitPuts, getBlocking from a thread per
-                    chunk) over a redis-server it starts on a free loopback port (--save '' --appendonly no
-                    --proto-max-bulk-len 1gb), against raw Lettuce SET/GET (ByteArrayCodec, every chunk in
-                    flight at once) of the same bytes in the same process (target >= %.1f of raw);
-                    redis-benchmark -t set,get -n 20 -d <chunk bytes> -q beside it when installed. Then the
-                    same over lm:// (an in-process LmCacheServer) against its ceiling: the same LmConnector's
-                    put/get called directly for every chunk at once, without the tier (target >= %.1f).
-              --json                print one JSON object (remote_put_gbps, remote_get_gbps, raw_set_gbps,
-                                    raw_get_gbps, put_vs_raw, get_vs_raw, lm_*, ...) instead of the table
-              --chunks N            chunks per put and get (default %d, 1..%d)
-              --runs N              measured runs (default %d)
-              --warmup N            unmeasured runs first (default %d)
-              --tokens N            tokens per chunk (default 256; smaller for quick checks)
-              --no-lm               skip the lm:// part
-              --no-redis-benchmark  do not run redis-benchmark
-            """.formatted(TARGET_RATIO, TARGET_RATIO, Settings.DEFAULT_CHUNKS, Settings.MAX_CHUNKS,
-            Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
+    private final PrintStream out;
+    private final PrintStream err;
 
-    private RedisBenchCommand() {
+    @Option(names = "--json", order = 0, description = "print one JSON object (remote_put_gbps, remote_get_gbps, raw_set_gbps, "
+            + "raw_get_gbps, put_vs_raw, get_vs_raw, lm_*, ...) instead of the table")
+    private boolean json;
+
+    private int chunks = Settings.DEFAULT_CHUNKS;
+    private int runs = Settings.DEFAULT_RUNS;
+    private int warmup = Settings.DEFAULT_WARMUP;
+    private int tokens = Settings.defaults().tokens();
+
+    @Option(names = "--no-lm", order = 5, description = "skip the lm:// part")
+    private boolean noLm;
+
+    @Option(names = "--no-redis-benchmark", order = 6, description = "do not run redis-benchmark")
+    private boolean noRedisBenchmark;
+
+    RedisBenchCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Option(names = "--chunks", paramLabel = "N", order = 1, description = "chunks per put and get (default "
+            + Settings.DEFAULT_CHUNKS + ", 1.." + Settings.MAX_CHUNKS + ")")
+    private void chunks(String value) {
+        chunks = StoreBenchCommand.intArg("--chunks", value, 1, Settings.MAX_CHUNKS);
+    }
+
+    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
+    private void runs(String value) {
+        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+    }
+
+    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
+    private void warmup(String value) {
+        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+    }
+
+    @Option(names = "--tokens", paramLabel = "N", order = 4, description = "tokens per chunk (default 256; smaller for quick checks)")
+    private void tokens(String value) {
+        tokens = StoreBenchCommand.intArg("--tokens", value, 1, 256);
     }
 
     /** Runs {@code bench redis} with these arguments (those after {@code redis}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        boolean json = false;
+        return BenchCommand.run("redis", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
         Settings d = Settings.defaults();
-        int chunks = d.chunks();
-        int runs = d.runs();
-        int warmup = d.warmup();
-        int tokens = d.tokens();
-        boolean lm = true;
-        boolean rb = true;
-        try {
-            for (int i = 0; i < args.length; i++) {
-                switch (args[i]) {
-                    case "-h", "--help" -> {
-                        out.print(USAGE);
-                        return 0;
-                    }
-                    case "--json" -> json = true;
-                    case "--no-lm" -> lm = false;
-                    case "--no-redis-benchmark" -> rb = false;
-                    case "--chunks" -> chunks = StoreBenchCommand.intArg(args, ++i, "--chunks", 1, Settings.MAX_CHUNKS);
-                    case "--runs" -> runs = StoreBenchCommand.intArg(args, ++i, "--runs", 1, 1000);
-                    case "--warmup" -> warmup = StoreBenchCommand.intArg(args, ++i, "--warmup", 0, 1000);
-                    case "--tokens" -> tokens = StoreBenchCommand.intArg(args, ++i, "--tokens", 1, 256);
-                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            return CliMain.usageError(err, "bench redis", e.getMessage());
-        }
-        Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), lm, rb);
+        Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), !noLm, !noRedisBenchmark);
         Result r;
         try {
             r = RemoteBench.run(s, err);

@@ -6,12 +6,14 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.server.lm.LmCacheServer;
 import lmcache4j.server.lm.LmServerLimits;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N] [limits]}:
@@ -19,48 +21,87 @@ import lmcache4j.server.lm.LmServerLimits;
  * gracefully. Exit status 0, 1 when the server cannot start, 2 for bad arguments (a
  * {@code --max-size} below 1 MiB or beyond the machine's memory included).
  */
-public final class ServerCommand {
-    static final String USAGE = """
-            usage: ./lmcache4j server [--host H] [--port N] [--max-size GB] [--token T] [--max-frame-mb N]
-                                      [--max-connections N] [--max-entries N] [--idle-timeout S] [--stall-timeout S]
-            Runs an lm:// cache server in the foreground until Ctrl-C / SIGTERM. It speaks LMCache's current
-            lm:// frames (lmcache/v1/protocol.py: 186-byte requests, 36-byte replies), so LMCache's own
-            client can use it, and lmcache4j's remote tier can use LMCache's server.
-              --host H             address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)
-              --port N             TCP port, 0 = any free port (default 65432)
-              --max-size GB        size of the off-heap payload pool, in 64 KiB pages, from 0.001 (1 MiB) to
-                                   the machine's memory; every entry is charged its pages plus 512 bytes, and
-                                   least recently used entries are evicted as the bytes of a new payload
-                                   arrive, never for bytes not yet sent (default 4)
-              --token T            shared secret clients must send first (lm://host:port?token=T); default
-                                   none. A wrong token is answered after 1 s, at most 10 a second in all.
-              --max-frame-mb N     largest payload one message may carry, in MiB (default 1024); larger
-                                   closes the connection
-              --max-connections N  connections served at once (default: half the open-file limit, at most
-                                   4096). At the limit the longest-idle connection (idle 2 s or more) is
-                                   closed to admit a new one; if none is idle the new one is closed at once
-              --max-entries N      entries stored at once (default: what a quarter of the heap holds at
-                                   1 KiB an entry); the least recently used go first
-              --idle-timeout S     close a connection with no request for S seconds (default 3600)
-              --stall-timeout S    close a connection whose request, reply or AUTH stops moving for S
-                                   seconds (default 30); a frame must also average at least 1 MiB/s
-            Limits that are reached are counted and printed with the statistics when the server stops.
-            Exit status: 0 after a graceful stop, 1 when the server cannot start, 2 for bad arguments.
-            """;
+@Command(name = "server", description = {
+        "Runs an lm:// cache server in the foreground until Ctrl-C / SIGTERM. It speaks LMCache's current lm:// frames "
+                + "(lmcache/v1/protocol.py: 186-byte requests, 36-byte replies), so LMCache's own client can use it, and "
+                + "lmcache4j's remote tier can use LMCache's server."},
+        footer = {"Limits that are reached are counted and printed with the statistics when the server stops.",
+                "Exit status: 0 after a graceful stop, 1 when the server cannot start, 2 for bad arguments."})
+public final class ServerCommand implements CliMain.Command {
+    private final PrintStream out;
+    private final PrintStream err;
+    private final CountDownLatch stop;
 
-    private ServerCommand() {
+    @Option(names = "--host", paramLabel = "H", order = 0,
+            description = "address to bind (default 127.0.0.1; use 0.0.0.0 to accept other machines)")
+    private String host = "127.0.0.1";
+
+    private int port = 65432;
+    private double gb = 4;
+    private String gbText = "4";
+    private Optional<String> token = Optional.empty();
+    private long frameMb = 1024;
+    private LmServerLimits limits = LmServerLimits.defaults();
+
+    private ServerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
+        this.out = out;
+        this.err = err;
+        this.stop = stop;
     }
 
-    record Options(String host, int port, long maxBytes, Optional<String> token, int maxFrameBytes,
-                   LmServerLimits limits) {
+    @Option(names = "--port", paramLabel = "N", order = 1, description = "TCP port, 0 = any free port (default 65432)")
+    private void port(String value) {
+        port = (int) number("--port", value, Integer::parseInt);
     }
 
-    static final class UsageException extends Exception {
-        private static final long serialVersionUID = 1L;
+    @Option(names = "--max-size", paramLabel = "GB", order = 2, description = "size of the off-heap payload pool, in 64 KiB "
+            + "pages, from 0.001 (1 MiB) to the machine's memory; every entry is charged its pages plus 512 bytes, and least "
+            + "recently used entries are evicted as the bytes of a new payload arrive, never for bytes not yet sent (default 4)")
+    private void maxSize(String value) {
+        gbText = CliText.echo(value);
+        gb = number("--max-size", value, Double::parseDouble);
+    }
 
-        UsageException(String message) {
-            super(message);
-        }
+    @Option(names = "--token", paramLabel = "T", order = 3, description = "shared secret clients must send first "
+            + "(lm://host:port?token=T); default none. A wrong token is answered after 1 s, at most 10 a second in all.")
+    private void token(String value) {
+        token = Optional.of(value);
+    }
+
+    @Option(names = "--max-frame-mb", paramLabel = "N", order = 4,
+            description = "largest payload one message may carry, in MiB (default 1024); larger closes the connection")
+    private void maxFrameMb(String value) {
+        frameMb = (long) number("--max-frame-mb", value, Long::parseLong);
+    }
+
+    @Option(names = "--max-connections", paramLabel = "N", order = 5, description = "connections served at once (default: "
+            + "half the open-file limit, at most 4096). At the limit the longest-idle connection (idle 2 s or more) is "
+            + "closed to admit a new one; if none is idle the new one is closed at once")
+    private void maxConnections(String value) {
+        limits = limits.withMaxConnections(positiveInt("--max-connections", value));
+    }
+
+    @Option(names = "--max-entries", paramLabel = "N", order = 6, description = "entries stored at once (default: what a "
+            + "quarter of the heap holds at 1 KiB an entry); the least recently used go first")
+    private void maxEntries(String value) {
+        limits = limits.withMaxEntries(positiveInt("--max-entries", value));
+    }
+
+    @Option(names = "--idle-timeout", paramLabel = "S", order = 7,
+            description = "close a connection with no request for S seconds (default 3600)")
+    private void idleTimeout(String value) {
+        limits = limits.withIdleTimeout(seconds("--idle-timeout", value));
+    }
+
+    @Option(names = "--stall-timeout", paramLabel = "S", order = 8, description = "close a connection whose request, reply "
+            + "or AUTH stops moving for S seconds (default 30); a frame must also average at least 1 MiB/s")
+    private void stallTimeout(String value) {
+        limits = limits.withStallTimeout(seconds("--stall-timeout", value));
+    }
+
+    @Override
+    public String unmatched(String arg) {
+        return "unknown argument '" + CliText.echo(arg) + "'";
     }
 
     public static void main(String[] args) {
@@ -77,26 +118,26 @@ public final class ServerCommand {
      * until {@code stop} is counted down instead of installing a shutdown hook (for tests).
      */
     static int run(String[] args, PrintStream out, PrintStream err, CountDownLatch stop) {
-        for (String a : args) {
-            if (a.equals("-h") || a.equals("--help")) {
-                out.print(USAGE);
-                return 0;
-            }
-        }
-        Options o;
-        InetAddress host;
+        return CliMain.execute(new CommandLine(new ServerCommand(out, err, stop)), out, err, args);
+    }
+
+    @Override
+    public Integer call() {
+        InetAddress address;
+        long maxBytes;
         try {
-            o = parse(args);
-            requireMemoryFor(o.maxBytes(), MachineMemory.read());
-            host = InetAddress.getByName(o.host());
-        } catch (UsageException e) {
+            maxBytes = validated();
+            requireMemoryFor(maxBytes, MachineMemory.read());
+            address = InetAddress.getByName(host);
+        } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, "server", e.getMessage());
         } catch (UnknownHostException e) {
             return CliMain.usageError(err, "server", "--host: unknown host: " + CliText.oneLine(e));
         }
+        int maxFrameBytes = (int) (frameMb << 20);
         LmCacheServer server;
         try {
-            server = LmCacheServer.start(host, o.port(), o.maxBytes(), o.token(), o.maxFrameBytes(), o.limits());
+            server = LmCacheServer.start(address, port, maxBytes, token, maxFrameBytes, limits);
         } catch (IOException | RuntimeException e) {
             return CliMain.failure(err, "server", "cannot start", e);
         }
@@ -115,8 +156,8 @@ public final class ServerCommand {
             Runtime.getRuntime().addShutdownHook(hook);
         }
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()
-                + " (max " + o.maxBytes() + " bytes, max frame " + o.maxFrameBytes() + " bytes"
-                + (o.token().isPresent() ? ", token required" : "") + "; " + server.describeLimits() + ")");
+                + " (max " + maxBytes + " bytes, max frame " + maxFrameBytes + " bytes"
+                + (token.isPresent() ? ", token required" : "") + "; " + server.describeLimits() + ")");
         out.flush();
         try {
             stopSignal.await();
@@ -138,89 +179,57 @@ public final class ServerCommand {
      * Refuses a payload pool larger than the machine's memory: the server would be killed when it
      * filled, long after it started.
      */
-    static void requireMemoryFor(long maxBytes, Optional<MachineMemory> machine) throws UsageException {
+    static void requireMemoryFor(long maxBytes, Optional<MachineMemory> machine) {
         if (machine.isPresent() && maxBytes > machine.get().totalBytes()) {
-            throw new UsageException("--max-size asks for a " + HostArenas.formatBytes(maxBytes)
+            throw new IllegalArgumentException("--max-size asks for a " + HostArenas.formatBytes(maxBytes)
                     + " payload pool, more than this machine's " + machine.get().describe());
         }
     }
 
-    static Options parse(String[] args) throws UsageException {
-        String host = "127.0.0.1";
-        int port = 65432;
-        double gb = 4;
-        String gbText = "4";
-        Optional<String> token = Optional.empty();
-        long frameMb = 1024;
-        LmServerLimits limits = LmServerLimits.defaults();
-        Set<String> known = Set.of("--host", "--port", "--max-size", "--token", "--max-frame-mb",
-                "--max-connections", "--max-entries", "--idle-timeout", "--stall-timeout");
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            CliFlag flag = CliFlag.of(arg);
-            String name = flag.name();
-            String value = flag.value();
-            if (!known.contains(name)) {
-                throw new UsageException("unknown argument '" + CliText.echo(arg) + "'");
-            }
-            if (value == null) {
-                if (i + 1 >= args.length) {
-                    throw new UsageException(name + " needs a value");
-                }
-                value = args[++i];
-            }
-            try {
-                switch (name) {
-                    case "--host" -> host = value;
-                    case "--port" -> port = Integer.parseInt(value);
-                    case "--max-size" -> {
-                        gbText = CliText.echo(value);
-                        gb = Double.parseDouble(value);
-                    }
-                    case "--token" -> token = Optional.of(value);
-                    case "--max-connections" -> limits = limits.withMaxConnections(positiveInt(name, value));
-                    case "--max-entries" -> limits = limits.withMaxEntries(positiveInt(name, value));
-                    case "--idle-timeout" -> limits = limits.withIdleTimeout(seconds(name, value));
-                    case "--stall-timeout" -> limits = limits.withStallTimeout(seconds(name, value));
-                    default -> frameMb = Long.parseLong(value);
-                }
-            } catch (NumberFormatException e) {
-                throw new UsageException(name + " needs a number, got '" + CliText.echo(value) + "'");
-            }
-        }
+    /** Checks the options against each other and returns the pool's size in bytes. */
+    private long validated() {
         if (port < 0 || port > 65535) {
-            throw new UsageException("--port must be 0..65535, got " + port);
+            throw new IllegalArgumentException("--port must be 0..65535, got " + port);
         }
         if (!(gb > 0) || Double.isInfinite(gb)) {
-            throw new UsageException("--max-size must be a positive number of GB, got " + gbText);
+            throw new IllegalArgumentException("--max-size must be a positive number of GB, got " + gbText);
         }
         if (gb * (1L << 30) < MIN_BYTES) {
-            throw new UsageException("--max-size " + gbText + " GB is less than 1 MiB (0.001): the pool could hold almost nothing");
+            throw new IllegalArgumentException("--max-size " + gbText + " GB is less than 1 MiB (0.001): the pool could hold almost nothing");
         }
         if (gb * (1L << 30) >= Long.MAX_VALUE) {
-            throw new UsageException("--max-size " + gbText + " GB is larger than any machine's memory");
+            throw new IllegalArgumentException("--max-size " + gbText + " GB is larger than any machine's memory");
         }
         if (frameMb < 1 || frameMb > 2047) {
-            throw new UsageException("--max-frame-mb must be 1..2047, got " + frameMb);
+            throw new IllegalArgumentException("--max-frame-mb must be 1..2047, got " + frameMb);
         }
         if (token.isPresent() && token.get().isEmpty()) {
-            throw new UsageException("--token must not be empty");
+            throw new IllegalArgumentException("--token must not be empty");
         }
-        return new Options(host, port, (long) (gb * (1L << 30)), token, (int) (frameMb << 20), limits);
+        return (long) (gb * (1L << 30));
     }
 
-    private static int positiveInt(String name, String value) throws UsageException {
-        int n = Integer.parseInt(value);
+    /** {@code value} parsed, or the problem that it is no number. */
+    private static double number(String name, String value, java.util.function.ToDoubleFunction<String> parse) {
+        try {
+            return parse.applyAsDouble(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " needs a number, got '" + CliText.echo(value) + "'");
+        }
+    }
+
+    private static int positiveInt(String name, String value) {
+        int n = (int) number(name, value, Integer::parseInt);
         if (n < 1) {
-            throw new UsageException(name + " must be at least 1, got " + n);
+            throw new IllegalArgumentException(name + " must be at least 1, got " + n);
         }
         return n;
     }
 
-    private static Duration seconds(String name, String value) throws UsageException {
-        double s = Double.parseDouble(value);
+    private static Duration seconds(String name, String value) {
+        double s = number(name, value, Double::parseDouble);
         if (!(s >= 0.001) || s > 365 * 86_400) {
-            throw new UsageException(name + " must be 0.001 to 31536000 seconds, got " + CliText.echo(value));
+            throw new IllegalArgumentException(name + " must be 0.001 to 31536000 seconds, got " + CliText.echo(value));
         }
         return Duration.ofNanos((long) (s * 1e9));
     }

@@ -5,6 +5,8 @@ import java.util.Locale;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.ReportJson;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import lmcache4j.bench.store.StoreBench;
 import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
@@ -15,57 +17,59 @@ import lmcache4j.bench.store.StoreBench.Settings;
  * JSON object; {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
  * exit status 2 for a usage error, 1 when the benchmark fails or the retrieved KV is wrong.
  */
-public final class StoreBenchCommand {
+@Command(name = "store", description = {"the engine's store and retrieve GB/s against MemorySegment.copy of the same bytes.",
+                "Store and retrieve of 256-token chunks of a Llama-3-8B-shaped KV (32 layers, 8 KV heads × 128, bf16, "
+                + "32 MiB per chunk) between a paged cache in host memory (16-token blocks, shuffled block table) and the "
+                + "engine's CPU tier through the host connector, against MemorySegment.copy of the same bytes in the same "
+                + "process: the same 32 KiB runs the copy plan moves (the limit the ratios use, target >= "
+                + StoreBenchCommand.TARGET_RATIO + "), and whole 32 MiB chunks. Median of the measured runs, after warmup."})
+public final class StoreBenchCommand implements CliMain.Command {
     /** The fraction of memcpy store and retrieve should reach (LMCache reaches about 0.88 of a raw copy). */
     static final double TARGET_RATIO = 0.85;
 
-    static final String USAGE = """
-            usage: ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]
-            store   store and retrieve of 256-token chunks of a Llama-3-8B-shaped KV (32 layers, 8 KV heads
-                    × 128, bf16, 32 MiB per chunk) between a paged cache in host memory (16-token blocks,
-                    shuffled block table) and the engine's CPU tier through the host connector, against
-                    MemorySegment.copy of the same bytes in the same process: the same 32 KiB runs the
-                    copy plan moves (the limit the ratios use, target >= %.2f), and whole 32 MiB chunks.
-                    Median of the measured runs, after warmup.
-              --json        print one JSON object (store_gbps, retrieve_gbps, memcpy_gbps, store_vs_memcpy,
-                            retrieve_vs_memcpy, ...) instead of the table
-              --chunks N    chunks per store and retrieve (default %d, %d MiB each; memory used is about
-                            5 x chunks x 32 MiB: paged cache twice, CPU tier, two memcpy buffers)
-              --runs N      measured runs (default %d)
-              --warmup N    unmeasured runs first (default %d)
-            """.formatted(TARGET_RATIO, Settings.DEFAULT_CHUNKS, Settings.defaults().chunkBytes() >> 20,
-            Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
+    private final PrintStream out;
+    private final PrintStream err;
 
-    private StoreBenchCommand() {
+    @Option(names = "--json", order = 0, description = "print one JSON object (store_gbps, retrieve_gbps, memcpy_gbps, "
+            + "store_vs_memcpy, retrieve_vs_memcpy, ...) instead of the table")
+    private boolean json;
+
+    private int chunks = Settings.DEFAULT_CHUNKS;
+    private int runs = Settings.DEFAULT_RUNS;
+    private int warmup = Settings.DEFAULT_WARMUP;
+
+    StoreBenchCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Option(names = "--chunks", paramLabel = "N", order = 1, description = "chunks per store and retrieve (default "
+            + Settings.DEFAULT_CHUNKS + ", 32 MiB each; memory used is about 5 x chunks x 32 MiB: paged cache twice, CPU tier, "
+            + "two memcpy buffers)")
+    private void chunks(String value) {
+        chunks = intArg("--chunks", value, 1, 4096);
+    }
+
+    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
+    private void runs(String value) {
+        runs = intArg("--runs", value, 1, 1000);
+    }
+
+    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
+    private void warmup(String value) {
+        warmup = intArg("--warmup", value, 0, 1000);
     }
 
     /** Runs {@code bench store} with these arguments (those after {@code store}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        boolean json = false;
-        Settings s = Settings.defaults();
-        int chunks = s.chunks();
-        int runs = s.runs();
-        int warmup = s.warmup();
-        try {
-            for (int i = 0; i < args.length; i++) {
-                switch (args[i]) {
-                    case "-h", "--help" -> {
-                        out.print(USAGE);
-                        return 0;
-                    }
-                    case "--json" -> json = true;
-                    case "--chunks" -> chunks = intArg(args, ++i, "--chunks", 1, 4096);
-                    case "--runs" -> runs = intArg(args, ++i, "--runs", 1, 1000);
-                    case "--warmup" -> warmup = intArg(args, ++i, "--warmup", 0, 1000);
-                    default -> throw new IllegalArgumentException("unknown option '" + CliText.echo(args[i]) + "'");
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            return CliMain.usageError(err, "bench store", e.getMessage());
-        }
+        return BenchCommand.run("store", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
         Result r;
         try {
-            r = StoreBench.run(s.withChunks(chunks).withRuns(runs, warmup), err);
+            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench store", "the benchmark failed", e);
         }
@@ -77,19 +81,17 @@ public final class StoreBenchCommand {
         return 0;
     }
 
-    static int intArg(String[] args, int i, String option, int min, int max) {
-        if (i >= args.length) {
-            throw new IllegalArgumentException(option + " needs a value");
-        }
+    /** {@code value} as an int from {@code min} to {@code max}, or the problem (the benchmarks' counts). */
+    static int intArg(String option, String value, int min, int max) {
         try {
-            int v = Integer.parseInt(args[i]);
+            int v = Integer.parseInt(value);
             if (v >= min && v <= max) {
                 return v;
             }
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(option + " '" + CliText.echo(args[i]) + "' must be an integer from " + min + " to " + max);
+        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer from " + min + " to " + max);
     }
 
     static String json(Result r) {

@@ -64,7 +64,7 @@ class AllocatorBenchCommandTest {
     void badOptionsExitWith2AndHelpWith0() {
         Run unknown = run("--fast");
         assertEquals(2, unknown.exit());
-        assertTrue(unknown.err().contains("unknown option '--fast'") && unknown.err().contains("./lmcache4j bench --help")
+        assertTrue(unknown.err().contains("unknown option '--fast'") && unknown.err().contains("./lmcache4j bench allocator --help")
                         && unknown.err().strip().lines().count() == 1,
                 unknown.err());
         assertEquals(2, run("--runs", "0").exit());

@@ -120,7 +120,7 @@ class KeysCommandTest {
     void helpPrintsTheUsage() {
         Run r = run("", Map.of(), "--help");
         assertEquals(0, r.exit());
-        assertTrue(r.out().startsWith("usage: ./lmcache4j keys --model NAME"), r.out());
+        assertTrue(r.out().startsWith("usage: ./lmcache4j keys "), r.out());
     }
 
     @Test

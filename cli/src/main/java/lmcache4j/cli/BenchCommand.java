@@ -127,25 +127,25 @@ public final class BenchCommand implements CliMain.Command {
         @Option(names = "--runs", paramLabel = "N", order = 1,
                 description = "measured replays per allocator (default " + AllocatorBench.Settings.DEFAULT_RUNS + ")")
         private void runs(String value) {
-            runs = (int) number("--runs", value, 1, 1_000);
+            runs = (int) OptionValues.wholeNumber("--runs", value, 1, 1_000);
         }
 
         @Option(names = "--warmup", paramLabel = "N", order = 2,
                 description = "unmeasured replays per allocator first (default " + AllocatorBench.Settings.DEFAULT_WARMUP + ")")
         private void warmup(String value) {
-            warmup = (int) number("--warmup", value, 0, 1_000);
+            warmup = (int) OptionValues.wholeNumber("--warmup", value, 0, 1_000);
         }
 
         @Option(names = "--ops", paramLabel = "N", order = 3, description = "allocate+free pairs in the steady phase of the "
                 + "trace (default " + AllocationTrace.Config.DEFAULT_STEADY_PAIRS + ")")
         private void ops(String value) {
-            ops = (int) number("--ops", value, 1, 100_000_000);
+            ops = (int) OptionValues.wholeNumber("--ops", value, 1, 100_000_000);
         }
 
         @Option(names = "--seed", paramLabel = "N", order = 4,
                 description = "the trace's random seed (default " + AllocationTrace.Config.DEFAULT_SEED + ")")
         private void seed(String value) {
-            seed = number("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
+            seed = OptionValues.wholeNumber("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
         }
 
         @Option(names = "--pool-mib", paramLabel = "N", order = 5, description = "the simulated pool in MiB (default "
@@ -153,7 +153,7 @@ public final class BenchCommand implements CliMain.Command {
                 + "the paged pool holds the peak live count / occupancy in pages; Netty and malloc touch about occupancy x "
                 + "pool of real memory")
         private void poolMib(String value) {
-            poolMib = number("--pool-mib", value, 256, 1L << 30);
+            poolMib = OptionValues.wholeNumber("--pool-mib", value, 256, 1L << 30);
         }
 
         @Option(names = "--only", paramLabel = "LIST", order = 6,
@@ -189,19 +189,6 @@ public final class BenchCommand implements CliMain.Command {
                 printTable(report, out);
             }
             return 0;
-        }
-
-        private static long number(String option, String value, long min, long max) {
-            long n;
-            try {
-                n = Long.parseLong(value.replace("_", ""));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
-            }
-            if (n < min || n > max) {
-                throw new IllegalArgumentException(option + " must be between " + min + " and " + max + ", got " + n);
-            }
-            return n;
         }
     }
 

@@ -85,7 +85,7 @@ public final class DemoCommand implements CliMain.Command {
 
     @Option(names = "--requests", paramLabel = "N", order = 0, description = "requests to serve (default " + Settings.DEFAULT_REQUESTS + ")")
     private void requests(String value) {
-        requests = (int) whole("--requests", value, 1, 10_000_000);
+        requests = (int) OptionValues.wholeNumber("--requests", value, 1, 10_000_000);
     }
 
     @Option(names = "--cpu-gb", paramLabel = "X", order = 1, description = "the CPU tier, max_local_cpu_size in GiB (default "
@@ -97,12 +97,12 @@ public final class DemoCommand implements CliMain.Command {
     @Option(names = "--layers", paramLabel = "N", order = 2, description = "attention layers of the model (default "
             + Settings.DEFAULT_LAYERS + "; " + Settings.DEFAULT_KV_HEADS + " KV heads × " + Settings.DEFAULT_HEAD_SIZE + ", bf16)")
     private void layers(String value) {
-        layers = (int) whole("--layers", value, 1, 1024);
+        layers = (int) OptionValues.wholeNumber("--layers", value, 1, 1024);
     }
 
     @Option(names = "--seed", paramLabel = "S", order = 3, description = "the workload's random seed (default " + Settings.DEFAULT_SEED + ")")
     private void seed(String value) {
-        seed = whole("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
+        seed = OptionValues.wholeNumber("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
     }
 
     @Option(names = "--disk", paramLabel = "DIR", order = 4, description = "the disk tier's directory (created if needed, kept): "
@@ -277,19 +277,6 @@ public final class DemoCommand implements CliMain.Command {
         return String.format(Locale.ROOT, "machine    JDK %s (%s), %d CPUs%ncuda       %s",
                 v, System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
                 MachineReport.describe(CudaRuntime.load()));
-    }
-
-    private static long whole(String option, String value, long min, long max) {
-        long n;
-        try {
-            n = Long.parseLong(value.replace("_", ""));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " needs a whole number, got '" + CliText.echo(value) + "'");
-        }
-        if (n < min || n > max) {
-            throw new IllegalArgumentException(option + " must be between " + min + " and " + max + ", got " + n);
-        }
-        return n;
     }
 
     /** The most GiB a size option takes: 1 PiB, far beyond any tier, well within a byte count. */

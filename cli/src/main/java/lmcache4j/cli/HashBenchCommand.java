@@ -44,28 +44,28 @@ public final class HashBenchCommand implements CliMain.Command {
 
     @Option(names = "--tokens", paramLabel = "N", order = 1, description = "tokens in the sequence (default " + Settings.DEFAULT_TOKENS + ")")
     private void tokens(String value) {
-        tokens = intArg("--tokens", value, 1);
+        tokens = OptionValues.intAtLeast("--tokens", value, 1);
     }
 
     @Option(names = "--chunk-size", paramLabel = "N", order = 2, description = "tokens per chunk (default " + Settings.DEFAULT_CHUNK_SIZE + ")")
     private void chunkSize(String value) {
-        chunkSize = intArg("--chunk-size", value, 1);
+        chunkSize = OptionValues.intAtLeast("--chunk-size", value, 1);
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 3, description = "measured runs (default " + Settings.DEFAULT_RUNS
             + "), each at least " + Settings.DEFAULT_MIN_RUN_NANOS / 1_000_000 + " ms")
     private void runs(String value) {
-        runs = intArg("--runs", value, 1);
+        runs = OptionValues.intAtLeast("--runs", value, 1);
     }
 
     @Option(names = "--warmup", paramLabel = "N", order = 4, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
     private void warmup(String value) {
-        warmup = intArg("--warmup", value, 0);
+        warmup = OptionValues.intAtLeast("--warmup", value, 0);
     }
 
     @Option(names = "--min-run-ms", hidden = true) // for tests: shorter runs
     private void minRunMs(String value) {
-        minRunNanos = intArg("--min-run-ms", value, 0) * 1_000_000L;
+        minRunNanos = OptionValues.intAtLeast("--min-run-ms", value, 0) * 1_000_000L;
     }
 
     /** Runs {@code bench hash} with these arguments (those after {@code hash}); returns the exit status. */
@@ -78,18 +78,6 @@ public final class HashBenchCommand implements CliMain.Command {
         Result r = HashBench.run(new Settings(tokens, chunkSize, warmup, runs, minRunNanos, Settings.defaults().seed()), err);
         out.println(json ? json(r) : table(r));
         return 0;
-    }
-
-    private static int intArg(String option, String value, int min) {
-        try {
-            int v = Integer.parseInt(value);
-            if (v >= min) {
-                return v;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer of at least " + min);
     }
 
     static String json(Result r) {

@@ -58,12 +58,12 @@ public final class KeysCommand implements CliMain.Command {
 
     @Option(names = "--world-size", paramLabel = "N", order = 1, description = "tensor-parallel world size (default 1)")
     private void worldSize(String value) {
-        worldSize = positive("--world-size", value, 1);
+        worldSize = OptionValues.intAtLeast("--world-size", value, 1);
     }
 
     @Option(names = "--worker-id", paramLabel = "N", order = 2, description = "this worker's rank, below the world size (default 0)")
     private void workerId(String value) {
-        workerId = positive("--worker-id", value, 0);
+        workerId = OptionValues.intAtLeast("--worker-id", value, 0);
     }
 
     @Option(names = "--dtype", paramLabel = "D", order = 3,
@@ -79,7 +79,7 @@ public final class KeysCommand implements CliMain.Command {
 
     @Option(names = "--chunk-size", paramLabel = "N", order = 4, description = "tokens per chunk (default 256)")
     private void chunkSize(String value) {
-        chunkSize = positive("--chunk-size", value, 1);
+        chunkSize = OptionValues.intAtLeast("--chunk-size", value, 1);
     }
 
     public static void main(String[] args) {
@@ -134,18 +134,6 @@ public final class KeysCommand implements CliMain.Command {
         out.print(sb);
         out.flush();
         return 0;
-    }
-
-    private static int positive(String option, String value, int min) {
-        try {
-            int v = Integer.parseInt(value);
-            if (v >= min) {
-                return v;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer of at least " + min);
     }
 
     /** Token ids from {@code in}: non-negative ints separated by whitespace and/or commas, optionally in [ ]. */

@@ -1,12 +1,18 @@
 package lmcache4j.cli;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.function.ToDoubleFunction;
+import java.util.stream.Collectors;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.ReportJson;
+import lmcache4j.engine.remote.redis.RedisLayout;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import lmcache4j.bench.remote.RemoteBench;
@@ -16,8 +22,10 @@ import lmcache4j.bench.remote.RemoteBench.Settings;
 
 /**
  * {@code ./lmcache4j bench redis [--json] [--chunks N] [--runs N] [--warmup N] [--tokens N] [--no-lm]
- * [--no-redis-benchmark]}: the remote tier against raw Lettuce over a local redis-server, and over
- * lm:// against the LmConnector itself ({@link RemoteBench}). Exit 0 whether or not targets are met;
+ * [--no-redis-benchmark] [--split-part-mb N] [--split-connections N] [--cluster-masters N,N|none]}: the remote
+ * tier against raw Lettuce over a local redis-server, the split Redis layout against LMCache's single-value
+ * one (same server, same runs, and on Redis Clusters of the given sizes), and lm:// against the
+ * LmConnector itself ({@link RemoteBench}). Exit 0 whether or not targets are met;
  * 2 for a usage error; 1 when the benchmark fails or read back wrong bytes.
  */
 @Command(name = "redis", description = {"the remote tier's put and get GB/s over redis-server and lm:// against their clients alone.",
@@ -26,11 +34,16 @@ import lmcache4j.bench.remote.RemoteBench.Settings;
                 + "it starts on a free loopback port (--save '' --appendonly no --proto-max-bulk-len 1gb), against raw Lettuce "
                 + "SET/GET (ByteArrayCodec, every chunk in flight at once) of the same bytes in the same process (target >= "
                 + RedisBenchCommand.TARGET_RATIO + " of raw); redis-benchmark -t set,get -n 20 -d <chunk bytes> -q beside it "
-                + "when installed. Then the same over lm:// (an in-process LmCacheServer) against its ceiling: the same "
+                + "when installed. The split layout (parts of --split-part-mb over --split-connections connections plus a "
+                + "manifest) through the tier on the same server in the same runs (target split get >= "
+                + RedisBenchCommand.SPLIT_TARGET + " x the single-value layout's), then both layouts on Redis Clusters of "
+                + "--cluster-masters masters it starts on loopback ports. Then the same over lm:// (an in-process LmCacheServer) against its ceiling: the same "
                 + "LmConnector's put/get called directly for every chunk at once, without the tier (target >= "
                 + RedisBenchCommand.TARGET_RATIO + ")."})
 public final class RedisBenchCommand implements CliMain.Command {
     static final double TARGET_RATIO = 0.8;
+    /** The split layout's get against the single-value layout's, on one standalone Redis (issue 16). */
+    static final double SPLIT_TARGET = 2.0;
 
     private final PrintStream out;
     private final PrintStream err;
@@ -49,6 +62,10 @@ public final class RedisBenchCommand implements CliMain.Command {
 
     @Option(names = "--no-redis-benchmark", order = 6, description = "do not run redis-benchmark")
     private boolean noRedisBenchmark;
+
+    private int splitPartMb = RedisLayout.DEFAULT_PART_MB;
+    private int splitConnections = RedisLayout.DEFAULT_CONNECTIONS;
+    private List<Integer> clusterMasters = Settings.DEFAULT_CLUSTER_MASTERS;
 
     RedisBenchCommand(PrintStream out, PrintStream err) {
         this.out = out;
@@ -76,6 +93,32 @@ public final class RedisBenchCommand implements CliMain.Command {
         tokens = StoreBenchCommand.intArg("--tokens", value, 1, 256);
     }
 
+    @Option(names = "--split-part-mb", paramLabel = "N", order = 7, description = "the split layout's part size in MiB (default "
+            + RedisLayout.DEFAULT_PART_MB + ", " + RedisLayout.MIN_PART_MB + ".." + RedisLayout.MAX_PART_MB + ")")
+    private void splitPartMb(String value) {
+        splitPartMb = StoreBenchCommand.intArg("--split-part-mb", value, RedisLayout.MIN_PART_MB, RedisLayout.MAX_PART_MB);
+    }
+
+    @Option(names = "--split-connections", paramLabel = "N", order = 8, description = "the split layout's connections (default "
+            + RedisLayout.DEFAULT_CONNECTIONS + ", 1.." + RedisLayout.MAX_CONNECTIONS + ")")
+    private void splitConnections(String value) {
+        splitConnections = StoreBenchCommand.intArg("--split-connections", value, 1, RedisLayout.MAX_CONNECTIONS);
+    }
+
+    @Option(names = "--cluster-masters", paramLabel = "N,N|none", order = 9, description = "sizes of the Redis Clusters to "
+            + "measure both layouts on, each started on loopback ports (default 1,3; each 1..8; none skips them)")
+    private void clusterMasters(String value) {
+        if (value.equals("none")) {
+            clusterMasters = List.of();
+            return;
+        }
+        List<Integer> sizes = new ArrayList<>();
+        for (String v : value.split(",", -1)) {
+            sizes.add(StoreBenchCommand.intArg("--cluster-masters", v, 1, 8));
+        }
+        clusterMasters = List.copyOf(sizes);
+    }
+
     /** Runs {@code bench redis} with these arguments (those after {@code redis}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         return BenchCommand.run("redis", args, out, err);
@@ -84,7 +127,8 @@ public final class RedisBenchCommand implements CliMain.Command {
     @Override
     public Integer call() {
         Settings d = Settings.defaults();
-        Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), !noLm, !noRedisBenchmark);
+        Settings s = new Settings(chunks, runs, warmup, d.layers(), tokens, d.hidden(), !noLm, !noRedisBenchmark,
+                splitPartMb, splitConnections, clusterMasters);
         Result r;
         try {
             r = RemoteBench.run(s, err);
@@ -118,6 +162,22 @@ public final class RedisBenchCommand implements CliMain.Command {
                 .number("raw_get_gbps", raw.getGbps(), 3)
                 .number("put_vs_raw", t.putGbps() / raw.putGbps(), 3)
                 .number("get_vs_raw", t.getGbps() / raw.getGbps(), 3)
+                .number("split_put_gbps", r.redisSplit().putGbps(), 3)
+                .number("split_get_gbps", r.redisSplit().getGbps(), 3)
+                .number("split_vs_single", r.redisSplit().getGbps() / t.getGbps(), 3)
+                .number("split_put_vs_single", r.redisSplit().putGbps() / t.putGbps(), 3)
+                .number("split_target", SPLIT_TARGET, 2)
+                .bool("split_get_meets_target", r.redisSplit().getGbps() / t.getGbps() >= SPLIT_TARGET)
+                .integer("split_part_bytes", (long) s.splitPartMb() << 20)
+                .integer("split_connections", s.splitConnections())
+                .string("cluster_masters", r.cluster().stream().map(c -> Integer.toString(c.masters()))
+                        .collect(Collectors.joining(",")))
+                .numbers("cluster_single_put_gbps", clusterMedians(r, c -> c.single().putGbps()), 3)
+                .numbers("cluster_single_get_gbps", clusterMedians(r, c -> c.single().getGbps()), 3)
+                .numbers("cluster_split_put_gbps", clusterMedians(r, c -> c.split().putGbps()), 3)
+                .numbers("cluster_split_get_gbps", clusterMedians(r, c -> c.split().getGbps()), 3)
+                .number("cluster_split_get_scaling", clusterScaling(r, c -> c.split().getGbps()), 3)
+                .number("cluster_single_get_scaling", clusterScaling(r, c -> c.single().getGbps()), 3)
                 .number("target_ratio", TARGET_RATIO, 2)
                 .bool("put_meets_target", t.putGbps() / raw.putGbps() >= TARGET_RATIO)
                 .bool("get_meets_target", t.getGbps() / raw.getGbps() >= TARGET_RATIO)
@@ -143,7 +203,9 @@ public final class RedisBenchCommand implements CliMain.Command {
                 .numbers("runs_remote_put_gbps", t.put(), 3)
                 .numbers("runs_remote_get_gbps", t.get(), 3)
                 .numbers("runs_raw_set_gbps", raw.put(), 3)
-                .numbers("runs_raw_get_gbps", raw.get(), 3);
+                .numbers("runs_raw_get_gbps", raw.get(), 3)
+                .numbers("runs_split_put_gbps", r.redisSplit().put(), 3)
+                .numbers("runs_split_get_gbps", r.redisSplit().get(), 3);
         r.lmTier().ifPresent(p -> j.numbers("runs_lm_put_gbps", p.put(), 3).numbers("runs_lm_get_gbps", p.get(), 3));
         r.lmCeiling().ifPresent(p -> j.numbers("runs_lm_ceiling_put_gbps", p.put(), 3).numbers("runs_lm_ceiling_get_gbps", p.get(), 3));
         return j.string("redis_version", r.redisVersion())
@@ -154,8 +216,27 @@ public final class RedisBenchCommand implements CliMain.Command {
                         + "a thread per chunk); raw_*: Lettuce ByteArrayCodec SET/GET of the same bytes, every chunk in "
                         + "flight at once on one connection; lm_*: RemoteBackend over LmConnector (pool 4) to an in-process "
                         + "LmCacheServer; lm_ceiling_*: the same LmConnector's put/get directly, every chunk at once, no tier; "
-                        + "redis_benchmark_*_gbps = its requests/s x chunk_bytes")
+                        + "redis_benchmark_*_gbps = its requests/s x chunk_bytes; split_*: the same tier over the split "
+                        + "layout (split_part_bytes parts over split_connections connections, manifest last) on the same "
+                        + "server in the same runs, split_vs_single = split_get_gbps / remote_get_gbps; cluster_*: both "
+                        + "layouts through the tier on Redis Clusters of cluster_masters masters (one value per size), "
+                        + "*_scaling = the largest cluster's get GB/s / the smallest's")
                 .toString();
+    }
+
+    /** One median per cluster size, in the order measured. */
+    private static double[] clusterMedians(Result r, ToDoubleFunction<RemoteBench.ClusterRun> f) {
+        return r.cluster().stream().mapToDouble(f).toArray();
+    }
+
+    /** The largest cluster's figure over the smallest's; empty with fewer than two sizes. */
+    private static Optional<Double> clusterScaling(Result r, ToDoubleFunction<RemoteBench.ClusterRun> f) {
+        if (r.cluster().size() < 2) {
+            return Optional.empty();
+        }
+        RemoteBench.ClusterRun small = r.cluster().stream().min(Comparator.comparingInt(RemoteBench.ClusterRun::masters)).orElseThrow();
+        RemoteBench.ClusterRun large = r.cluster().stream().max(Comparator.comparingInt(RemoteBench.ClusterRun::masters)).orElseThrow();
+        return Optional.of(f.applyAsDouble(large) / f.applyAsDouble(small));
     }
 
     static String table(Result r) {
@@ -170,6 +251,10 @@ public final class RedisBenchCommand implements CliMain.Command {
         double gr = r.redisTier().getGbps() / r.redisRaw().getGbps();
         row(sb, "redis tier put (RemoteBackend/RedisConnector)", r.redisTier().putGbps(), pr, TARGET_RATIO);
         row(sb, "redis tier get", r.redisTier().getGbps(), gr, TARGET_RATIO);
+        Pair sp = r.redisSplit();
+        String layout = String.format(Locale.ROOT, "%d MiB parts, %d conns", s.splitPartMb(), s.splitConnections());
+        row(sb, "split layout put (" + layout + ") vs single", sp.putGbps(), sp.putGbps() / r.redisTier().putGbps(), 0);
+        row(sb, "split layout get vs single", sp.getGbps(), sp.getGbps() / r.redisTier().getGbps(), SPLIT_TARGET);
         row(sb, "raw Lettuce SET (the limit)", r.redisRaw().putGbps(), Double.NaN, 0);
         row(sb, "raw Lettuce GET (the limit)", r.redisRaw().getGbps(), Double.NaN, 0);
         RemoteBench.RedisBenchmark rb = r.redisBenchmark();
@@ -180,6 +265,13 @@ public final class RedisBenchCommand implements CliMain.Command {
                     rb.getRps().getAsDouble() * s.chunkBytes() / 1e9, Double.NaN, 0);
         }
         sb.append("  redis-benchmark: ").append(rb.note()).append('\n');
+        for (RemoteBench.ClusterRun c : r.cluster()) {
+            String on = "cluster of " + c.masters() + (c.masters() == 1 ? " master" : " masters");
+            row(sb, on + ": single layout put", c.single().putGbps(), Double.NaN, 0);
+            row(sb, on + ": single layout get", c.single().getGbps(), Double.NaN, 0);
+            row(sb, on + ": split layout put", c.split().putGbps(), Double.NaN, 0);
+            row(sb, on + ": split layout get", c.split().getGbps(), Double.NaN, 0);
+        }
         if (r.lmTier().isPresent()) {
             Pair t = r.lmTier().get();
             Pair c = r.lmCeiling().orElseThrow();
@@ -195,6 +287,6 @@ public final class RedisBenchCommand implements CliMain.Command {
     private static void row(StringBuilder sb, String name, double gbps, double ratio, double target) {
         sb.append(String.format(Locale.ROOT, "  %-50s %8.2f %8s %s%n", name, gbps,
                 Double.isNaN(ratio) ? "" : String.format(Locale.ROOT, "%.3f", ratio),
-                Double.isNaN(ratio) ? "" : (ratio >= target ? "pass" : "FAIL") + " (target >= " + target + ")"));
+                Double.isNaN(ratio) || target <= 0 ? "" : (ratio >= target ? "pass" : "FAIL") + " (target >= " + target + ")"));
     }
 }

@@ -7,6 +7,8 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,7 +48,9 @@ import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.redis.RedisClusterProcesses;
 import lmcache4j.engine.remote.redis.RedisConnector;
+import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.redis.RedisServerProcess;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.server.lm.LmCacheServer;
@@ -78,15 +82,31 @@ public final class RemoteBench {
     static final int ALIGN = 4096;
     static final double TIMEOUT_SECS = 120;
 
+    /**
+     * @param splitPartMb      the split layout's part size (MiB)
+     * @param splitConnections the split layout's connections
+     * @param clusterMasters   the sizes of the Redis Clusters to measure both layouts on, one after the other (none: skip)
+     */
     public record Settings(int chunks, int runs, int warmup, int layers, int tokens, int hidden, boolean lm,
-                           boolean redisBenchmark) {
+                           boolean redisBenchmark, int splitPartMb, int splitConnections, List<Integer> clusterMasters) {
         public static final int DEFAULT_CHUNKS = 16;
         public static final int DEFAULT_RUNS = 5;
         public static final int DEFAULT_WARMUP = 1;
         public static final int MAX_CHUNKS = 60; // max_inflight_mb <= 2047
+        public static final List<Integer> DEFAULT_CLUSTER_MASTERS = List.of(1, 3);
+
+        public Settings {
+            clusterMasters = List.copyOf(clusterMasters);
+            RedisLayout.split(splitPartMb, splitConnections); // checks the ranges
+        }
 
         public static Settings defaults() {
-            return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 256, 8 * 128, true, true);
+            return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 256, 8 * 128, true, true,
+                    RedisLayout.DEFAULT_PART_MB, RedisLayout.DEFAULT_CONNECTIONS, DEFAULT_CLUSTER_MASTERS);
+        }
+
+        public RedisLayout splitLayout() {
+            return RedisLayout.split(splitPartMb, splitConnections);
         }
 
         public TensorShape shape() {
@@ -117,8 +137,17 @@ public final class RemoteBench {
     public record RedisBenchmark(OptionalDouble setRps, OptionalDouble getRps, String note) {
     }
 
-    public record Result(Settings settings, String redisVersion, Pair redisTier, Pair redisRaw, RedisBenchmark redisBenchmark,
-                         Optional<Pair> lmTier, Optional<Pair> lmCeiling, long mismatches) {
+    /** Both layouts' tier figures on a Redis Cluster of {@code masters} masters. */
+    public record ClusterRun(int masters, Pair single, Pair split) {
+    }
+
+    /**
+     * @param redisSplit the tier over the split layout, on the same server and in the same runs as {@code redisTier}
+     * @param cluster    one entry per {@link Settings#clusterMasters()}
+     */
+    public record Result(Settings settings, String redisVersion, Pair redisTier, Pair redisSplit, Pair redisRaw,
+                         RedisBenchmark redisBenchmark, List<ClusterRun> cluster, Optional<Pair> lmTier,
+                         Optional<Pair> lmCeiling, long mismatches) {
     }
 
     private RemoteBench() {
@@ -172,13 +201,16 @@ public final class RemoteBench {
             long[] mismatches = {0};
             String version = RedisServerProcess.version();
             Pair redisTier;
+            Pair redisSplit;
             Pair redisRaw;
             RedisBenchmark rb;
             try (RedisServerProcess server = RedisServerProcess.start(List.of("--proto-max-bulk-len", "1gb"))) {
                 progress.printf(Locale.ROOT, "redis-server %s on 127.0.0.1:%d%n", version, server.port());
                 long inflightMb = Math.min(2047, (bytes >> 20) + 64);
-                RedisConnector connector = RedisConnector.connect(URI.create("redis://127.0.0.1:" + server.port()
-                        + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000) + "&max_inflight_mb=" + inflightMb));
+                URI url = URI.create("redis://127.0.0.1:" + server.port() + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000)
+                        + "&max_inflight_mb=" + inflightMb);
+                RedisConnector connector = RedisConnector.connect(url);
+                RedisConnector splitConnector = RedisConnector.connect(url, s.splitLayout());
                 byte[][] raw = new byte[s.chunks()][];
                 byte[][] rawKeys = new byte[s.chunks()][];
                 for (int i = 0; i < s.chunks(); i++) {
@@ -188,11 +220,12 @@ public final class RemoteBench {
                 ClientResources resources = ClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
                 RedisClient client = RedisClient.create(resources);
                 try (RemoteBackend tier = new RemoteBackend(connector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
+                     RemoteBackend splitTier = new RemoteBackend(splitConnector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
                      StatefulRedisConnection<byte[], byte[]> conn = client.connect(ByteArrayCodec.INSTANCE,
                              RedisURI.builder().withHost("127.0.0.1").withPort(server.port())
                                      .withTimeout(Duration.ofSeconds((long) TIMEOUT_SECS)).build())) {
                     RedisAsyncCommands<byte[], byte[]> async = conn.async();
-                    double[][] r = new double[4][s.runs()];
+                    double[][] r = new double[6][s.runs()];
                     for (int run = 0; run < s.warmup() + s.runs(); run++) {
                         int m = run - s.warmup();
                         boolean last = run == s.warmup() + s.runs() - 1;
@@ -226,27 +259,34 @@ public final class RemoteBench {
                         double rg = gbps(bytes, System.nanoTime() - t0);
                         // the tier
                         Pair t = tierRun(s, tier, keys, src, pool, last, mismatches);
+                        Pair sp = tierRun(s, splitTier, keys, src, pool, last, mismatches);
                         if (m >= 0) {
                             r[0][m] = t.put()[0];
                             r[1][m] = t.get()[0];
                             r[2][m] = rs;
                             r[3][m] = rg;
+                            r[4][m] = sp.put()[0];
+                            r[5][m] = sp.get()[0];
                         }
-                        progress.printf(Locale.ROOT, "redis %s %d: tier put %.2f get %.2f GB/s; raw Lettuce SET %.2f GET %.2f GB/s%n",
-                                m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1, t.put()[0], t.get()[0], rs, rg);
+                        progress.printf(Locale.ROOT, "redis %s %d: tier put %.2f get %.2f GB/s; split layout put %.2f get %.2f "
+                                + "GB/s; raw Lettuce SET %.2f GET %.2f GB/s%n", m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1,
+                                t.put()[0], t.get()[0], sp.put()[0], sp.get()[0], rs, rg);
                     }
-                    RemoteBackend.Stats st = tier.stats();
-                    if (st.failedPuts() != 0 || st.droppedPuts() != 0) {
-                        throw new IllegalStateException("the redis tier failed or dropped puts: " + st);
-                    }
+                    requireNoFailedPuts("redis", tier);
+                    requireNoFailedPuts("redis split layout", splitTier);
                     redisTier = new Pair(r[0], r[1]);
                     redisRaw = new Pair(r[2], r[3]);
+                    redisSplit = new Pair(r[4], r[5]);
                 } finally {
                     client.shutdown();
                     resources.shutdown();
                 }
                 rb = s.redisBenchmark() ? redisBenchmark(server.port(), s.chunkBytes(), progress)
                         : new RedisBenchmark(OptionalDouble.empty(), OptionalDouble.empty(), "not run (--no-redis-benchmark)");
+            }
+            List<ClusterRun> cluster = new ArrayList<>();
+            for (int masters : s.clusterMasters()) {
+                cluster.add(clusterRun(s, masters, cpu, keys, src, pool, mismatches, progress));
             }
             Optional<Pair> lmTier = Optional.empty();
             Optional<Pair> lmCeiling = Optional.empty();
@@ -301,16 +341,62 @@ public final class RemoteBench {
                             progress.printf(Locale.ROOT, "lm %s %d: tier put %.2f get %.2f GB/s; LmConnector direct put %.2f get %.2f GB/s%n",
                                     m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1, t.put()[0], t.get()[0], cp, cg);
                         }
-                        RemoteBackend.Stats st = tier.stats();
-                        if (st.failedPuts() != 0 || st.droppedPuts() != 0) {
-                            throw new IllegalStateException("the lm:// tier failed or dropped puts: " + st);
-                        }
+                        requireNoFailedPuts("lm://", tier);
                         lmTier = Optional.of(new Pair(r[0], r[1]));
                         lmCeiling = Optional.of(new Pair(r[2], r[3]));
                     }
                 }
             }
-            return new Result(s, version, redisTier, redisRaw, rb, lmTier, lmCeiling, mismatches[0]);
+            return new Result(s, version, redisTier, redisSplit, redisRaw, rb, cluster, lmTier, lmCeiling, mismatches[0]);
+        }
+    }
+
+    /**
+     * Both layouts on a Redis Cluster of {@code masters} masters started for the purpose on loopback
+     * ports: the tier over each, in the same runs.
+     */
+    private static ClusterRun clusterRun(Settings s, int masters, LocalCpuBackend cpu, List<CacheEngineKey> keys,
+                                         List<MemoryObj> src, ExecutorService pool, long[] mismatches,
+                                         PrintStream progress) throws Exception {
+        Path dir = Files.createTempDirectory("lmcache4j-redisbench-cluster-");
+        try (RedisClusterProcesses redis = RedisClusterProcesses.start(dir, masters)) {
+            progress.printf(Locale.ROOT, "redis cluster of %d masters on %s%n", masters, redis.url());
+            long inflightMb = Math.min(2047, (s.totalBytes() >> 20) + 64);
+            URI url = URI.create(redis.url() + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000) + "&max_inflight_mb=" + inflightMb);
+            try (RemoteBackend single = new RemoteBackend(RedisConnector.connect(url), cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
+                 RemoteBackend split = new RemoteBackend(RedisConnector.connect(url, s.splitLayout()), cpu, TIMEOUT_SECS, 3600,
+                         TIMEOUT_SECS)) {
+                double[][] r = new double[4][s.runs()];
+                for (int run = 0; run < s.warmup() + s.runs(); run++) {
+                    int m = run - s.warmup();
+                    boolean last = run == s.warmup() + s.runs() - 1;
+                    Pair t = tierRun(s, single, keys, src, pool, last, mismatches);
+                    Pair sp = tierRun(s, split, keys, src, pool, last, mismatches);
+                    if (m >= 0) {
+                        r[0][m] = t.put()[0];
+                        r[1][m] = t.get()[0];
+                        r[2][m] = sp.put()[0];
+                        r[3][m] = sp.get()[0];
+                    }
+                    progress.printf(Locale.ROOT, "redis cluster x%d %s %d: tier put %.2f get %.2f GB/s; split layout put %.2f "
+                            + "get %.2f GB/s%n", masters, m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1, t.put()[0],
+                            t.get()[0], sp.put()[0], sp.get()[0]);
+                }
+                requireNoFailedPuts("redis cluster", single);
+                requireNoFailedPuts("redis cluster split layout", split);
+                return new ClusterRun(masters, new Pair(r[0], r[1]), new Pair(r[2], r[3]));
+            }
+        } finally {
+            try (var files = Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
+    }
+
+    private static void requireNoFailedPuts(String what, RemoteBackend tier) {
+        RemoteBackend.Stats st = tier.stats();
+        if (st.failedPuts() != 0 || st.droppedPuts() != 0) {
+            throw new IllegalStateException("the " + what + " tier failed or dropped puts: " + st);
         }
     }
 

@@ -82,17 +82,28 @@ public final class RedisConnector implements RemoteConnector {
             task.run();
         }
     };
-    private final AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>> connection =
-            new AtomicReference<>();
+    /** The layout's connections, each opened lazily and made again after a failed attempt. */
+    private final List<AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>>> connections;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final RedisLayout layout;
+    /** The split layout's operations; null for LMCache's single-value layout, which this class implements itself. */
+    private final SplitChunkStore split;
 
-    private RedisConnector(String url, RedisEndpoint endpoint, Duration timeout, int maxInflightBytes, boolean writeChecksum) {
+    private RedisConnector(String url, RedisEndpoint endpoint, Duration timeout, int maxInflightBytes, boolean writeChecksum,
+                           RedisLayout layout) {
         this.url = url;
         this.endpoint = endpoint;
         this.timeout = timeout;
         this.maxInflightBytes = maxInflightBytes;
         this.writeChecksum = writeChecksum;
         this.inflight = new Semaphore(maxInflightBytes);
+        this.layout = layout;
+        List<AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>>> c = new ArrayList<>();
+        for (int i = 0; i < layout.connections(); i++) {
+            c.add(new AtomicReference<>());
+        }
+        this.connections = List.copyOf(c);
+        this.split = layout instanceof RedisLayout.Split s ? new SplitChunkStore(url, s, this::commands, callbacks, timeout) : null;
     }
 
     /**
@@ -111,7 +122,18 @@ public final class RedisConnector implements RemoteConnector {
      * @throws IllegalArgumentException naming what is wrong with the URI
      */
     public static RedisConnector connect(URI uri) {
+        return connect(uri, RedisLayout.single());
+    }
+
+    /**
+     * As {@link #connect(URI)}, storing chunks in {@code layout} ({@code extra_config.redis_layout}):
+     * LMCache's single-value layout, or the split layout of parts plus a manifest over several connections.
+     *
+     * @throws IllegalArgumentException naming what is wrong with the URI
+     */
+    public static RedisConnector connect(URI uri, RedisLayout layout) {
         Objects.requireNonNull(uri, "uri");
+        Objects.requireNonNull(layout, "layout");
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
         boolean sentinel = scheme.equals("redis-sentinel");
         boolean cluster = scheme.equals("redis-cluster");
@@ -242,7 +264,7 @@ public final class RedisConnector implements RemoteConnector {
             b.withDatabase(db).withTimeout(timeout);
             endpoint = new RedisEndpoint.Standalone(withCredentials(b, userInfo).build(), timeout, tlsCaFile);
         }
-        return new RedisConnector(shown, endpoint, timeout, maxInflightMb << 20, checksum);
+        return new RedisConnector(shown, endpoint, timeout, maxInflightMb << 20, checksum, layout);
     }
 
     /** {@code b} with the URL's {@code user:pass} or {@code pass} (percent-decoded), if any. */
@@ -298,7 +320,18 @@ public final class RedisConnector implements RemoteConnector {
 
     // ---- connection ----------------------------------------------------------------------------
 
+    /** The layout in use. */
+    public RedisLayout layout() {
+        return layout;
+    }
+
     private CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>> commands() {
+        return commands(0);
+    }
+
+    /** The commands of connection {@code index} of the layout's connections. */
+    private CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>> commands(int index) {
+        AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>> connection = connections.get(index);
         if (closed.get()) {
             return CompletableFuture.failedFuture(new IllegalStateException("redis connector " + url + " is closed"));
         }
@@ -354,6 +387,9 @@ public final class RedisConnector implements RemoteConnector {
     @Override
     public CompletableFuture<Boolean> exists(CacheKey key) {
         try {
+            if (split != null) {
+                return off(split.exists(key));
+            }
             byte[] metaKey = metadataKey(key);
             return off(commands().thenCompose(c -> c.exists(metaKey).toCompletableFuture()).thenApply(n -> n != null && n > 0));
         } catch (RuntimeException e) {
@@ -374,26 +410,9 @@ public final class RedisConnector implements RemoteConnector {
                         + (maxInflightBytes - inflight.availablePermits()) + " bytes of puts in flight, limit "
                         + maxInflightBytes + " (max_inflight_mb); put of " + payload.byteSize() + " bytes dropped"));
             }
-            byte[] payloadKey = payloadKey(key);
-            byte[] metaKey = metadataKey(key);
-            ByteBuffer body = payload.asByteBuffer();
             CompletableFuture<Void> done;
             try {
-                // The CRC (about 1 ms for a 32 MiB chunk) runs on a virtual thread: puts are asynchronous,
-                // and the caller is the engine's store path.
-                CompletableFuture<ByteBuffer> metadataValue = writeChecksum
-                        ? CompletableFuture.supplyAsync(() -> ByteBuffer.wrap(MetadataTrailer.metadataValue(metadata, payload)), callbacks)
-                        : CompletableFuture.completedFuture(ByteBuffer.wrap(metadata.toBytes()));
-                done = metadataValue.thenCompose(head -> commands().thenCompose(c -> {
-                    // Payload first, so that a visible metadata implies a payload: one server applies
-                    // pipelined commands in order; a cluster may route the two keys to two nodes.
-                    CompletableFuture<String> p = c.set(payloadKey, body).toCompletableFuture();
-                    if (!endpoint.ordersPipelinedCommands()) {
-                        return p.thenCompose(ok -> c.set(metaKey, head).toCompletableFuture()).thenApply(ok -> null);
-                    }
-                    CompletableFuture<String> m = c.set(metaKey, head).toCompletableFuture();
-                    return CompletableFuture.allOf(p, m);
-                }));
+                done = split != null ? split.put(key, metadata, payload) : putSingle(key, metadata, payload);
             } catch (RuntimeException e) {
                 inflight.release(permits);
                 throw e;
@@ -405,9 +424,34 @@ public final class RedisConnector implements RemoteConnector {
         }
     }
 
+    /** A put in LMCache's layout: the payload value, then the metadata value. */
+    private CompletableFuture<Void> putSingle(CacheKey key, RemoteMetadata metadata, MemorySegment payload) {
+        byte[] payloadKey = payloadKey(key);
+        byte[] metaKey = metadataKey(key);
+        ByteBuffer body = payload.asByteBuffer();
+        // The CRC (about 1 ms for a 32 MiB chunk) runs on a virtual thread: puts are asynchronous,
+        // and the caller is the engine's store path.
+        CompletableFuture<ByteBuffer> metadataValue = writeChecksum
+                ? CompletableFuture.supplyAsync(() -> ByteBuffer.wrap(MetadataTrailer.metadataValue(metadata, payload)), callbacks)
+                : CompletableFuture.completedFuture(ByteBuffer.wrap(metadata.toBytes()));
+        return metadataValue.thenCompose(head -> commands().thenCompose(c -> {
+            // Payload first, so that a visible metadata implies a payload: one server applies
+            // pipelined commands in order; a cluster may route the two keys to two nodes.
+            CompletableFuture<String> p = c.set(payloadKey, body).toCompletableFuture();
+            if (!endpoint.ordersPipelinedCommands()) {
+                return p.thenCompose(ok -> c.set(metaKey, head).toCompletableFuture()).thenApply(ok -> null);
+            }
+            CompletableFuture<String> m = c.set(metaKey, head).toCompletableFuture();
+            return CompletableFuture.allOf(p, m);
+        }));
+    }
+
     @Override
     public CompletableFuture<Optional<MemoryObj>> get(CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
         try {
+            if (split != null) {
+                return off(split.get(key, allocate));
+            }
             byte[] payloadKey = payloadKey(key);
             byte[] metaKey = metadataKey(key);
             CompletableFuture<Optional<MemoryObj>> result = commands().thenCompose(c -> c.get(metaKey).toCompletableFuture()
@@ -477,6 +521,9 @@ public final class RedisConnector implements RemoteConnector {
     @Override
     public CompletableFuture<Boolean> remove(CacheKey key) {
         try {
+            if (split != null) {
+                return off(split.remove(key));
+            }
             byte[] payloadKey = payloadKey(key);
             byte[] metaKey = metadataKey(key);
             return off(commands().thenCompose(c -> c.del(metaKey, payloadKey).toCompletableFuture())
@@ -505,9 +552,11 @@ public final class RedisConnector implements RemoteConnector {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        CompletableFuture<StatefulConnection<byte[], ByteBuffer>> c = connection.getAndSet(null);
-        if (c != null) {
-            c.thenAccept(StatefulConnection::close);
+        for (AtomicReference<CompletableFuture<StatefulConnection<byte[], ByteBuffer>>> connection : connections) {
+            CompletableFuture<StatefulConnection<byte[], ByteBuffer>> c = connection.getAndSet(null);
+            if (c != null) {
+                c.thenAccept(StatefulConnection::close);
+            }
         }
         endpoint.shutdown();
         executor.shutdown();

@@ -13,9 +13,9 @@ import java.util.List;
 import java.util.stream.Collectors;
 
 /**
- * A real Redis Cluster of {@code masters} masters on loopback ports, for tests: {@code redis-server}s in
- * cluster mode, the 16384 slots split in three ranges, joined with {@code CLUSTER MEET}; ready when
- * every node reports {@code cluster_state:ok}. Each node's cluster bus gets its own free port
+ * A real Redis Cluster of {@code masters} masters on loopback ports, for the tests and the remote
+ * benchmark: {@code redis-server}s in cluster mode, the 16384 slots split in {@code masters} equal
+ * ranges, joined with {@code CLUSTER MEET}; ready when every node reports {@code cluster_state:ok}. Each node's cluster bus gets its own free port
  * ({@code --cluster-port}) rather than port + 10000, which may be taken or out of range.
  */
 public final class RedisClusterProcesses implements AutoCloseable {

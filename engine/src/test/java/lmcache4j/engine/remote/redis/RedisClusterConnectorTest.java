@@ -150,6 +150,51 @@ class RedisClusterConnectorTest {
      * and new puts and gets work again.
      */
     @Test
+    @org.junit.jupiter.api.Order(2)
+    void theSplitLayoutSpreadsEachChunksPartsOverEveryMaster() throws Exception {
+        int parts = RedisSplitLayoutTest.PARTS;
+        try (lmcache4j.allocator.tensor.TensorMemoryAllocator pool = RedisSplitLayoutTest.pool(8);
+             RedisConnector r = RedisConnector.connect(URI.create(cluster.url() + "?timeout_ms=3000"), RedisLayout.split(1, 2))) {
+            List<MemoryObj> stored = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                CacheEngineKey key = TestChunks.key(2000 + i);
+                MemoryObj obj = RedisSplitLayoutTest.chunk(pool, i);
+                stored.add(obj);
+                RedisConnectorTest.await(r.put(key, RemoteMetadata.forObject(obj), obj.segment()));
+                java.util.Set<Integer> masters = new java.util.HashSet<>();
+                for (int p = 0; p < parts; p++) {
+                    String partKey = new String(SplitKeys.part(key, p, parts), StandardCharsets.UTF_8);
+                    int node = owner(partKey);
+                    assertTrue(existsOn(node, partKey), partKey + " is not on the master that owns its slot");
+                    masters.add(node);
+                }
+                assertEquals(MASTERS, masters.size(), "the parts of chunk " + i + " sit on masters " + masters + " only");
+            }
+            for (int i = 0; i < 6; i++) {
+                MemoryObj back = RedisConnectorTest.await(r.get(TestChunks.key(2000 + i),
+                        m -> RedisSplitLayoutTest.alloc(pool, m))).orElseThrow();
+                RedisSplitLayoutTest.assertSameBytes(stored.get(i), back);
+                back.release();
+            }
+            // A stale part on one master is a miss that deletes the chunk's keys on all of them.
+            CacheEngineKey stale = TestChunks.key(2000);
+            String part2 = new String(SplitKeys.part(stale, 2, parts), StandardCharsets.UTF_8);
+            RedisClusterProcesses.command(cluster.nodes().get(owner(part2)).port(), "SETRANGE", part2, "100", "x");
+            assertTrue(RedisConnectorTest.await(r.get(stale, m -> RedisSplitLayoutTest.alloc(pool, m))).isEmpty());
+            assertFalse(RedisConnectorTest.await(r.exists(stale)));
+            for (int i = 1; i < 6; i++) {
+                assertTrue(RedisConnectorTest.await(r.remove(TestChunks.key(2000 + i))));
+            }
+            long keys = 0;
+            for (int n = 0; n < MASTERS; n++) {
+                keys += dbsize(n);
+            }
+            assertEquals(0, keys, "a part or manifest was left on some master");
+            stored.forEach(MemoryObj::release);
+        }
+    }
+
+    @Test
     @org.junit.jupiter.api.Order(3)
     void aMasterKilledThenRestartedLosesOnlyItsChunksAndServesAgain() throws Exception {
         int victim = 1;

@@ -20,6 +20,7 @@ import lmcache4j.engine.config.DiskTierSettings;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnectors;
+import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
@@ -84,7 +85,8 @@ final class EngineTiers {
      * its scheme names, storing objects through the {@link RemoteSerde} {@code remote_serde} names.
      */
     static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
-        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(remote.url()), memory,
+        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(remote.url(),
+                RedisLayout.of(remote.redisLayout(), remote.redisSplitPartMb(), remote.redisSplitConnections())), memory,
                 remote.blockingTimeoutSecs(), remote.pingIntervalSecs(), remote.pingTimeoutSecs(),
                 remote.readsAsWorkerZero(metadata.mla(), metadata.worldSize(), metadata.workerId()),
                 RemoteSerde.forName(remote.serde())));

@@ -33,10 +33,16 @@ class RemoteTierEngineTest {
     }
 
     private static LMCacheEngine engine(String remoteUrl, String serde) {
+        return engine(remoteUrl, serde, Map.of());
+    }
+
+    private static LMCacheEngine engine(String remoteUrl, String serde, Map<String, Object> extraConfig) {
         double chunkGb = SyntheticKv.model().chunkBytes(CHUNK) / (double) (1L << 30);
+        Map<String, Object> extra = new java.util.HashMap<>(Map.of("ping_interval", 0.05, "ping_timeout", 1));
+        extra.putAll(extraConfig);
         LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
                 .set("max_local_cpu_size", 8 * chunkGb).set("remote_url", remoteUrl).set("remote_serde", serde).set("hash_seed", "0")
-                .set("blocking_timeout_secs", 2).set("extra_config", Map.of("ping_interval", 0.05, "ping_timeout", 1))
+                .set("blocking_timeout_secs", 2).set("extra_config", extra)
                 .build();
         return LMCacheEngine.create(config, SyntheticKv.model(), KvConnector.host(), List.of());
     }
@@ -109,6 +115,31 @@ class RemoteTierEngineTest {
                 SyntheticKv.compute(kv, tokens, slots, 0, 192);
                 first.store(tokens, null, kv, slots, Map.of());
                 remote(first).awaitPuts();
+                assertEquals(192, second.lookup(tokens, Map.of(), null));
+                PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+                assertTrue(second.retrieve(tokens, null, target, slots, Map.of(), null)[191]);
+                assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 192));
+            }
+        }
+    }
+
+    @Test
+    void extraConfigRedisLayoutSplitStoresManifestsAndPartsThatASecondEngineReads() throws Exception {
+        int[] tokens = SyntheticKv.tokens(192, 36);
+        long[] slots = SyntheticKv.slots(192, BLOCKS, 36);
+        Map<String, Object> split = Map.of("redis_layout", "split", "redis_split_part_mb", 1, "redis_split_connections", 2);
+        try (var redis = lmcache4j.engine.remote.redis.RedisServerProcess.start();
+             var raw = io.lettuce.core.RedisClient.create(redis.url());
+             var rawConnection = raw.connect()) {
+            try (Arena arena = Arena.ofShared(); LMCacheEngine first = engine(redis.url(), "naive", split);
+                 LMCacheEngine second = engine(redis.url(), "naive", split)) {
+                PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+                SyntheticKv.compute(kv, tokens, slots, 0, 192);
+                first.store(tokens, null, kv, slots, Map.of());
+                remote(first).awaitPuts();
+                List<String> keys = rawConnection.sync().keys("*");
+                assertEquals(6, keys.size(), "a manifest and one part for each of 3 chunks: " + keys);
+                assertEquals(3, keys.stream().filter(k -> k.endsWith("@l4js.m")).count(), keys.toString());
                 assertEquals(192, second.lookup(tokens, Map.of(), null));
                 PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
                 assertTrue(second.retrieve(tokens, null, target, slots, Map.of(), null)[191]);

@@ -52,6 +52,19 @@ public final class ExtraConfigKey<T> {
                 Optional.of(defaultValue), description);
     }
 
+    /** A key whose value is a whole number from {@code min} to {@code max}. */
+    static ExtraConfigKey<Integer> countIn(String name, int min, int max, int defaultValue, String description) {
+        return new ExtraConfigKey<>(name, "a whole number from " + min + " to " + max,
+                v -> v instanceof Long n && n >= min && n <= max, v -> ((Long) v).intValue(), Optional.of(defaultValue),
+                description);
+    }
+
+    /** A key whose value is one of {@code choices} (a string, as written). */
+    static ExtraConfigKey<String> choice(String name, java.util.List<String> choices, String defaultValue, String description) {
+        return new ExtraConfigKey<>(name, "one of " + choices, v -> v instanceof String t && choices.contains(t),
+                String.class::cast, Optional.of(defaultValue), description);
+    }
+
     /** A key whose value is a mapping, checked by the rule that reads it. */
     static ExtraConfigKey<Map<?, ?>> mapping(String name, String description) {
         return new ExtraConfigKey<>(name, "a mapping", v -> true, v -> (Map<?, ?>) v, Optional.empty(), description);

@@ -37,6 +37,15 @@ public final class ExtraConfigKeys {
     public static final ExtraConfigKey<Boolean> REMOTE_MLA_WORKER_ID_AS0 = ExtraConfigKey.bool(
             "remote_enable_mla_worker_id_as0", Optional.empty(), "LMCache's: workers other than 0 read worker 0's "
                     + "remote copy and write nothing; unset: on for an MLA model");
+    public static final ExtraConfigKey<String> REDIS_LAYOUT = ExtraConfigKey.choice("redis_layout",
+            java.util.List.of("single", "split"), "single", "lmcache4j: how a redis remote_url stores a chunk: single "
+                    + "(LMCache's <key>kv_bytes + <key>metadata, readable by LMCache) or split (parts of "
+                    + "redis_split_part_mb plus a manifest written last, fetched over redis_split_connections connections "
+                    + "and spread over a cluster's masters; lmcache4j only, beside LMCache's keys in one Redis)");
+    public static final ExtraConfigKey<Integer> REDIS_SPLIT_PART_MB = ExtraConfigKey.countIn("redis_split_part_mb", 1, 8, 4,
+            "lmcache4j: the part size in MiB of redis_layout split (1..8)");
+    public static final ExtraConfigKey<Integer> REDIS_SPLIT_CONNECTIONS = ExtraConfigKey.countIn("redis_split_connections",
+            1, 16, 4, "lmcache4j: connections over which redis_layout split sends a chunk's parts (1..16)");
 
     // ---- engine ---------------------------------------------------------------------------------
     public static final ExtraConfigKey<Boolean> FORCE_STORE_WAIT = ExtraConfigKey.bool("force_store_wait",
@@ -56,7 +65,7 @@ public final class ExtraConfigKeys {
     /** Every declared key, in the order {@code ./lmcache4j config} lists them. */
     public static final List<ExtraConfigKey<?>> ALL = List.of(USE_ODIRECT, DISK_FSYNC, DISK_IO_THREADS,
             DISK_MAX_QUEUED_PUTS, DISK_CLAIM_NONEMPTY_DIR, DISK_VERIFY_IN_BACKGROUND, PING_INTERVAL, PING_TIMEOUT,
-            REMOTE_MLA_WORKER_ID_AS0, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
+            REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
             SAVE_CHUNK_META);
 
     /** The declared key called {@code name}, if there is one. */

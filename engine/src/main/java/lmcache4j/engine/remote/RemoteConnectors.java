@@ -6,6 +6,7 @@ import java.net.URISyntaxException;
 import java.util.Locale;
 
 import lmcache4j.engine.remote.fs.FsConnector;
+import lmcache4j.engine.remote.redis.RedisLayout;
 
 /** Makes the connector a {@code remote_url} names, by scheme (LMCache spec §4.4). */
 public final class RemoteConnectors {
@@ -23,19 +24,33 @@ public final class RemoteConnectors {
      * @throws RemoteUnavailableException when the store cannot be opened
      */
     public static RemoteConnector create(String url) {
+        return create(url, RedisLayout.single());
+    }
+
+    /**
+     * As {@link #create(String)}, with the layout a Redis URL stores chunks in
+     * ({@code extra_config.redis_layout}); any layout but LMCache's single-value one needs a Redis URL.
+     *
+     * @throws BadRemoteUrlException as {@link #create(String)}, and for the split layout with another scheme
+     */
+    public static RemoteConnector create(String url, RedisLayout redisLayout) {
         int colon = url.indexOf("://");
         if (colon <= 0) {
             throw new BadRemoteUrlException("remote_url has no scheme:// (for example lm://host:port, redis://host:port "
                     + "or fs:///shared/dir)", null);
         }
         String scheme = url.substring(0, colon).toLowerCase(Locale.ROOT);
+        if (!(redisLayout instanceof RedisLayout.Single) && !scheme.startsWith("redis")) {
+            throw new BadRemoteUrlException("extra_config.redis_layout " + redisLayout.name() + " needs a redis://, rediss://, "
+                    + "redis-sentinel:// or redis-cluster:// remote_url, not " + scheme + "://", null);
+        }
         try {
             return switch (scheme) {
                 case "blackhole" -> new BlackholeConnector(url);
                 case "fs" -> FsConnector.open(url);
                 case "lm" -> lmcache4j.engine.remote.lm.LmConnector.connect(uri(url));
                 case "redis", "rediss", "redis-sentinel", "redis-cluster" ->
-                        lmcache4j.engine.remote.redis.RedisConnector.connect(uri(url));
+                        lmcache4j.engine.remote.redis.RedisConnector.connect(uri(url), redisLayout);
                 default -> throw new BadRemoteUrlException("remote_url scheme '" + scheme + "://' is not served by this "
                         + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, "
                         + "redis-cluster://", null);

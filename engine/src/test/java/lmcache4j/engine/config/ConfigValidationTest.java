@@ -278,6 +278,12 @@ class ConfigValidationTest {
                 "extra_config.use_odirect = \"false\" (env LMCACHE_EXTRA_CONFIG) is not valid: expected a boolean");
         assertMentions(failsWithYaml("extra_config: {ping_interval: 0}\n"), "extra_config.ping_interval = 0",
                 "expected a number of seconds > 0");
+        assertMentions(failsWithYaml("extra_config: {redis_layout: striped}\n"), "extra_config.redis_layout = \"striped\"",
+                "expected one of [single, split]");
+        assertMentions(failsWithYaml("extra_config: {redis_split_part_mb: 9}\n"), "extra_config.redis_split_part_mb = 9",
+                "expected a whole number from 1 to 8");
+        assertMentions(failsWithYaml("extra_config: {redis_split_connections: 0}\n"),
+                "expected a whole number from 1 to 16");
         ConfigException wrong = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class,
                 () -> fromEnv(Map.of("LMCACHE_EXTRA_CONFIG", "{\"k\": 1}")).extraString("k"));
         assertMentions(wrong, "extra_config.k = 1 (env LMCACHE_EXTRA_CONFIG) is not valid: expected a string");

@@ -23,6 +23,13 @@ class RemoteConnectorsTest {
     }
 
     @Test
+    void theSplitLayoutNeedsARedisUrl() {
+        assertEquals("extra_config.redis_layout split needs a redis://, rediss://, redis-sentinel:// or redis-cluster:// "
+                + "remote_url, not lm://", assertThrows(BadRemoteUrlException.class, () -> RemoteConnectors.create(
+                        "lm://127.0.0.1:1", lmcache4j.engine.remote.redis.RedisLayout.split(4, 4))).getMessage());
+    }
+
+    @Test
     void aSyntaxErrorNamesThePositionNotTheUrlWithItsPassword() {
         String message = assertThrows(BadRemoteUrlException.class,
                 () -> RemoteConnectors.create("redis://user:hunter2@[::1:6379")).getMessage();

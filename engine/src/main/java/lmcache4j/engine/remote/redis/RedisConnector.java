@@ -103,7 +103,8 @@ public final class RedisConnector implements RemoteConnector {
             c.add(new AtomicReference<>());
         }
         this.connections = List.copyOf(c);
-        this.split = layout instanceof RedisLayout.Split s ? new SplitChunkStore(url, s, this::commands, callbacks, timeout) : null;
+        this.split = layout instanceof RedisLayout.Split s ? new SplitChunkStore(url, s, this::commands, callbacks, timeout,
+                endpoint::serverOfSlot) : null;
     }
 
     /**

@@ -51,6 +51,12 @@ abstract sealed class RedisEndpoint {
      */
     abstract boolean ordersPipelinedCommands();
 
+    /**
+     * Which server serves {@code slot}, as a name that stays the same while the topology does: one
+     * name for a single server, the master's node id for a cluster (from the slot map Lettuce keeps).
+     */
+    abstract String serverOfSlot(int slot);
+
     /** The Lettuce client behind the connections. */
     abstract AbstractRedisClient client();
 
@@ -108,6 +114,11 @@ abstract sealed class RedisEndpoint {
         }
 
         @Override
+        String serverOfSlot(int slot) {
+            return "server";
+        }
+
+        @Override
         AbstractRedisClient client() {
             return client;
         }
@@ -147,6 +158,12 @@ abstract sealed class RedisEndpoint {
         @Override
         boolean ordersPipelinedCommands() {
             return false;
+        }
+
+        @Override
+        String serverOfSlot(int slot) {
+            io.lettuce.core.cluster.models.partitions.RedisClusterNode node = client.getPartitions().getPartitionBySlot(slot);
+            return node == null ? "unknown" : node.getNodeId();
         }
 
         @Override

@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -37,6 +38,8 @@ import lmcache4j.engine.remote.RemoteMetadata;
  */
 final class SplitChunkStore {
     private static final System.Logger LOG = System.getLogger(SplitChunkStore.class.getName());
+    /** Part commands in flight per connection and server ({@link CommandWindow} says why so few). */
+    static final int PARTS_IN_FLIGHT = 2;
 
     /** What reading one part found. */
     private enum PartState { OK, MISSING, WRONG_LENGTH, BAD_CRC }
@@ -46,23 +49,39 @@ final class SplitChunkStore {
     private final IntFunction<CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>>> connection;
     private final Executor callbacks;
     private final Duration timeout;
+    private final IntFunction<String> serverOfSlot;
+    /** One window per connection and server (a cluster connection talks to every master). */
+    private final ConcurrentHashMap<String, CommandWindow> windows = new ConcurrentHashMap<>();
 
     /**
      * @param connection the async commands of connection {@code i} ({@code 0 <= i < layout.connections()})
      * @param callbacks  where checksums and callers' callbacks run (never Lettuce's event loop)
+     * @param serverOfSlot which server serves a slot (any constant for one server), to keep a window per server
      */
     SplitChunkStore(String url, RedisLayout.Split layout,
                     IntFunction<CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>>> connection,
-                    Executor callbacks, Duration timeout) {
+                    Executor callbacks, Duration timeout, IntFunction<String> serverOfSlot) {
         this.url = url;
         this.layout = layout;
         this.connection = connection;
         this.callbacks = callbacks;
         this.timeout = timeout;
+        this.serverOfSlot = serverOfSlot;
     }
 
     private CompletableFuture<RedisClusterAsyncCommands<byte[], ByteBuffer>> connectionFor(int part) {
         return connection.apply(part % layout.connections());
+    }
+
+    /** Part {@code i}'s command, run within the window of its connection and server, timed from when it is sent. */
+    private <T> CompletableFuture<T> partCommand(CacheKey key, int i, int parts,
+                                                 Function<RedisClusterAsyncCommands<byte[], ByteBuffer>, CompletableFuture<T>> command) {
+        int conn = i % layout.connections();
+        int slot = SplitKeys.slotOf(key.toKeyString(), i + 1, parts);
+        // The server is looked up once connected: a cluster's slot map is loaded by then.
+        return connection.apply(conn).thenCompose(c -> windows
+                .computeIfAbsent(conn + "@" + serverOfSlot.apply(slot), k -> new CommandWindow(PARTS_IN_FLIGHT, callbacks))
+                .submit(() -> command.apply(c).orTimeout(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS)));
     }
 
     CompletableFuture<Boolean> exists(CacheKey key) {
@@ -79,7 +98,7 @@ final class SplitChunkStore {
             MemorySegment part = payload.asSlice((long) i * partBytes, Math.min(partBytes, payload.byteSize() - (long) i * partBytes));
             byte[] partKey = SplitKeys.part(key, i, parts);
             ByteBuffer body = part.asByteBuffer();
-            sets.add(connectionFor(i).thenCompose(c -> c.set(partKey, body).toCompletableFuture()));
+            sets.add(partCommand(key, i, parts, c -> c.set(partKey, body).toCompletableFuture()));
             crcs.add(CompletableFuture.supplyAsync(() -> SplitManifest.crcOf(part), callbacks));
         }
         byte[] manifestKey = SplitKeys.manifest(key);
@@ -134,10 +153,8 @@ final class SplitChunkStore {
             outputs[i] = out;
             byte[] partKey = SplitKeys.part(key, i, parts);
             int expectedCrc = manifest.partCrcs()[i];
-            reads.add(connectionFor(i)
-                    .thenCompose(c -> c.dispatch(CommandType.GET, out, new CommandArgs<>(RedisBytesCodec.INSTANCE).addKey(partKey))
-                            .toCompletableFuture())
-                    .orTimeout(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS)
+            reads.add(partCommand(key, i, parts, c -> c.dispatch(CommandType.GET, out,
+                            new CommandArgs<>(RedisBytesCodec.INSTANCE).addKey(partKey)).toCompletableFuture())
                     .thenApplyAsync(n -> n == SegmentOutput.ABSENT ? PartState.MISSING
                             : n != slice.byteSize() ? PartState.WRONG_LENGTH
                             : SplitManifest.crcOf(slice) != expectedCrc ? PartState.BAD_CRC : PartState.OK, callbacks));

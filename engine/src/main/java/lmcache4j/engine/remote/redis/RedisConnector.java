@@ -51,6 +51,10 @@ import lmcache4j.engine.remote.RemoteMetadata;
  * copies the payload from Netty's receive buffer straight into the object's segment and checks its
  * CRC32C when the metadata carries one; a mismatch is a miss that deletes the entry. Callers'
  * callbacks, {@code allocate} and the checksum run on virtual threads, never on Lettuce's event loop.
+ *
+ * <p>That is the default {@link RedisLayout.Single} layout. With {@link RedisLayout.Split}
+ * ({@link #connect(URI, RedisLayout)}, {@code extra_config.redis_layout: split}) the connector keeps
+ * that many connections and stores each chunk as parts plus a manifest ({@link SplitChunkStore}).
  */
 public final class RedisConnector implements RemoteConnector {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);

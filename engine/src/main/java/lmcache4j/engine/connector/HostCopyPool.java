@@ -30,8 +30,11 @@ import java.util.concurrent.locks.LockSupport;
 public final class HostCopyPool implements AutoCloseable {
     /** Below this many bytes per participant, handing work to another thread costs more than it saves. */
     public static final long MIN_BYTES_PER_THREAD = 1L << 20;
-    /** Pieces per participant: enough that a participant that starts late still finds a share. */
-    private static final int PIECES_PER_THREAD = 4;
+    /**
+     * Bytes of one piece: small enough that the participants finish within a short piece of each
+     * other (the caller waits for the last one), large enough that claiming one costs nothing.
+     */
+    private static final long PIECE_BYTES = 256L << 10;
     /** The most threads a pool sized from the machine gets: a few saturate a socket's memory bandwidth. */
     public static final int MAX_DEFAULT_THREADS = 8;
     /** How long a waiting caller spins before it parks (the last pieces usually end within this). */
@@ -106,7 +109,8 @@ public final class HostCopyPool implements AutoCloseable {
             copyRuns(plan, kv, object, gather, 0, plan.runs());
             return;
         }
-        Batch batch = new Batch(plan, kv, object, gather, Math.min(plan.runs(), (asked + 1) * PIECES_PER_THREAD));
+        int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
+        Batch batch = new Batch(plan, kv, object, gather, pieces);
         for (int i = 0; i < asked; i++) {
             tickets.add(batch);
         }

@@ -1,5 +1,5 @@
 /**
- * The benchmarks (allocator, hash, store, disk, remote, and the JMH benchmarks) and the demo
+ * The benchmarks (allocator, hash, store, concurrent, disk, remote, and the JMH benchmarks) and the demo
  * workload: a serving-engine simulator that drives the engine end to end. A library: the
  * {@code ./lmcache4j bench} and {@code demo} commands (module {@code lmcache4j.cli}) run it; JMH
  * runs the JMH benchmarks from the class path.
@@ -14,6 +14,7 @@ module lmcache4j.bench {
     requires static jmh.core; // only JMH, from the class path, loads the JMH benchmarks
 
     exports lmcache4j.bench.allocator;
+    exports lmcache4j.bench.concurrent;
     exports lmcache4j.bench.demo;
     exports lmcache4j.bench.disk;
     exports lmcache4j.bench.hash;

@@ -49,6 +49,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new Allocator(out, err))
                 .addSubcommand(new HashBenchCommand(out, err))
                 .addSubcommand(new StoreBenchCommand(out, err))
+                .addSubcommand(new ConcurrentBenchCommand(out, err))
                 .addSubcommand(new DiskBenchCommand(out, err))
                 .addSubcommand(new RedisBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
@@ -68,12 +69,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, disk, redis, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -5,6 +5,7 @@ import java.util.Locale;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.ReportJson;
+import lmcache4j.engine.connector.HostCopyPool;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import lmcache4j.bench.store.StoreBench;
@@ -12,7 +13,7 @@ import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
 
 /**
- * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N]}: the engine's store
+ * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N]}: the engine's store
  * and retrieve bandwidth against memcpy of the same bytes ({@link StoreBench}), as a table or one
  * JSON object; {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
  * exit status 2 for a usage error, 1 when the benchmark fails or the retrieved KV is wrong.
@@ -22,7 +23,9 @@ import lmcache4j.bench.store.StoreBench.Settings;
                 + "32 MiB per chunk) between a paged cache in host memory (16-token blocks, shuffled block table) and the "
                 + "engine's CPU tier through the host connector, against MemorySegment.copy of the same bytes in the same "
                 + "process: the same 32 KiB runs the copy plan moves (the limit the ratios use, target >= "
-                + StoreBenchCommand.TARGET_RATIO + "), and whole 32 MiB chunks. Median of the measured runs, after warmup."})
+                + StoreBenchCommand.TARGET_RATIO + "), whole 32 MiB chunks, and one contiguous copy of all the bytes "
+                + "(*_vs_chunk_memcpy). The engine copies each chunk on --copy-threads threads. Median of the measured runs, "
+                + "after warmup."})
 public final class StoreBenchCommand implements CliMain.Command {
     /** The fraction of memcpy store and retrieve should reach (LMCache reaches about 0.88 of a raw copy). */
     static final double TARGET_RATIO = 0.85;
@@ -37,6 +40,7 @@ public final class StoreBenchCommand implements CliMain.Command {
     private int chunks = Settings.DEFAULT_CHUNKS;
     private int runs = Settings.DEFAULT_RUNS;
     private int warmup = Settings.DEFAULT_WARMUP;
+    private int copyThreads = HostCopyPool.machineThreads();
 
     StoreBenchCommand(PrintStream out, PrintStream err) {
         this.out = out;
@@ -60,6 +64,13 @@ public final class StoreBenchCommand implements CliMain.Command {
         warmup = intArg("--warmup", value, 0, 1000);
     }
 
+    @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "threads, the caller included, that copy "
+            + "one chunk (the engine's copy_threads; default: the machine's cores, at most " + HostCopyPool.MAX_DEFAULT_THREADS
+            + ")")
+    private void copyThreads(String value) {
+        copyThreads = intArg("--copy-threads", value, 1, 1024);
+    }
+
     /** Runs {@code bench store} with these arguments (those after {@code store}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         return BenchCommand.run("store", args, out, err);
@@ -69,7 +80,7 @@ public final class StoreBenchCommand implements CliMain.Command {
     public Integer call() {
         Result r;
         try {
-            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup), err);
+            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench store", "the benchmark failed", e);
         }
@@ -106,6 +117,12 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .number("memcpy_whole_chunk_gbps", r.memcpyWholeGbps(), 3)
                 .number("store_vs_whole_chunk_memcpy", r.storeGbps() / r.memcpyWholeGbps(), 3)
                 .number("retrieve_vs_whole_chunk_memcpy", r.retrieveGbps() / r.memcpyWholeGbps(), 3)
+                .number("chunk_memcpy_gbps", r.memcpyContiguousGbps(), 3)
+                .number("store_vs_chunk_memcpy", r.storeVsChunkMemcpy(), 3)
+                .number("retrieve_vs_chunk_memcpy", r.retrieveVsChunkMemcpy(), 3)
+                .bool("store_meets_chunk_memcpy_target", r.storeVsChunkMemcpy() >= TARGET_RATIO)
+                .bool("retrieve_meets_chunk_memcpy_target", r.retrieveVsChunkMemcpy() >= TARGET_RATIO)
+                .integer("copy_threads", r.copyThreads())
                 .number("target_ratio", TARGET_RATIO, 2)
                 .bool("store_meets_target", r.storeVsMemcpy() >= TARGET_RATIO)
                 .bool("retrieve_meets_target", r.retrieveVsMemcpy() >= TARGET_RATIO)
@@ -130,6 +147,7 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .numbers("runs_memcpy_gbps", r.memcpyGather(), 3)
                 .numbers("runs_memcpy_scatter_gbps", r.memcpyScatter(), 3)
                 .numbers("runs_memcpy_whole_chunk_gbps", r.memcpyWhole(), 3)
+                .numbers("runs_chunk_memcpy_gbps", r.memcpyContiguous(), 3)
                 .integer("cores", Runtime.getRuntime().availableProcessors())
                 .string("jdk", Runtime.version().toString())
                 .string("method", "GB/s = bytes of KV / wall time, median over runs. store: engine.prepare (hashing) and one engine.store of "
@@ -137,7 +155,10 @@ public final class StoreBenchCommand implements CliMain.Command {
                         + "(not hashed again) into a second shuffled block "
                         + "table; memcpy_gbps: MemorySegment.copy of the store's own runs (one per block, plane and layer) "
                         + "paged -> contiguous; memcpy_scatter_gbps: the retrieve's runs contiguous -> paged; "
-                        + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps")
+                        + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps; "
+                        + "chunk_memcpy_gbps: one MemorySegment.copy of all the run's bytes, contiguous -> contiguous, "
+                        + "store_vs_chunk_memcpy and retrieve_vs_chunk_memcpy divide by it; store and retrieve copy each "
+                        + "chunk on copy_threads threads, every memcpy baseline runs on one")
                 .toString();
     }
 
@@ -154,11 +175,16 @@ public final class StoreBenchCommand implements CliMain.Command {
         row(sb, "memcpy gather: the store's 32 KiB runs", r.memcpyGbps(), Double.NaN, "");
         row(sb, "memcpy scatter: the retrieve's 32 KiB runs", r.memcpyScatterGbps(), Double.NaN, "");
         row(sb, "memcpy whole 32 MiB chunks", r.memcpyWholeGbps(), Double.NaN, "");
+        row(sb, "memcpy one contiguous copy of the run", r.memcpyContiguousGbps(), Double.NaN, "");
         sb.append(String.format(Locale.ROOT, "  store_vs_memcpy %.3f, retrieve_vs_memcpy %.3f (target >= %.2f: %s); "
                         + "against whole-chunk memcpy: store %.3f, retrieve %.3f%n",
                 r.storeVsMemcpy(), r.retrieveVsMemcpy(), TARGET_RATIO,
                 r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "NOT met",
                 r.storeGbps() / r.memcpyWholeGbps(), r.retrieveGbps() / r.memcpyWholeGbps()));
+        sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d; against one contiguous copy: store_vs_chunk_memcpy %.3f, "
+                        + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.storeVsChunkMemcpy(),
+                r.retrieveVsChunkMemcpy(), TARGET_RATIO,
+                r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "NOT met"));
         sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
                 + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),
                 HostArenas.formatBytes(r.verifiedBytes()), r.mismatches()));

@@ -29,10 +29,21 @@ class StoreBenchCommandTest {
     }
 
     @Test
+    void copyThreadsAreReportedWithTheRatiosAgainstOneContiguousCopy() {
+        for (String threads : new String[] {"1", "3"}) {
+            String json = run(0, "--json", "--chunks", "1", "--runs", "1", "--warmup", "0", "--copy-threads", threads)[0];
+            assertTrue(json.matches("(?s).*\"chunk_memcpy_gbps\": [0-9.]+, \"store_vs_chunk_memcpy\": [0-9.]+, "
+                    + "\"retrieve_vs_chunk_memcpy\": [0-9.]+, .*\"copy_threads\": " + threads + ", .*\"mismatches\": 0, .*"), json);
+        }
+        assertTrue(run(2, "--copy-threads", "0")[1].contains("--copy-threads '0' must be an integer from 1"));
+    }
+
+    @Test
     void theTableNamesTheLimitAndTheTarget() {
         String table = run(0, "--chunks", "1", "--runs", "1", "--warmup", "0")[0];
         assertTrue(table.contains("memcpy gather") && table.contains("target >= 0.85")
-                && table.contains("0 mismatching bytes"), table);
+                && table.contains("0 mismatching bytes")
+                && table.contains("store_vs_chunk_memcpy"), table);
     }
 
     @Test

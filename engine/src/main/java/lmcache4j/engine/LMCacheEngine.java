@@ -108,7 +108,7 @@ public final class LMCacheEngine implements AutoCloseable {
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
                 + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()
-                + " bytes, copies on " + connector.executorName() + ", chunk " + config.chunkSize() + " tokens");
+                + " bytes, copies on " + connector.executorName() + " (" + connector.copyThreads() + " thread(s) per chunk), chunk " + config.chunkSize() + " tokens");
         return engine;
     }
 

@@ -241,7 +241,8 @@ public final class ServingSimulator implements AutoCloseable {
             if (settings.remoteUrl() != null) {
                 builder.set("remote_url", settings.remoteUrl());
             }
-            this.engine = LMCacheEngine.create(builder.build(), settings.metadata(), KvConnector.host(), List.of());
+            LMCacheEngineConfig config = builder.build();
+            this.engine = LMCacheEngine.create(config, settings.metadata(), KvConnector.host(config), List.of());
             this.remote = engine.storage().tier(RemoteBackend.NAME).map(RemoteBackend.class::cast);
             this.disk = engine.storage().tier(LocalDiskBackend.NAME).map(LocalDiskBackend.class::cast);
         } catch (RuntimeException e) {

@@ -18,6 +18,7 @@ import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.HostCopyPool;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
@@ -41,8 +42,12 @@ import lmcache4j.engine.metrics.MetricsSnapshot;
  *       shuffled block table;</li>
  *   <li>{@code retrieve}: one {@code engine.retrieve} of every chunk of the same prepared request
  *       (not hashed again, as in serving) into that second block table;</li>
- *   <li>{@code memcpy whole}: whole 32 MiB chunks between two contiguous buffers.</li>
+ *   <li>{@code memcpy whole}: whole 32 MiB chunks between two contiguous buffers;</li>
+ *   <li>{@code memcpy one copy}: one {@link MemorySegment#copy} of all the run's bytes between the two
+ *       buffers, the limit a single thread's copy reaches ({@code *_vs_chunk_memcpy} use it).</li>
  * </ol>
+ * Store and retrieve copy each chunk on {@code copyThreads} threads ({@code copy_threads}); the
+ * memcpy baselines run on one thread.
  * Bandwidth is bytes of KV moved ÷ wall time (GB/s = 10⁹ B/s); the figure of each is the median
  * over the measured runs. Every buffer is touched before the first run, and the warmup runs leave
  * the CPU tier's memory touched too, so no page fault is timed. After the runs the retrieved KV is
@@ -62,33 +67,39 @@ public final class StoreBench {
      * @param blockSize tokens per paged-cache block (16)
      * @param chunkSize tokens per chunk (256)
      * @param seed      tokens' and block tables' seed
+     * @param copyThreads threads, the caller included, that copy one chunk ({@code copy_threads})
      */
     public record Settings(int chunks, int runs, int warmup, int layers, int kvHeads, int headSize, int blockSize,
-                           int chunkSize, long seed) {
+                           int chunkSize, long seed, int copyThreads) {
         public static final int DEFAULT_CHUNKS = 16;
         public static final int DEFAULT_RUNS = 9;
         public static final int DEFAULT_WARMUP = 3;
 
         public Settings {
             if (chunks < 1 || runs < 1 || warmup < 0 || layers < 1 || kvHeads < 1 || headSize < 4 || headSize % 4 != 0
-                    || blockSize < 1 || chunkSize < blockSize || chunkSize % blockSize != 0) {
+                    || blockSize < 1 || chunkSize < blockSize || chunkSize % blockSize != 0 || copyThreads < 1) {
                 throw new IllegalArgumentException("bad store bench settings: " + chunks + " chunks, " + runs + " runs, "
                         + warmup + " warmup, " + layers + " layers, " + kvHeads + "×" + headSize + ", block " + blockSize
-                        + ", chunk " + chunkSize + " (chunk a multiple of the block)");
+                        + ", chunk " + chunkSize + " (chunk a multiple of the block), " + copyThreads + " copy threads");
             }
         }
 
-        /** Llama-3-8B: 32 layers, 8 KV heads × 128, bf16, 16-token blocks, 256-token chunks. */
+        /** Llama-3-8B: 32 layers, 8 KV heads × 128, bf16, 16-token blocks, 256-token chunks; copy threads sized from the machine. */
         public static Settings defaults() {
-            return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 8, 128, 16, 256, 42);
+            return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 8, 128, 16, 256, 42,
+                    HostCopyPool.machineThreads());
         }
 
         public Settings withChunks(int n) {
-            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed);
+            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads);
         }
 
         public Settings withRuns(int runs, int warmup) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed);
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads);
+        }
+
+        public Settings withCopyThreads(int threads) {
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, threads);
         }
 
         public long vectorBytes() {
@@ -114,7 +125,8 @@ public final class StoreBench {
 
     /** Per measured run, GB/s of each operation. */
     public record Result(Settings settings, double[] store, double[] retrieve, double[] memcpyGather,
-                         double[] memcpyScatter, double[] memcpyWhole, long runBytes, long cpuTierBytes,
+                         double[] memcpyScatter, double[] memcpyWhole, double[] memcpyContiguous, long runBytes,
+                         long cpuTierBytes, int copyThreads,
                          double engineStoreCopyGbps, double engineRetrieveCopyGbps, long verifiedBytes, long mismatches) {
         public double storeGbps() {
             return median(store);
@@ -136,6 +148,21 @@ public final class StoreBench {
 
         public double memcpyWholeGbps() {
             return median(memcpyWhole);
+        }
+
+        /** One contiguous {@link MemorySegment#copy} of all of a run's bytes: the limit of one thread's copy. */
+        public double memcpyContiguousGbps() {
+            return median(memcpyContiguous);
+        }
+
+        /** Store against one contiguous copy of the same bytes. */
+        public double storeVsChunkMemcpy() {
+            return storeGbps() / memcpyContiguousGbps();
+        }
+
+        /** Retrieve against one contiguous copy of the same bytes. */
+        public double retrieveVsChunkMemcpy() {
+            return retrieveGbps() / memcpyContiguousGbps();
         }
 
         public double storeVsMemcpy() {
@@ -189,14 +216,16 @@ public final class StoreBench {
             // The CPU tier holds every chunk with room to spare for alignment.
             double cpuGb = (s.totalBytes() + s.chunkBytes()) / (double) (1L << 30);
             LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of())
-                    .set("chunk_size", s.chunkSize()).set("max_local_cpu_size", cpuGb).set("hash_seed", "0").build();
-            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), KvConnector.host(), List.of())) {
+                    .set("chunk_size", s.chunkSize()).set("max_local_cpu_size", cpuGb).set("hash_seed", "0")
+                    .set("copy_threads", s.copyThreads()).build();
+            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), KvConnector.host(config), List.of())) {
                 int n = s.runs();
                 double[] store = new double[n];
                 double[] retrieve = new double[n];
                 double[] memGather = new double[n];
                 double[] memScatter = new double[n];
                 double[] memWhole = new double[n];
+                double[] memContiguous = new double[n];
                 long bytes = s.totalBytes();
                 MetricsSnapshot before = null;
                 for (int r = -s.warmup(); r < n; r++) {
@@ -220,6 +249,8 @@ public final class StoreBench {
                                 s.chunkBytes());
                     }
                     long t6 = System.nanoTime();
+                    MemorySegment.copy(bufferB.segment(), 0, bufferA.segment(), 0, bytes);
+                    long t7 = System.nanoTime();
                     if (stored != tokens || !allTrue(loaded)) {
                         throw new IllegalStateException("run " + r + ": stored " + stored + " and retrieved "
                                 + count(loaded) + " of " + tokens + " tokens; the CPU tier should hold them all");
@@ -230,16 +261,17 @@ public final class StoreBench {
                         memScatter[r] = bytes / (double) (t4 - t3);
                         retrieve[r] = bytes / (double) (t5 - t4);
                         memWhole[r] = bytes / (double) (t6 - t5);
+                        memContiguous[r] = bytes / (double) (t7 - t6);
                     }
-                    progress.printf("  %s %2d/%d  store %6.2f  retrieve %6.2f  memcpy gather %6.2f  scatter %6.2f  whole %6.2f GB/s%n",
+                    progress.printf("  %s %2d/%d  store %6.2f  retrieve %6.2f  memcpy gather %6.2f  scatter %6.2f  whole %6.2f  one copy %6.2f GB/s%n",
                             r < 0 ? "warmup" : "run   ", r < 0 ? r + s.warmup() + 1 : r + 1, r < 0 ? s.warmup() : n,
                             bytes / (double) (t3 - t2), bytes / (double) (t5 - t4), bytes / (double) (t1 - t0),
-                            bytes / (double) (t4 - t3), bytes / (double) (t6 - t5));
+                            bytes / (double) (t4 - t3), bytes / (double) (t6 - t5), bytes / (double) (t7 - t6));
                 }
                 long mismatches = KvModel.mismatchingBytes(kv, hashes, retrieveSlots, 0, tokens);
                 MetricsSnapshot after = engine.metrics().snapshot();
-                return new Result(s, store, retrieve, memGather, memScatter, memWhole, bytes,
-                        engine.storage().memoryCapacityBytes(),
+                return new Result(s, store, retrieve, memGather, memScatter, memWhole, memContiguous, bytes,
+                        engine.storage().memoryCapacityBytes(), KvConnector.copyThreads(config),
                         ServingSimulator.copyGbps(before.storedBytes(), before.storeGbps(), after.storedBytes(), after.storeGbps()),
                         ServingSimulator.copyGbps(before.retrievedBytes(), before.retrieveGbps(), after.retrievedBytes(), after.retrieveGbps()),
                         (long) tokens * KvModel.bytesPerToken(kv), mismatches);

@@ -168,6 +168,11 @@ public final class LMCacheEngineConfig {
         return str("hash_seed");
     }
 
+    /** {@code copy_threads} (lmcache4j only): host copy threads per chunk; empty: sized from the machine. */
+    public Optional<Integer> copyThreads() {
+        return Optional.ofNullable((Integer) values.get("copy_threads"));
+    }
+
     // --- blending -----------------------------------------------------------------------------
 
     /** {@code enable_blending} (default false). */

@@ -105,6 +105,11 @@ final class LMCacheFieldTable {
                         + "from, as vLLM derives it from PYTHONHASHSEED. Unset: PYTHONHASHSEED is used when set, "
                         + "else a random seed (keys then match no other process).").build());
         // --- blending (CacheBlend) ------------------------------------------------------------
+        f.add(define("copy_threads", INT).nullable().range(1.0, true, 1024.0, true).lmcache4jOnly()
+                .description("lmcache4j only: how many threads, the caller included, copy one chunk between the paged "
+                        + "KV cache and host memory (store gathers, retrieve scatters); helpers join only for plans of "
+                        + "at least 1 MiB per thread and only while idle. Ignored by the CUDA connector. Unset: the "
+                        + "machine's cores, at most 8.").build());
         f.add(define("enable_blending", BOOL).defaultValue(false)
                 .description("CacheBlend: reuse non-prefix segments split at blend_special_str. Forces save_unfull_chunk.").build());
         f.add(define("blend_recompute_ratios", DOUBLE_LIST).nullable()

@@ -19,6 +19,11 @@ public interface CopyExecutor extends AutoCloseable {
     /** A name for logs and reports: {@code host} or {@code cuda}. */
     String name();
 
+    /** The most host threads one plan's copies run on, the caller included (1 for a device's copy engine). */
+    default int threads() {
+        return 1;
+    }
+
     @Override
     void close();
 }

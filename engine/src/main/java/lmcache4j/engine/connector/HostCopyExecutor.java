@@ -2,20 +2,32 @@ package lmcache4j.engine.connector;
 
 import java.lang.foreign.MemorySegment;
 
-/** Copies with {@link MemorySegment#copy}, for KV caches in host memory. Synchronous. */
+/**
+ * Copies with {@link MemorySegment#copy}, for KV caches in host memory: each plan is split across
+ * the calling thread and the helpers of a {@link HostCopyPool}. Synchronous: a plan is copied when
+ * {@code gather} or {@code scatter} returns.
+ */
 public final class HostCopyExecutor implements CopyExecutor {
+    private final HostCopyPool pool;
+
+    /** An executor that copies on the calling thread alone. */
+    public HostCopyExecutor() {
+        this(1);
+    }
+
+    /** An executor that splits each plan across up to {@code threads} threads, the caller included. */
+    public HostCopyExecutor(int threads) {
+        this.pool = new HostCopyPool(threads);
+    }
+
     @Override
     public void gather(CopyPlan plan, PagedKvCache kv, MemorySegment object) {
-        for (int i = 0; i < plan.runs(); i++) {
-            MemorySegment.copy(kv.layers().get(plan.layer(i)), plan.pagedOffset(i), object, plan.objectOffset(i), plan.length(i));
-        }
+        pool.gather(plan, kv, object);
     }
 
     @Override
     public void scatter(CopyPlan plan, MemorySegment object, PagedKvCache kv) {
-        for (int i = 0; i < plan.runs(); i++) {
-            MemorySegment.copy(object, plan.objectOffset(i), kv.layers().get(plan.layer(i)), plan.pagedOffset(i), plan.length(i));
-        }
+        pool.scatter(plan, object, kv);
     }
 
     @Override
@@ -29,6 +41,18 @@ public final class HostCopyExecutor implements CopyExecutor {
     }
 
     @Override
+    public int threads() {
+        return pool.threads();
+    }
+
+    /** The pool the copies run on. */
+    HostCopyPool pool() {
+        return pool;
+    }
+
+    /** Stops the pool's helper threads. */
+    @Override
     public void close() {
+        pool.close();
     }
 }

@@ -6,6 +6,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.cuda.CudaRuntime;
+import lmcache4j.engine.config.LMCacheEngineConfig;
 
 /**
  * Moves KV between a serving engine's {@link PagedKvCache} and {@link MemoryObj}s: {@code fromPaged}
@@ -23,19 +24,50 @@ public final class KvConnector implements AutoCloseable {
         this.executor = Objects.requireNonNull(executor, "executor");
     }
 
-    /** A connector for KV in host memory. */
+    /**
+     * A connector for KV in host memory whose copies run on up to {@link HostCopyPool#machineThreads()}
+     * threads (the caller and helper threads that {@link #close()} stops).
+     */
     public static KvConnector host() {
-        return new KvConnector(new HostCopyExecutor());
+        return host(HostCopyPool.machineThreads());
     }
 
-    /** The CUDA executor when {@code cuda} is available, else the host one. */
+    /**
+     * A connector for KV in host memory whose copies run on up to {@code copyThreads} threads, the
+     * caller included (1: the caller alone).
+     */
+    public static KvConnector host(int copyThreads) {
+        return new KvConnector(new HostCopyExecutor(copyThreads));
+    }
+
+    /** A connector for KV in host memory with the config's {@code copy_threads} (machine-sized when unset). */
+    public static KvConnector host(LMCacheEngineConfig config) {
+        return host(copyThreads(config));
+    }
+
+    /** The CUDA executor when {@code cuda} is available, else the host one with machine-sized copy threads. */
     public static KvConnector forRuntime(CudaRuntime cuda) {
-        return new KvConnector(cuda.isAvailable() ? new CudaCopyExecutor(cuda) : new HostCopyExecutor());
+        return cuda.isAvailable() ? new KvConnector(new CudaCopyExecutor(cuda)) : host();
+    }
+
+    /** As {@link #forRuntime(CudaRuntime)}, the host connector taking {@code copy_threads} from the config. */
+    public static KvConnector forRuntime(CudaRuntime cuda, LMCacheEngineConfig config) {
+        return cuda.isAvailable() ? new KvConnector(new CudaCopyExecutor(cuda)) : host(config);
+    }
+
+    /** The host copy threads {@code config} asks for: {@code copy_threads}, else {@link HostCopyPool#machineThreads()}. */
+    public static int copyThreads(LMCacheEngineConfig config) {
+        return config.copyThreads().orElseGet(HostCopyPool::machineThreads);
     }
 
     /** The executor's name: {@code host} or {@code cuda}. */
     public String executorName() {
         return executor.name();
+    }
+
+    /** The most host threads one chunk's copies run on, the caller included (1 on CUDA: its copy engine does them). */
+    public int copyThreads() {
+        return executor.threads();
     }
 
     /** The shape of a whole-chunk object of {@code tokens} tokens for {@code kv}. */
@@ -102,6 +134,7 @@ public final class KvConnector implements AutoCloseable {
         executor.finish();
     }
 
+    /** Closes the executor: stops host copy threads, or destroys the CUDA stream. */
     @Override
     public void close() {
         executor.close();

@@ -5,7 +5,8 @@ import org.HdrHistogram.Histogram;
 /**
  * The engine's metrics at one moment. Counters are cumulative; hit rates cover the interval since
  * the previous snapshot; bandwidths are bytes actually copied ÷ time spent copying (GB/s);
- * {@code tierReadings} are the disk and remote tiers' metrics by Prometheus name.
+ * {@code tierReadings} are the tiers' own metrics by Prometheus name (the CPU tier's lock counters, the
+ * disk and remote tiers' metrics).
  */
 public record MetricsSnapshot(String modelName, int workerId,
                               long retrieveRequests, long storeRequests, long lookupRequests,

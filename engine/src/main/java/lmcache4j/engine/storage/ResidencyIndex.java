@@ -8,7 +8,6 @@ import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
-import java.util.concurrent.locks.ReentrantLock;
 
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.storage.policy.CachePolicy;
@@ -27,7 +26,7 @@ import lmcache4j.engine.storage.policy.CachePolicy;
  * @param <V> what the tier keeps for a key
  */
 public final class ResidencyIndex<V> {
-    private final ReentrantLock lock = new ReentrantLock();
+    private final TimedLock lock = new TimedLock();
     private final Map<CacheKey, V> entries = new HashMap<>();
     private final CachePolicy<CacheKey> policy;
     private final List<CacheKey> keysInRequest = new ArrayList<>();
@@ -49,8 +48,8 @@ public final class ResidencyIndex<V> {
         this.evictable = Objects.requireNonNull(evictable, "evictable");
     }
 
-    /** The lock guarding the index; the tier guards its other state with it too. */
-    public ReentrantLock lock() {
+    /** The lock guarding the index; the tier guards its other state with it too. It counts its waits and holds. */
+    public TimedLock lock() {
         return lock;
     }
 
@@ -142,6 +141,21 @@ public final class ResidencyIndex<V> {
             V v = entries.get(key);
             return v != null && unpin.test(v);
         });
+    }
+
+    /** Unpins each of {@code keys}' entries under one acquisition of the lock; absent or unpinned ones are skipped. */
+    public void unpinAll(List<? extends CacheKey> keys) {
+        lock.lock();
+        try {
+            for (CacheKey key : keys) {
+                V v = entries.get(key);
+                if (v != null) {
+                    unpin.test(v);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Recency for the keys the latest lookups pinned, last first so the prefix ends up most recent. */

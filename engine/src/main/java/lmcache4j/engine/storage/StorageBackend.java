@@ -59,6 +59,13 @@ public interface StorageBackend extends AutoCloseable, MetricsSource {
     /** Undoes one pin of the stored object; false if absent or not pinned. */
     boolean unpin(CacheKey key);
 
+    /** Unpins each of {@code keys} as {@link #unpin} does; a tier may do it in one step (one lock, not one per key). */
+    default void batchedUnpin(List<? extends CacheKey> keys) {
+        for (CacheKey key : keys) {
+            unpin(key);
+        }
+    }
+
     /** Removes {@code key}, dropping the tier's reference; false if absent. */
     boolean remove(CacheKey key);
 

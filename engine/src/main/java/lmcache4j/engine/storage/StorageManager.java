@@ -330,10 +330,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     /** Undoes the pins of a {@link #batchedContains} with {@code pin}. */
     public void unpin(TieredPrefix pinned) {
         pinned.blockMapping().forEach((tierName, keys) -> {
-            StorageBackend tier = tiers.get(tierName);
-            for (CacheKey key : keys) {
-                tier.unpin(key);
-            }
+            tiers.get(tierName).batchedUnpin(keys);
         });
     }
 

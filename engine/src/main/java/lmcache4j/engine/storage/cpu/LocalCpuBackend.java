@@ -1,11 +1,11 @@
 package lmcache4j.engine.storage.cpu;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 import lmcache4j.allocator.DType;
@@ -19,6 +19,7 @@ import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.AllocatorBackend;
 import lmcache4j.engine.storage.MemoryWaitTimeoutException;
 import lmcache4j.engine.storage.ResidencyIndex;
+import lmcache4j.engine.storage.TimedLock;
 import lmcache4j.engine.storage.policy.CachePolicies;
 import lmcache4j.engine.storage.policy.CachePolicy;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -42,7 +43,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     private final long blockingTimeoutNanos;
     private final Supplier<IdleStrategy> idleStrategies;
     private final ResidencyIndex<MemoryObj> hot;
-    private final ReentrantLock lock;
+    private final TimedLock lock;
     private final LongAdder evictions = new LongAdder();
     private final LongAdder evictionFailures = new LongAdder();
     private boolean closed;
@@ -139,6 +140,11 @@ public final class LocalCpuBackend implements AllocatorBackend {
         return hot.unpin(key);
     }
 
+    @Override
+    public void batchedUnpin(List<? extends CacheKey> keys) {
+        hot.unpinAll(keys);
+    }
+
     private static boolean unpinIfPinned(MemoryObj obj) {
         if (obj.pinCount() == 0) {
             return false;
@@ -149,12 +155,12 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     @Override
     public boolean remove(CacheKey key) {
-        lock.lock();
-        try {
-            return removeLocked(key);
-        } finally {
-            lock.unlock();
+        MemoryObj obj = hot.remove(key);
+        if (obj == null) {
+            return false;
         }
+        obj.release(); // outside the lock: freeing is the allocator's work, under its own lock
+        return true;
     }
 
     private boolean removeLocked(CacheKey key) {
@@ -174,17 +180,21 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     @Override
     public long clear() {
+        List<MemoryObj> removed = new ArrayList<>();
         lock.lock();
         try {
-            long tokens = 0;
             for (CacheKey key : hot.evictableKeys()) {
-                tokens += hot.get(key).tokenCount();
-                removeLocked(key);
+                removed.add(hot.remove(key));
             }
-            return tokens;
         } finally {
             lock.unlock();
         }
+        long tokens = 0;
+        for (MemoryObj obj : removed) {
+            tokens += obj.tokenCount();
+            obj.release(); // outside the lock, as in remove
+        }
+        return tokens;
     }
 
     // ---- allocation -------------------------------------------------------------------------
@@ -234,22 +244,25 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     /** Evicts the policy's best evictable candidate; false when nothing can be evicted. */
     private boolean evictOne() {
+        MemoryObj victim;
         lock.lock();
         try {
             if (!retain || closed) {
                 return false;
             }
-            MemoryObj victim = hot.evictOne();
-            if (victim == null) {
-                evictionFailures.increment();
-                return false;
-            }
-            victim.release();
-            evictions.increment();
-            return true;
+            victim = hot.evictOne();
         } finally {
             lock.unlock();
         }
+        if (victim == null) {
+            evictionFailures.increment();
+            return false;
+        }
+        // Out of the index already, so no one else can reach it: its memory goes back after the lock is
+        // released (freeing takes the allocator's own lock), before the caller retries its allocation.
+        victim.release();
+        evictions.increment();
+        return true;
     }
 
     // ---- accounting -------------------------------------------------------------------------
@@ -260,6 +273,19 @@ public final class LocalCpuBackend implements AllocatorBackend {
         metrics.bindTiers(new EngineMetrics.TierGauges(() -> allocator.stats().usedBytes(),
                 () -> allocator.stats().liveObjects(), () -> allocator.stats().pinnedObjects(), this::size,
                 this::evictions, this::evictionFailures));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:cpu_tier_lock_acquisitions",
+                "Times the CPU tier's lock was taken (lmcache4j)", true, lock::acquisitions));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:cpu_tier_lock_contended",
+                "Times a thread found the CPU tier's lock held and waited (lmcache4j)", true, lock::contended));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:cpu_tier_lock_wait_nanos",
+                "Nanoseconds threads waited for the CPU tier's lock, summed over threads (lmcache4j)", true, lock::waitNanos));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:cpu_tier_lock_hold_nanos",
+                "Nanoseconds the CPU tier's lock was held (lmcache4j)", true, lock::holdNanos));
+    }
+
+    /** The lock the tier works under, with its wait and hold counters. */
+    public TimedLock lock() {
+        return lock;
     }
 
     /** Cached entries. */

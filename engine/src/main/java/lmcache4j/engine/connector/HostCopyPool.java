@@ -1,0 +1,297 @@
+package lmcache4j.engine.connector;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Carries out one {@link CopyPlan} on several threads: the calling thread and up to
+ * {@code threads - 1} helper threads (daemons, started on first need, stopped by {@link #close()}).
+ *
+ * <p>One thread gathering 32 KiB runs reaches about half of what the memory system gives one large
+ * copy; two or more threads together get close to it. A plan is cut into pieces of consecutive runs
+ * that any participant claims from a shared counter. The caller claims pieces too and only ever waits
+ * for pieces a helper has already claimed (so is copying now): a helper that is busy elsewhere, or
+ * not scheduled at all, just finds nothing left when it comes, and the caller has done the work
+ * itself. Helpers are asked only while idle, and only as many as the plan's bytes justify
+ * ({@link #MIN_BYTES_PER_THREAD} each), so a small plan or a busy pool costs nothing but the caller's
+ * own copy.
+ *
+ * <p>Thread-safe: many callers may run plans at once (they share the helpers). A closed pool, or a
+ * plan whose memory other threads cannot access (a confined arena), runs on the caller alone.
+ */
+public final class HostCopyPool implements AutoCloseable {
+    /** Below this many bytes per participant, handing work to another thread costs more than it saves. */
+    public static final long MIN_BYTES_PER_THREAD = 1L << 20;
+    /**
+     * Bytes of one piece: small enough that the participants finish within a short piece of each
+     * other (the caller waits for the last one), large enough that claiming one costs nothing.
+     */
+    private static final long PIECE_BYTES = 256L << 10;
+    /** The most threads a pool sized from the machine gets: a few saturate a socket's memory bandwidth. */
+    public static final int MAX_DEFAULT_THREADS = 8;
+    /** How long a waiting caller spins before it parks (the last pieces usually end within this). */
+    private static final long SPIN_NANOS = 20_000;
+
+    private static final AtomicInteger POOLS = new AtomicInteger();
+
+    private final int threads;
+    private final ThreadFactory helperFactory;
+    private final BlockingQueue<Batch> tickets = new LinkedBlockingQueue<>();
+    private final AtomicInteger idleHelpers = new AtomicInteger();
+    private final Object startLock = new Object();
+    private volatile Thread[] helpers;
+    private volatile boolean closed;
+
+    /**
+     * A pool in which a plan runs on at most {@code threads} threads, the caller included
+     * ({@code 1}: the caller alone, no thread is ever started).
+     */
+    public HostCopyPool(int threads) {
+        this(threads, daemonThreads("lmcache4j-copy-" + POOLS.incrementAndGet() + "-"));
+    }
+
+    /** As {@link #HostCopyPool(int)} with helpers made by {@code helperFactory} (tests hold them back with it). */
+    HostCopyPool(int threads, ThreadFactory helperFactory) {
+        if (threads < 1 || threads > 1024) {
+            throw new IllegalArgumentException("copy threads must be from 1 to 1024, was " + threads);
+        }
+        this.threads = threads;
+        this.helperFactory = Objects.requireNonNull(helperFactory, "helperFactory");
+    }
+
+    private static ThreadFactory daemonThreads(String prefix) {
+        return Thread.ofPlatform().daemon().name(prefix, 0).factory();
+    }
+
+    /** The thread count sized from the machine: its cores, at most {@value #MAX_DEFAULT_THREADS}. */
+    public static int machineThreads() {
+        return Math.clamp(Runtime.getRuntime().availableProcessors(), 1, MAX_DEFAULT_THREADS);
+    }
+
+    /** The most threads, the caller included, one plan runs on. */
+    public int threads() {
+        return threads;
+    }
+
+    /** How many threads a plan of {@code bytes} bytes would use at most: never more than its bytes justify. */
+    public int threadsFor(long bytes) {
+        return (int) Math.clamp(bytes / MIN_BYTES_PER_THREAD, 1, threads);
+    }
+
+    /** Helper threads started so far (0 until a plan first needs one, and after {@link #close()}). */
+    public int startedHelpers() {
+        Thread[] h = helpers;
+        return h == null ? 0 : (int) Arrays.stream(h).filter(Thread::isAlive).count();
+    }
+
+    /** Copies every run of {@code plan} from the paged buffers into {@code object}; returns when all are done. */
+    public void gather(CopyPlan plan, PagedKvCache kv, MemorySegment object) {
+        run(plan, kv, object, true);
+    }
+
+    /** Copies every run of {@code plan} from {@code object} into the paged buffers; returns when all are done. */
+    public void scatter(CopyPlan plan, MemorySegment object, PagedKvCache kv) {
+        run(plan, kv, object, false);
+    }
+
+    private void run(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather) {
+        int wanted = Math.min(threadsFor(plan.totalBytes()), plan.runs());
+        int asked = wanted <= 1 || closed ? 0 : askHelpers(wanted - 1, kv, object);
+        if (asked == 0) {
+            copyRuns(plan, kv, object, gather, 0, plan.runs());
+            return;
+        }
+        int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
+        Batch batch = new Batch(plan, kv, object, gather, pieces);
+        for (int i = 0; i < asked; i++) {
+            tickets.add(batch);
+        }
+        batch.work();
+        batch.awaitClaimedPieces();
+    }
+
+    /**
+     * How many helpers to ask (at most {@code wanted}, and only idle ones), starting them on first
+     * need; 0 when the memory cannot be reached from them.
+     */
+    private int askHelpers(int wanted, PagedKvCache kv, MemorySegment object) {
+        Thread[] h = helpers;
+        if (h == null) {
+            h = startHelpers();
+            if (h == null) {
+                return 0; // closed meanwhile
+            }
+        }
+        if (!accessibleBy(h[0], kv, object)) {
+            return 0;
+        }
+        return Math.min(wanted, idleHelpers.get());
+    }
+
+    private static boolean accessibleBy(Thread helper, PagedKvCache kv, MemorySegment object) {
+        if (!object.isAccessibleBy(helper)) {
+            return false;
+        }
+        List<MemorySegment> layers = kv.layers();
+        for (int i = 0; i < layers.size(); i++) {
+            if (!layers.get(i).isAccessibleBy(helper)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private Thread[] startHelpers() {
+        synchronized (startLock) {
+            if (closed) {
+                return null;
+            }
+            if (helpers == null) {
+                Thread[] started = new Thread[threads - 1];
+                for (int i = 0; i < started.length; i++) {
+                    started[i] = helperFactory.newThread(this::helperLoop);
+                }
+                idleHelpers.addAndGet(started.length);
+                for (Thread t : started) {
+                    t.start();
+                }
+                helpers = started;
+            }
+            return helpers;
+        }
+    }
+
+    private void helperLoop() {
+        try {
+            while (!closed) {
+                Batch batch = tickets.poll(1, TimeUnit.SECONDS);
+                if (batch == null) {
+                    continue;
+                }
+                idleHelpers.decrementAndGet();
+                try {
+                    batch.work();
+                } finally {
+                    idleHelpers.incrementAndGet();
+                }
+            }
+        } catch (InterruptedException e) {
+            // close() interrupts: done
+        }
+    }
+
+    /**
+     * Stops the helper threads and waits for them; plans still running finish on their callers
+     * (a helper stops only between pieces, and a piece it has not claimed is copied by its caller).
+     * Later plans run on the caller alone.
+     */
+    @Override
+    public void close() {
+        Thread[] h;
+        synchronized (startLock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            h = helpers;
+        }
+        if (h == null) {
+            return;
+        }
+        for (Thread t : h) {
+            t.interrupt();
+        }
+        boolean interrupted = false;
+        for (Thread t : h) {
+            while (t.isAlive()) {
+                try {
+                    t.join();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        tickets.clear();
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to) {
+        List<MemorySegment> layers = kv.layers();
+        if (gather) {
+            for (int i = from; i < to; i++) {
+                MemorySegment.copy(layers.get(plan.layer(i)), plan.pagedOffset(i), object, plan.objectOffset(i), plan.length(i));
+            }
+        } else {
+            for (int i = from; i < to; i++) {
+                MemorySegment.copy(object, plan.objectOffset(i), layers.get(plan.layer(i)), plan.pagedOffset(i), plan.length(i));
+            }
+        }
+    }
+
+    /** One plan being copied: its pieces, claimed by counter, and how many are done. */
+    private static final class Batch {
+        private final CopyPlan plan;
+        private final PagedKvCache kv;
+        private final MemorySegment object;
+        private final boolean gather;
+        private final int pieces;
+        private final Thread caller = Thread.currentThread();
+        private final AtomicInteger nextPiece = new AtomicInteger();
+        private final AtomicInteger donePieces = new AtomicInteger();
+        private volatile Throwable failure;
+
+        Batch(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int pieces) {
+            this.plan = plan;
+            this.kv = kv;
+            this.object = object;
+            this.gather = gather;
+            this.pieces = pieces;
+        }
+
+        /** Claims and copies pieces until none is left; a helper arriving after the last claim does nothing. */
+        void work() {
+            int p;
+            while ((p = nextPiece.getAndIncrement()) < pieces) {
+                try {
+                    int runs = plan.runs();
+                    copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces), (int) ((long) (p + 1) * runs / pieces));
+                } catch (Throwable t) {
+                    failure = t;
+                } finally {
+                    if (donePieces.incrementAndGet() == pieces && Thread.currentThread() != caller) {
+                        LockSupport.unpark(caller);
+                    }
+                }
+            }
+        }
+
+        /** Waits (caller only) for the pieces helpers claimed; every piece is claimed once the caller's own work() returns. */
+        void awaitClaimedPieces() {
+            long spinUntil = System.nanoTime() + SPIN_NANOS;
+            while (donePieces.get() < pieces) {
+                if (System.nanoTime() - spinUntil < 0) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(this, 100_000);
+                }
+            }
+            Throwable t = failure;
+            if (t instanceof RuntimeException e) {
+                throw e;
+            }
+            if (t instanceof Error e) {
+                throw e;
+            }
+        }
+    }
+}

@@ -78,17 +78,6 @@ class ForeignMetadataTest {
         assertEquals(inFile.size(), new LinkedHashSet<>(inFile).size(), "an entry is listed twice");
     }
 
-    @Test
-    void everyTypeNameIsACanonicalLayout() throws IOException {
-        for (Map<String, Object> downcall : downcallsAsGraalVmReadsThem()) {
-            String returnType = (String) downcall.get("returnType");
-            assertTrue(returnType.equals("void") || LayoutGrammar.isValid(returnType), returnType + " in " + downcall);
-            @SuppressWarnings("unchecked")
-            List<String> parameters = (List<String>) downcall.get("parameterTypes");
-            parameters.forEach(p -> assertTrue(LayoutGrammar.isValid(p), p + " in " + downcall));
-        }
-    }
-
     /** The downcalls as the strict {@link ForeignConfiguration} parser understood them, written back out by it. */
     static List<Map<String, Object>> downcallsAsGraalVmReadsThem() throws IOException {
         ForeignConfiguration configuration = new ForeignConfiguration();

@@ -1,4 +1,4 @@
-package lmcache4j.cuda.internal;
+package lmcache4j.tests.nativeimage;
 
 import java.lang.foreign.Linker;
 import java.util.Set;

@@ -15,7 +15,7 @@ import lmcache4j.allocator.host.HostArena;
  * so allocate and free are O(1) and fragmentation cannot happen.
  *
  * <p>Unlike LMCache, pages are not pre-built objects that get reused: each allocation makes a
- * fresh {@link MemoryObj}, so a reference kept past release is caught instead of aliasing the
+ * fresh {@link lmcache4j.allocator.MemoryObj}, so a reference kept past release is caught instead of aliasing the
  * page's next owner. In strict mode each object gets its own arena, as in
  * {@link lmcache4j.allocator.tensor.TensorMemoryAllocator#strict}.
  */

@@ -29,7 +29,7 @@ import lmcache4j.allocator.tensor.TensorMemoryAllocator;
  * </ol>
  * Placement is simulated with the {@link FreeBlockIndex} that {@link TensorMemoryAllocator} uses
  * (first fit by lowest address over one region), so replaying the trace against a
- * {@code TensorMemoryAllocator} of {@link #poolBytes()} never fails an allocation.
+ * {@code TensorMemoryAllocator} of {@link Config#poolBytes()} never fails an allocation.
  *
  * <p>The trace is a few primitive arrays: op {@code i} allocates request shape {@link #shape(int)}
  * into slot {@link #slot(int)} when the shape index is {@code >= 0}, and frees slot
@@ -77,7 +77,7 @@ public final class AllocationTrace {
      * @param seed            the random seed: equal configs give equal traces
      * @param steadyPairs     allocations (and as many frees) in the steady phase
      * @param poolBytes       the simulated pool
-     * @param occupancy       the fraction of the pool held live, 0 < occupancy < 1
+     * @param occupancy       the fraction of the pool held live, 0 &lt; occupancy &lt; 1
      * @param partialFraction the fraction of requests that are partial last chunks
      */
     public record Config(long seed, int steadyPairs, long poolBytes, double occupancy, double partialFraction) {

@@ -1,13 +1,13 @@
 package lmcache4j.cuda.posix;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.BitSet;
 
-import lmcache4j.cuda.internal.ErrnoCapturingLinker;
+import lmcache4j.cuda.internal.Downcalls;
+import lmcache4j.cuda.internal.CapturedErrno;
 import lmcache4j.cuda.internal.libc.libc_h;
 import lmcache4j.cuda.internal.libc.rlimit;
 
@@ -54,19 +54,15 @@ public final class Posix {
 
     /** Handles relinked with errno capture; built on first use of a memory call. */
     private static final class Calls {
-        static final MethodHandle MMAP = ErrnoCapturingLinker.link(libc_h.mmap$address(), libc_h.mmap$descriptor());
-        static final MethodHandle MUNMAP = ErrnoCapturingLinker.link(libc_h.munmap$address(), libc_h.munmap$descriptor());
-        static final MethodHandle MADVISE = ErrnoCapturingLinker.link(libc_h.madvise$address(), libc_h.madvise$descriptor());
-        static final MethodHandle MLOCK = ErrnoCapturingLinker.link(libc_h.mlock$address(), libc_h.mlock$descriptor());
-        static final MethodHandle MUNLOCK = ErrnoCapturingLinker.link(libc_h.munlock$address(), libc_h.munlock$descriptor());
-        static final MethodHandle GETCPU = ErrnoCapturingLinker.link(libc_h.getcpu$address(), libc_h.getcpu$descriptor());
-        static final MethodHandle GETRLIMIT = ErrnoCapturingLinker.link(libc_h.getrlimit$address(), libc_h.getrlimit$descriptor());
+        static final MethodHandle MMAP = Downcalls.link(libc_h.mmap$address(), Downcalls.mmapWithErrno);
+        static final MethodHandle MUNMAP = Downcalls.link(libc_h.munmap$address(), Downcalls.munmapWithErrno);
+        static final MethodHandle MADVISE = Downcalls.link(libc_h.madvise$address(), Downcalls.madviseWithErrno);
+        static final MethodHandle MLOCK = Downcalls.link(libc_h.mlock$address(), Downcalls.mlockWithErrno);
+        static final MethodHandle MUNLOCK = Downcalls.link(libc_h.munlock$address(), Downcalls.munlockWithErrno);
+        static final MethodHandle GETCPU = Downcalls.link(libc_h.getcpu$address(), Downcalls.getcpuWithErrno);
+        static final MethodHandle GETRLIMIT = Downcalls.link(libc_h.getrlimit$address(), Downcalls.getrlimitWithErrno);
         /** {@code long syscall(long number, ...)} with six variadic {@code long} arguments. */
-        static final MethodHandle SYSCALL6 = ErrnoCapturingLinker.linkVariadic(
-                libc_h.syscall.address(),
-                FunctionDescriptor.of(libc_h.C_LONG, libc_h.C_LONG,
-                        libc_h.C_LONG, libc_h.C_LONG, libc_h.C_LONG, libc_h.C_LONG, libc_h.C_LONG, libc_h.C_LONG),
-                1);
+        static final MethodHandle SYSCALL6 = Downcalls.link(libc_h.syscall.address(), Downcalls.syscall6WithErrno);
     }
 
     /** The size of a base page in bytes. */
@@ -89,11 +85,11 @@ public final class Posix {
     public static MemorySegment mmapAnonymous(long length, int prot, int flags) {
         requirePositive("mmap length", length);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             MemorySegment address = (MemorySegment) Calls.MMAP.invokeExact(
                     state, MemorySegment.NULL, length, prot, flags | MAP_ANONYMOUS, -1, 0L);
             if (address.equals(libc_h.MAP_FAILED())) {
-                int errno = ErrnoCapturingLinker.errno(state);
+                int errno = CapturedErrno.errno(state);
                 throw new PosixException("mmap(NULL, " + length + ", prot=0x" + Integer.toHexString(prot)
                         + ", flags=0x" + Integer.toHexString(flags | MAP_ANONYMOUS) + ", -1, 0)", errno,
                         (flags & MAP_HUGETLB) != 0 && errno == ENOMEM
@@ -119,11 +115,11 @@ public final class Posix {
     /** {@code madvise(2)} over the whole of {@code region}. */
     public static void madvise(MemorySegment region, int advice) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             int rc = (int) Calls.MADVISE.invokeExact(state, region, region.byteSize(), advice);
             if (rc != 0) {
                 throw new PosixException("madvise(" + hex(region) + ", " + region.byteSize() + ", " + advice + ")",
-                        ErrnoCapturingLinker.errno(state), null);
+                        CapturedErrno.errno(state), null);
             }
         } catch (PosixException e) {
             throw e;
@@ -174,14 +170,14 @@ public final class Posix {
             MemorySegment mask = arena.allocate(ValueLayout.JAVA_LONG, MAX_NODES / 64);
             long[] words = nodes.toLongArray();
             MemorySegment.copy(words, 0, mask, ValueLayout.JAVA_LONG, 0, words.length);
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             long maxNode = nodes.isEmpty() ? 0 : MAX_NODES;
             long rc = (long) Calls.SYSCALL6.invokeExact(state, (long) libc_h.SYS_mbind(),
                     region.address(), region.byteSize(), (long) mode,
                     nodes.isEmpty() ? 0L : mask.address(), maxNode, (long) flags);
             if (rc != 0) {
                 throw new PosixException("mbind(" + hex(region) + ", " + region.byteSize() + ", mode=" + mode
-                        + ", nodes=" + nodes + ", flags=" + flags + ")", ErrnoCapturingLinker.errno(state), null);
+                        + ", nodes=" + nodes + ", flags=" + flags + ")", CapturedErrno.errno(state), null);
             }
         } catch (PosixException | IllegalArgumentException e) {
             throw e;
@@ -197,13 +193,13 @@ public final class Posix {
     public static int nodeOfAddress(MemorySegment address) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment node = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             long flags = libc_h.MPOL_F_NODE() | libc_h.MPOL_F_ADDR();
             long rc = (long) Calls.SYSCALL6.invokeExact(state, (long) libc_h.SYS_get_mempolicy(),
                     node.address(), 0L, 0L, address.address(), flags, 0L);
             if (rc != 0) {
                 throw new PosixException("get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR, " + hex(address) + ")",
-                        ErrnoCapturingLinker.errno(state), null);
+                        CapturedErrno.errno(state), null);
             }
             return node.get(ValueLayout.JAVA_INT, 0);
         } catch (PosixException e) {
@@ -218,10 +214,10 @@ public final class Posix {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cpu = arena.allocate(ValueLayout.JAVA_INT);
             MemorySegment node = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             int rc = (int) Calls.GETCPU.invokeExact(state, cpu, node);
             if (rc != 0) {
-                throw new PosixException("getcpu()", ErrnoCapturingLinker.errno(state), null);
+                throw new PosixException("getcpu()", CapturedErrno.errno(state), null);
             }
             return new CpuLocation(cpu.get(ValueLayout.JAVA_INT, 0), node.get(ValueLayout.JAVA_INT, 0));
         } catch (PosixException e) {
@@ -253,10 +249,10 @@ public final class Posix {
     public static ResourceLimit memlockLimit() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment limit = arena.allocate(rlimit.layout());
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             int rc = (int) Calls.GETRLIMIT.invokeExact(state, libc_h.RLIMIT_MEMLOCK(), limit);
             if (rc != 0) {
-                throw new PosixException("getrlimit(RLIMIT_MEMLOCK)", ErrnoCapturingLinker.errno(state), null);
+                throw new PosixException("getrlimit(RLIMIT_MEMLOCK)", CapturedErrno.errno(state), null);
             }
             return new ResourceLimit(toLimit(rlimit.rlim_cur(limit)), toLimit(rlimit.rlim_max(limit)));
         } catch (PosixException e) {
@@ -273,9 +269,9 @@ public final class Posix {
     /** Calls an {@code int f(void *, size_t)} handle, storing errno in {@code errnoOut[0]}. */
     private static int call2(MethodHandle handle, MemorySegment address, long length, int[] errnoOut) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapturingLinker.allocateCaptureState(arena);
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
             int rc = (int) handle.invokeExact(state, address, length);
-            errnoOut[0] = ErrnoCapturingLinker.errno(state);
+            errnoOut[0] = CapturedErrno.errno(state);
             return rc;
         } catch (Throwable t) {
             throw new AssertionError("downcall failed", t);

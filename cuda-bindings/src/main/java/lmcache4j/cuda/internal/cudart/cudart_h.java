@@ -12,6 +12,8 @@ import java.util.stream.*;
 import static java.lang.foreign.ValueLayout.*;
 import static java.lang.foreign.MemoryLayout.PathElement.*;
 
+import lmcache4j.cuda.internal.Downcalls;
+
 public class cudart_h extends cudart_h$shared {
 
     cudart_h() {
@@ -302,12 +304,11 @@ public class cudart_h extends cudart_h$shared {
     public static final AddressLayout cudaEvent_t = cudart_h.C_POINTER;
 
     private static class cudaDeviceSynchronize {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT    );
+        public static final FunctionDescriptor DESC = Downcalls.cudaDeviceSynchronize.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaDeviceSynchronize");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaDeviceSynchronize.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaDeviceSynchronize);
     }
 
     /**
@@ -360,15 +361,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaIpcGetMemHandle {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaIpcGetMemHandle.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaIpcGetMemHandle");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaIpcGetMemHandle.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaIpcGetMemHandle);
     }
 
     /**
@@ -421,16 +418,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaIpcOpenMemHandle {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudaIpcMemHandle_st.layout(),
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaIpcOpenMemHandle.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaIpcOpenMemHandle");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaIpcOpenMemHandle.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaIpcOpenMemHandle);
     }
 
     /**
@@ -483,14 +475,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaIpcCloseMemHandle {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaIpcCloseMemHandle.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaIpcCloseMemHandle");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaIpcCloseMemHandle.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaIpcCloseMemHandle);
     }
 
     /**
@@ -543,12 +532,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaGetLastError {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT    );
+        public static final FunctionDescriptor DESC = Downcalls.cudaGetLastError.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaGetLastError");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaGetLastError.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaGetLastError);
     }
 
     /**
@@ -601,14 +589,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaGetErrorName {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaGetErrorName.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaGetErrorName");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaGetErrorName.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaGetErrorName);
     }
 
     /**
@@ -661,14 +646,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaGetErrorString {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaGetErrorString.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaGetErrorString");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaGetErrorString.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaGetErrorString);
     }
 
     /**
@@ -721,14 +703,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaGetDeviceCount {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaGetDeviceCount.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaGetDeviceCount");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaGetDeviceCount.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaGetDeviceCount);
     }
 
     /**
@@ -781,14 +760,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaSetDevice {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaSetDevice.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaSetDevice");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaSetDevice.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaSetDevice);
     }
 
     /**
@@ -841,14 +817,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaGetDevice {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaGetDevice.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaGetDevice");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaGetDevice.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaGetDevice);
     }
 
     /**
@@ -901,14 +874,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaStreamCreate {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaStreamCreate.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaStreamCreate");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaStreamCreate.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaStreamCreate);
     }
 
     /**
@@ -961,15 +931,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaStreamCreateWithFlags {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaStreamCreateWithFlags.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaStreamCreateWithFlags");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaStreamCreateWithFlags.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaStreamCreateWithFlags);
     }
 
     /**
@@ -1022,14 +988,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaStreamDestroy {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaStreamDestroy.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaStreamDestroy");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaStreamDestroy.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaStreamDestroy);
     }
 
     /**
@@ -1082,16 +1045,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaStreamWaitEvent {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaStreamWaitEvent.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaStreamWaitEvent");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaStreamWaitEvent.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaStreamWaitEvent);
     }
 
     /**
@@ -1144,14 +1102,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaStreamSynchronize {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaStreamSynchronize.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaStreamSynchronize");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaStreamSynchronize.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaStreamSynchronize);
     }
 
     /**
@@ -1204,14 +1159,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventCreate {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventCreate.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventCreate");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventCreate.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventCreate);
     }
 
     /**
@@ -1264,15 +1216,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventCreateWithFlags {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventCreateWithFlags.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventCreateWithFlags");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventCreateWithFlags.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventCreateWithFlags);
     }
 
     /**
@@ -1325,15 +1273,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventRecord {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventRecord.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventRecord");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventRecord.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventRecord);
     }
 
     /**
@@ -1386,14 +1330,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventSynchronize {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventSynchronize.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventSynchronize");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventSynchronize.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventSynchronize);
     }
 
     /**
@@ -1446,14 +1387,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventDestroy {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventDestroy.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventDestroy");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventDestroy.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventDestroy);
     }
 
     /**
@@ -1506,16 +1444,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaEventElapsedTime {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaEventElapsedTime.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaEventElapsedTime");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaEventElapsedTime.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaEventElapsedTime);
     }
 
     /**
@@ -1568,15 +1501,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMalloc {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMalloc.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMalloc");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMalloc.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMalloc);
     }
 
     /**
@@ -1629,14 +1558,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaFree {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaFree.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaFree");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaFree.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaFree);
     }
 
     /**
@@ -1689,14 +1615,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaFreeHost {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaFreeHost.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaFreeHost");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaFreeHost.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaFreeHost);
     }
 
     /**
@@ -1749,16 +1672,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaHostAlloc {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaHostAlloc.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaHostAlloc");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaHostAlloc.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaHostAlloc);
     }
 
     /**
@@ -1811,16 +1729,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaHostRegister {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaHostRegister.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaHostRegister");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaHostRegister.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaHostRegister);
     }
 
     /**
@@ -1873,14 +1786,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaHostUnregister {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaHostUnregister.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaHostUnregister");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaHostUnregister.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaHostUnregister);
     }
 
     /**
@@ -1933,16 +1843,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaHostGetDevicePointer {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaHostGetDevicePointer.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaHostGetDevicePointer");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaHostGetDevicePointer.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaHostGetDevicePointer);
     }
 
     /**
@@ -1995,15 +1900,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMemGetInfo {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemGetInfo.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMemGetInfo");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemGetInfo.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemGetInfo);
     }
 
     /**
@@ -2056,17 +1957,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMemcpy {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemcpy.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMemcpy");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemcpy.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemcpy);
     }
 
     /**
@@ -2119,18 +2014,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMemcpyAsync {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemcpyAsync.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMemcpyAsync");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemcpyAsync.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemcpyAsync);
     }
 
     /**
@@ -2183,21 +2071,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMemcpy2DAsync {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_POINTER,
-            cudart_h.C_LONG,
-            cudart_h.C_LONG,
-            cudart_h.C_LONG,
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemcpy2DAsync.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMemcpy2DAsync");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemcpy2DAsync.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemcpy2DAsync);
     }
 
     /**
@@ -2250,17 +2128,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaMemsetAsync {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_INT,
-            cudart_h.C_LONG,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemsetAsync.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaMemsetAsync");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemsetAsync.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemsetAsync);
     }
 
     /**
@@ -2313,15 +2185,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaPointerGetAttributes {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaPointerGetAttributes.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaPointerGetAttributes");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaPointerGetAttributes.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaPointerGetAttributes);
     }
 
     /**
@@ -2374,14 +2242,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaDriverGetVersion {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaDriverGetVersion.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaDriverGetVersion");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaDriverGetVersion.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaDriverGetVersion);
     }
 
     /**
@@ -2434,14 +2299,11 @@ public class cudart_h extends cudart_h$shared {
     }
 
     private static class cudaRuntimeGetVersion {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            cudart_h.C_INT,
-            cudart_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.cudaRuntimeGetVersion.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cudaRuntimeGetVersion");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaRuntimeGetVersion.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaRuntimeGetVersion);
     }
 
     /**

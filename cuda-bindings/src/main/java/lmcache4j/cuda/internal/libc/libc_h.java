@@ -12,6 +12,8 @@ import java.util.stream.*;
 import static java.lang.foreign.ValueLayout.*;
 import static java.lang.foreign.MemoryLayout.PathElement.*;
 
+import lmcache4j.cuda.internal.Downcalls;
+
 public class libc_h extends libc_h$shared {
 
     libc_h() {
@@ -200,15 +202,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class getcpu {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_POINTER,
-            libc_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.getcpu.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("getcpu");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.getcpu.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.getcpu);
     }
 
     /**
@@ -261,14 +259,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class malloc {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_POINTER,
-            libc_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.malloc.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("malloc");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.malloc.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.malloc);
     }
 
     /**
@@ -321,13 +316,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class free {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.ofVoid(
-            libc_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.free.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("free");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.free.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.free);
     }
 
     /**
@@ -380,14 +373,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class strerror {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_POINTER,
-            libc_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.strerror.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("strerror");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.strerror.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.strerror);
     }
 
     /**
@@ -440,19 +430,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class mmap {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_POINTER,
-            libc_h.C_POINTER,
-            libc_h.C_LONG,
-            libc_h.C_INT,
-            libc_h.C_INT,
-            libc_h.C_INT,
-            libc_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.mmap.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("mmap");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.mmap.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.mmap);
     }
 
     /**
@@ -505,15 +487,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class munmap {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_POINTER,
-            libc_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.munmap.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("munmap");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.munmap.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.munmap);
     }
 
     /**
@@ -566,16 +544,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class madvise {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_POINTER,
-            libc_h.C_LONG,
-            libc_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.madvise.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("madvise");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.madvise.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.madvise);
     }
 
     /**
@@ -628,15 +601,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class mlock {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_POINTER,
-            libc_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.mlock.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("mlock");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.mlock.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.mlock);
     }
 
     /**
@@ -689,15 +658,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class munlock {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_POINTER,
-            libc_h.C_LONG
-        );
+        public static final FunctionDescriptor DESC = Downcalls.munlock.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("munlock");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.munlock.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.munlock);
     }
 
     /**
@@ -750,15 +715,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class getrlimit {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT,
-            libc_h.C_INT,
-            libc_h.C_POINTER
-        );
+        public static final FunctionDescriptor DESC = Downcalls.getrlimit.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("getrlimit");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.getrlimit.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.getrlimit);
     }
 
     /**
@@ -820,14 +781,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class sysconf {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_LONG,
-            libc_h.C_INT
-        );
+        public static final FunctionDescriptor DESC = Downcalls.sysconf.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("sysconf");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.sysconf.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.sysconf);
     }
 
     /**
@@ -880,12 +838,11 @@ public class libc_h extends libc_h$shared {
     }
 
     private static class getpagesize {
-        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
-            libc_h.C_INT    );
+        public static final FunctionDescriptor DESC = Downcalls.getpagesize.descriptor();
 
-        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("getpagesize");
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.getpagesize.symbol());
 
-        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.getpagesize);
     }
 
     /**
@@ -938,40 +895,18 @@ public class libc_h extends libc_h$shared {
     }
 
     /**
-     * Variadic invoker class for:
+     * The address of:
      * {@snippet lang=c :
      * extern long syscall(long __sysno, ...)
      * }
+     * jextract's variadic invoker (which links a new descriptor for every argument list it is
+     * given) is left out: lmcache4j links the one shape it calls, {@link Downcalls#syscall6WithErrno}, so
+     * that every descriptor is known before the program runs (native-image metadata).
      */
-    public static class syscall {
-        private static final FunctionDescriptor BASE_DESC = FunctionDescriptor.of(
-                libc_h.C_LONG,
-                libc_h.C_LONG
-            );
-        private static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("syscall");
+    public static final class syscall {
+        private static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.syscall6WithErrno.symbol());
 
-        private final MethodHandle handle;
-        private final FunctionDescriptor descriptor;
-        private final MethodHandle spreader;
-
-        private syscall(MethodHandle handle, FunctionDescriptor descriptor, MethodHandle spreader) {
-            this.handle = handle;
-            this.descriptor = descriptor;
-            this.spreader = spreader;
-        }
-
-        /**
-         * Variadic invoker factory for:
-         * {@snippet lang=c :
-         * extern long syscall(long __sysno, ...)
-         * }
-         */
-        public static syscall makeInvoker(MemoryLayout... layouts) {
-            FunctionDescriptor desc$ = BASE_DESC.appendArgumentLayouts(layouts);
-            Linker.Option fva$ = Linker.Option.firstVariadicArg(BASE_DESC.argumentLayouts().size());
-            var mh$ = Linker.nativeLinker().downcallHandle(ADDR, desc$, fva$);
-            var spreader$ = mh$.asSpreader(Object[].class, layouts.length);
-            return new syscall(mh$, desc$, spreader$);
+        private syscall() {
         }
 
         /**
@@ -979,33 +914,6 @@ public class libc_h extends libc_h$shared {
          */
         public static MemorySegment address() {
             return ADDR;
-        }
-
-        /**
-         * {@return the specialized method handle}
-         */
-        public MethodHandle handle() {
-            return handle;
-        }
-
-        /**
-         * {@return the specialized descriptor}
-         */
-        public FunctionDescriptor descriptor() {
-            return descriptor;
-        }
-
-        public long apply(long __sysno, Object... x1) {
-            try {
-                if (TRACE_DOWNCALLS) {
-                    traceDowncall("syscall", __sysno, x1);
-                }
-                return (long) spreader.invokeExact(__sysno, x1);
-            } catch(IllegalArgumentException | ClassCastException ex$)  {
-                throw ex$; // rethrow IAE from passing wrong number/type of args
-            } catch (Throwable ex$) {
-               throw new AssertionError("should not reach here", ex$);
-            }
         }
     }
     private static final int MPOL_DEFAULT = (int)0L;

@@ -54,10 +54,13 @@ public sealed interface RedisLayout {
 
     /**
      * Chunks as parts of {@code partBytes} plus a manifest, over {@code connections} connections.
-     *
-     * @throws IllegalArgumentException when a value is out of range
      */
     record Split(int partBytes, int connections) implements RedisLayout {
+        /**
+         * Checks the ranges.
+         *
+         * @throws IllegalArgumentException when a value is out of range
+         */
         public Split {
             if (partBytes < MIN_PART_MB << 20 || partBytes > MAX_PART_MB << 20) {
                 throw new IllegalArgumentException("redis split part size must be " + MIN_PART_MB + ".." + MAX_PART_MB

@@ -26,8 +26,10 @@ tree, tag first; and lmcache_wire.SCHEMAS (the table lmcache4j's Python worker s
 its messages from) agrees with LMCache's classes and re-encodes every vector to the same bytes.
 
 Output: a JSON list of {"name", "type", "fields", "hex"}. "fields" is the message's map without the
-tag entry, in wire order; maps with integer keys (HealthRetMsg.error_codes) have their keys written
-as decimal strings there, because JSON object keys are strings; the hex holds msgpack integers.
+tag entry, in wire order, as lmcache4j's records hold it: an integer >= 2**63 (a uint64 on the
+wire) is written as the signed 64-bit value with the same bits, as a Java long holds it; maps with
+integer keys (HealthRetMsg.error_codes) have their keys written as decimal strings, because JSON
+object keys are strings. The hex is the wire: uint64 stays uint64 there.
 """
 
 import importlib.util
@@ -213,9 +215,15 @@ def vectors(m):
 
 
 def json_friendly(tree):
-    """JSON has string object keys only: integer map keys become decimal strings."""
+    """Integers as Java's long holds them (>= 2**63 as the signed value with the same 64 bits: the
+    reader is lmcache4j's Json, which reads integers as long); integer map keys as decimal strings
+    (JSON object keys are strings)."""
+    if isinstance(tree, bool) or tree is None:
+        return tree
+    if isinstance(tree, int):
+        return tree - (1 << 64) if tree >= (1 << 63) else tree
     if isinstance(tree, dict):
-        return {str(k) if isinstance(k, int) else k: json_friendly(v) for k, v in tree.items()}
+        return {str(json_friendly(k)) if isinstance(k, int) else k: json_friendly(v) for k, v in tree.items()}
     if isinstance(tree, list):
         return [json_friendly(x) for x in tree]
     return tree

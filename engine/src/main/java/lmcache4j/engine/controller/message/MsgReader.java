@@ -29,6 +29,10 @@ final class MsgReader implements AutoCloseable {
     /** Deepest nesting accepted in free-form values (heartbeat command {@code args}). */
     static final int MAX_ANY_DEPTH = 16;
 
+    static {
+        UniversalBuffer.select();
+    }
+
     private final MessageUnpacker in;
     private final int frameLength;
     private final byte[] nameScratch = new byte[64];

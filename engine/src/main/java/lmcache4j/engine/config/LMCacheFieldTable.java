@@ -168,9 +168,12 @@ final class LMCacheFieldTable {
                         + "worker id (worker i binds the i-th). Unset: an ephemeral port, told to the controller "
                         + "at registration.").build());
         f.add(define("lmcache_worker_heartbeat_delay_time", DOUBLE).defaultValue(10.0).atLeast(0)
-                .description("Seconds between registration and the first heartbeat.").build());
-        f.add(define("lmcache_worker_heartbeat_time", DOUBLE).defaultValue(10.0).greaterThan(0)
-                .description("Seconds between heartbeats to the controller.").build());
+                .description("Seconds between registration and the first heartbeat (fractions allowed; LMCache "
+                        + "reads an int).").build());
+        f.add(define("lmcache_worker_heartbeat_time", DOUBLE).defaultValue(10.0).atLeast(0)
+                .description("Seconds between heartbeats to the controller; 0 turns them off. LMCache's default is "
+                        + "unset (no heartbeats), which lets its controller drop a silent worker after its timeout; "
+                        + "lmcache4j heartbeats every 10 s unless told otherwise.").build());
         f.add(define("controller_report_queue_size", INT).defaultValue(65536).greaterThan(0).lmcache4jOnly()
                 .description("lmcache4j only: admits and evicts waiting for the controller at most; past it they "
                         + "are dropped, counted, and a full re-sync follows, so a slow controller never slows "

@@ -262,7 +262,8 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                         poller = closePoller(poller);
                         heartbeatOutstanding = false;
                         missedInARow = 0;
-                        nextHeartbeat = System.nanoTime() + settings.heartbeatDelayNanos();
+                        nextHeartbeat = settings.heartbeatNanos() > 0
+                                ? System.nanoTime() + settings.heartbeatDelayNanos() : Long.MAX_VALUE;
                         continue;
                     }
                 }

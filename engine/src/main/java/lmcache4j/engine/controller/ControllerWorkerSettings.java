@@ -15,7 +15,7 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
  * @param replyAddress        {@code controller_reply_url} as a ZeroMQ address
  * @param controlPort         this worker's REP port from {@code lmcache_worker_ports}; empty = ephemeral
  * @param heartbeatDelayNanos {@code lmcache_worker_heartbeat_delay_time}
- * @param heartbeatNanos      {@code lmcache_worker_heartbeat_time}
+ * @param heartbeatNanos      {@code lmcache_worker_heartbeat_time}; 0 = no heartbeats
  * @param queueCapacity       {@code controller_report_queue_size}
  */
 public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
@@ -26,8 +26,8 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
         Objects.requireNonNull(pullAddress, "pullAddress");
         Objects.requireNonNull(replyAddress, "replyAddress");
         Objects.requireNonNull(controlPort, "controlPort");
-        if (queueCapacity <= 0 || heartbeatNanos <= 0 || heartbeatDelayNanos < 0) {
-            throw new IllegalArgumentException("queue capacity and heartbeat interval must be positive, delay not negative");
+        if (queueCapacity <= 0 || heartbeatNanos < 0 || heartbeatDelayNanos < 0) {
+            throw new IllegalArgumentException("queue capacity must be positive, heartbeat interval and delay not negative");
         }
     }
 

@@ -140,6 +140,8 @@ class ControllerWorkerTest {
         try (FakeController controller = new FakeController(); Arena arena = Arena.ofConfined();
              LMCacheEngine engine = engine(controller.pullPort, controller.replyPort, 1024)) {
             await("registration", () -> engine.controllerWorker().orElseThrow().registered());
+            // The sync that follows registration must be over first: its end would otherwise pass for the one asked below.
+            await("the post-registration sync", () -> controller.receivedOf(WorkerMsg.FullSyncEndMsg.class).size() >= 1);
             store(engine, arena, 256, 11);
             long[] keys = controllerKeys(engine, 256, 11);
             int endsBefore = controller.receivedOf(WorkerMsg.FullSyncEndMsg.class).size();

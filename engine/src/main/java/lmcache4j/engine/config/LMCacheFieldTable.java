@@ -93,7 +93,8 @@ final class LMCacheFieldTable {
                 .description("NUMA placement of the host pool: auto reads the GPU's node from sysfs; manual takes "
                         + "extra_config.gpu_to_numa_mapping (GPU index -> node). Unset: no binding.").build());
         f.add(define("enable_async_loading", BOOL).defaultValue(false)
-                .description("Prefetch looked-up chunks in the background so retrieve only collects them.").build());
+                .description("Prefetch looked-up chunks in the background so retrieve only collects them; the lookup "
+                        + "service (LookupServer, LookupClient) needs it.").build());
         f.add(define("extra_config", JSON_OBJECT)
                 .description("Free-form settings (a YAML mapping, or JSON in LMCACHE_EXTRA_CONFIG). The keys lmcache4j "
                         + "reads are declared with their types and defaults in ExtraConfigKeys (ping_interval, "
@@ -155,7 +156,9 @@ final class LMCacheFieldTable {
                 .description("Lazy pool: only used when max_local_cpu_size (GB) is larger than this.").build());
         // --- operations -----------------------------------------------------------------------
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
-                .description("Seconds after which a chunk still pinned by a lookup is force-unpinned.").build());
+                .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
+                        + "a prefetch (an asynchronous lookup's) that no retrieve consumed within this time releases its "
+                        + "chunks; lookup pins are not force-unpinned yet.").build());
         f.add(define("pin_check_interval_sec", INT).defaultValue(30).greaterThan(0)
                 .description("Seconds between scans for pins past pin_timeout_sec.").build());
         f.add(define("internal_api_server_enabled", BOOL).defaultValue(false)

@@ -597,12 +597,12 @@ public final class LMCacheEngine implements AutoCloseable {
             prefetchesCancelled.increment();
         }
         prefetchesStarted.increment();
-        expiry().schedule(() -> {
+        request.expiresWith(expiry().schedule(() -> {
             if (prefetches.remove(requestId, request)) {
                 request.release();
                 prefetchesExpired.increment();
             }
-        }, config.pinTimeoutSec(), TimeUnit.SECONDS);
+        }, config.pinTimeoutSec(), TimeUnit.SECONDS));
         storage.prefetch(keysOf(ranges)).whenComplete((ready, failure) -> {
             if (failure != null) { // prefetches complete normally; this is the last guard
                 request.ready().complete(0);

@@ -20,6 +20,8 @@ final class RequestPrefetch {
     private final Map<CacheKey, MemoryObj> held = new HashMap<>();
     private final CompletableFuture<Integer> ready;
     private boolean released;
+    /** The timer that expires this prefetch; cancelled when it ends otherwise, so no timer outlives it. */
+    private java.util.concurrent.Future<?> expiry;
 
     RequestPrefetch() {
         this.ready = new CompletableFuture<>();
@@ -50,9 +52,20 @@ final class RequestPrefetch {
         return held.size();
     }
 
+    /** Sets the timer to cancel when the prefetch ends (at once if it has ended). */
+    synchronized void expiresWith(java.util.concurrent.Future<?> timer) {
+        expiry = timer;
+        if (released) {
+            timer.cancel(false);
+        }
+    }
+
     /** Drops every reference still held; later arrivals are dropped as they come. */
     synchronized void release() {
         released = true;
+        if (expiry != null) {
+            expiry.cancel(false);
+        }
         held.values().forEach(MemoryObj::release);
         held.clear();
     }

@@ -14,7 +14,7 @@ module lmcache4j.engine {
     requires io.netty.handler;
     requires io.netty.resolver.dns;
     requires aircompressor; // remote_serde lz4 and zstd (pure Java; an automatic module named from its jar)
-    requires org.zeromq.jeromq; // the cache controller's sockets (lmcache4j.engine.controller)
+    requires org.zeromq.jeromq; // the cache controller's and the lookup service's sockets (controller, lookup)
     requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
@@ -25,6 +25,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.json;
     exports lmcache4j.engine.key;
+    exports lmcache4j.engine.lookup;
     exports lmcache4j.engine.metrics;
     exports lmcache4j.engine.remote;
     exports lmcache4j.engine.remote.fs;

@@ -1,10 +1,12 @@
 /**
  * The processes other processes talk to over sockets, built on the engine: today the
  * {@code lm://} cache server (LMCache's wire protocol, which the engine's {@code LmConnector} and
- * LMCache's own client speak).
+ * LMCache's own client speak) and the lookup server a worker runs for the scheduler.
  */
 module lmcache4j.server {
     requires transitive lmcache4j.engine;
+    requires org.zeromq.jeromq; // the lookup server's sockets
 
     exports lmcache4j.server.lm;
+    exports lmcache4j.server.lookup;
 }

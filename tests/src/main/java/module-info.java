@@ -11,4 +11,6 @@ module lmcache4j.tests {
     requires java.logging;
     // the controller tests: its HTTP API, as a router uses it
     requires java.net.http;
+    // the lookup-service tests: junk sent straight to a worker's socket
+    requires org.zeromq.jeromq;
 }

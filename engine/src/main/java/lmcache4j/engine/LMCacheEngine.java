@@ -13,6 +13,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
 
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
@@ -61,6 +67,8 @@ import lmcache4j.engine.storage.TieredPrefix;
  */
 public final class LMCacheEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LMCacheEngine.class.getName());
+    /** Chunk digests the lookup service can resolve from their folds (about 16 MiB of heap when full). */
+    private static final int FOLDED_HASH_CAPACITY = 1 << 18;
 
     private final LMCacheEngineConfig config;
     private final ModelMetadata metadata;
@@ -70,7 +78,18 @@ public final class LMCacheEngine implements AutoCloseable {
     private final EngineMetrics metrics;
     private final AllocationMode storeMode;
     private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
-    private final Map<String, Prefetched> prefetches = new ConcurrentHashMap<>();
+    private final Map<String, RequestPrefetch> prefetches = new ConcurrentHashMap<>();
+    /** Folded chunk hashes → digests, for the lookup service; null unless {@code enable_async_loading}. */
+    private final FoldedHashIndex foldedHashes;
+    /** Ends prefetches no retrieve consumed within {@code pin_timeout_sec}; made on first use. */
+    private volatile ScheduledExecutorService prefetchExpiry;
+    private final LongAdder prefetchesStarted = new LongAdder();
+    private final LongAdder prefetchesConsumed = new LongAdder();
+    private final LongAdder prefetchesCancelled = new LongAdder();
+    private final LongAdder prefetchesExpired = new LongAdder();
+    private final LongAdder prefetchedChunks = new LongAdder();
+    private final LongAdder prefetchedLowerTierChunks = new LongAdder();
+    private final LongAdder retrievedPrefetchedChunks = new LongAdder();
     private volatile boolean closed;
     /** The cache controller's worker, when {@code enable_controller} is set. */
     private volatile ControllerWorker controllerWorker;
@@ -86,6 +105,7 @@ public final class LMCacheEngine implements AutoCloseable {
         this.storage = storage;
         this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
         this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
+        this.foldedHashes = config.enableAsyncLoading() ? new FoldedHashIndex(FOLDED_HASH_CAPACITY) : null;
         storage.publishMetrics(metrics);
     }
 
@@ -163,6 +183,7 @@ public final class LMCacheEngine implements AutoCloseable {
     private PreparedRequest prepared(int[] tokens, int skippedTokens, Map<String, String> requestConfigs) {
         List<ChunkRange> chunks = this.tokens.processTokens(tokens, requestConfigs);
         metrics.recordHashed(tokens.length);
+        rememberFolds(chunks);
         return new PreparedRequest(this.tokens, tokens.length, chunks, skippedTokens);
     }
 
@@ -209,6 +230,7 @@ public final class LMCacheEngine implements AutoCloseable {
                            Map<String, String> requestConfigs) {
         ensureOpen("store");
         List<ChunkRange> ranges = this.tokens.processHashes(hashes, lengths, requestConfigs);
+        rememberFolds(ranges);
         int total = ranges.isEmpty() ? 0 : ranges.getLast().end();
         if (slotMapping.length < total) {
             throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
@@ -309,11 +331,20 @@ public final class LMCacheEngine implements AutoCloseable {
         long copied = 0;
         long copyNanos = 0;
         int retrieved = 0;
+        RequestPrefetch prefetched = lookupId == null ? null : prefetches.remove(lookupId);
         try {
+            if (prefetched != null) {
+                awaitPrefetch(prefetched, lookupId);
+            }
             // One chunk at a time: a chunk read from a lower tier needs CPU memory, so holding the
             // whole prefix at once could wait for memory that only this retrieve holds.
             for (ChunkRange range : ranges) {
-                Optional<MemoryObj> found = storage.get(range.key());
+                Optional<MemoryObj> found = prefetched == null ? Optional.empty() : prefetched.take(range.key());
+                if (found.isPresent()) {
+                    retrievedPrefetchedChunks.increment();
+                } else {
+                    found = storage.get(range.key());
+                }
                 if (found.isEmpty()) {
                     break;
                 }
@@ -338,7 +369,10 @@ public final class LMCacheEngine implements AutoCloseable {
         } finally {
             if (lookupId != null) {
                 lookupUnpin(lookupId);
-                releasePrefetch(lookupId);
+            }
+            if (prefetched != null) {
+                prefetched.release();
+                prefetchesConsumed.increment();
             }
         }
         metrics.recordRetrieve(requested, retrieved, copied, copyNanos, System.nanoTime() - started);
@@ -487,32 +521,13 @@ public final class LMCacheEngine implements AutoCloseable {
 
     // ---- prefetch ---------------------------------------------------------------------------
 
-    /** Objects a prefetch loaded and holds for its request until the retrieve or a cleanup. */
-    private static final class Prefetched {
-        private final List<MemoryObj> held = new ArrayList<>();
-        private boolean released;
-
-        synchronized void hold(MemoryObj obj) {
-            if (released) {
-                obj.release(); // the request was cleaned up while this chunk was loading
-            } else {
-                held.add(obj);
-            }
-        }
-
-        synchronized void release() {
-            released = true;
-            held.forEach(MemoryObj::release);
-            held.clear();
-        }
-    }
-
     /**
-     * Loads the stored prefix of {@code tokens} from the lower tiers that can prefetch (the disk
-     * tier, on its I/O threads at prefetch priority) into the CPU tier ahead of the retrieve. The
-     * loaded chunks are held for {@code requestId} (so they cannot be evicted before use) until
-     * {@link #retrieve} names the same id or {@link #releasePrefetch} is called. A chunk that is
-     * nowhere, or for which the CPU tier has no memory to spare, ends the prefix.
+     * Brings the stored prefix of {@code tokens} into the CPU tier ahead of the retrieve, from every
+     * tier (each chunk from the highest tier that holds it; lower tiers load concurrently on their
+     * own threads, never on the caller's). The chunks are held for {@code requestId} (so they cannot
+     * be evicted before use) until {@link #retrieve} names the same id and consumes them,
+     * {@link #releasePrefetch} is called, or {@code pin_timeout_sec} passes without a retrieve. A
+     * chunk that is nowhere, or for which the CPU tier has no memory to spare, ends the prefix.
      *
      * @return the number of leading tokens in the CPU tier once the prefetch is done
      */
@@ -528,23 +543,137 @@ public final class LMCacheEngine implements AutoCloseable {
         ensureOpen("prefetch");
         checkPrepared(request);
         Objects.requireNonNull(requestId, "requestId");
-        Prefetched holder = new Prefetched();
-        Prefetched previous = prefetches.put(requestId, holder);
+        return startPrefetch(request.chunks(), requestId);
+    }
+
+    /**
+     * LMCache's {@code async_lookup_and_prefetch}, as the lookup service calls it: the request comes
+     * as the scheduler hashed it (each chunk's hash folded to 64 bits, and its token count), starts
+     * the prefetch of {@link #prefetch(PreparedRequest, String)} for {@code lookupId} and returns at
+     * once. A folded hash this engine cannot resolve to a chunk it has hashed ends the prefix.
+     * Needs {@code enable_async_loading}.
+     *
+     * @param foldedHashes    each chunk's hash as {@link lmcache4j.engine.controller.ControllerKeys#fold} gives it
+     * @param chunkTokens     each chunk's token count (LMCache's offsets: end − start)
+     * @param requestConfigs  the request's configs; {@code lmcache.tag.*} entries tag the keys
+     * @return completes (never exceptionally) with the tokens ready for the retrieve: the answer the
+     *         scheduler gets
+     */
+    public CompletableFuture<Integer> asyncLookupAndPrefetch(String lookupId, long[] foldedHashes, int[] chunkTokens,
+                                                             Map<String, String> requestConfigs) {
+        ensureOpen("asyncLookupAndPrefetch");
+        Objects.requireNonNull(lookupId, "lookupId");
+        Objects.requireNonNull(requestConfigs, "requestConfigs");
+        if (this.foldedHashes == null) {
+            throw new IllegalStateException("asynchronous lookups need enable_async_loading: true");
+        }
+        if (foldedHashes.length != chunkTokens.length) {
+            throw new IllegalArgumentException(foldedHashes.length + " chunk hashes but " + chunkTokens.length
+                    + " chunk token counts");
+        }
+        List<ChunkHash> hashes = new ArrayList<>(foldedHashes.length);
+        for (long fold : foldedHashes) {
+            Optional<ChunkHash> hash = this.foldedHashes.resolve(fold);
+            if (hash.isEmpty()) {
+                break; // never hashed here: no tier can hold it under a key this engine knows
+            }
+            hashes.add(hash.get());
+        }
+        List<ChunkRange> ranges = this.tokens.processHashes(hashes, Arrays.copyOf(chunkTokens, hashes.size()),
+                requestConfigs);
+        if (config.useLayerwise()) {
+            // Layerwise chunks are stored per layer: answer with a pinned lookup the retrieve releases.
+            int hitTokens = lookupChunks(new PreparedRequest(this.tokens, tokensIn(ranges), ranges, 0), lookupId);
+            return CompletableFuture.completedFuture(hitTokens);
+        }
+        return startPrefetch(ranges, lookupId);
+    }
+
+    private CompletableFuture<Integer> startPrefetch(List<ChunkRange> ranges, String requestId) {
+        RequestPrefetch request = new RequestPrefetch();
+        RequestPrefetch previous = prefetches.put(requestId, request);
         if (previous != null) {
             previous.release();
+            prefetchesCancelled.increment();
         }
-        List<ChunkRange> ranges = request.chunks();
-        return storage.prefetch(keysOf(ranges)).thenApply(ready -> {
-            ready.loaded().forEach(holder::hold);
-            return ready.chunks() == 0 ? 0 : ranges.get(ready.chunks() - 1).end();
+        prefetchesStarted.increment();
+        request.expiresWith(expiry().schedule(() -> {
+            if (prefetches.remove(requestId, request)) {
+                request.release();
+                prefetchesExpired.increment();
+            }
+        }, config.pinTimeoutSec(), TimeUnit.SECONDS));
+        storage.prefetch(keysOf(ranges)).whenComplete((ready, failure) -> {
+            if (failure != null) { // prefetches complete normally; this is the last guard
+                request.ready().complete(0);
+                return;
+            }
+            request.hold(ready.keys(), ready.objects());
+            prefetchedChunks.add(ready.chunks());
+            ready.chunksByTier().forEach((tier, n) -> {
+                if (!tier.equals(storage.cpu().name())) {
+                    prefetchedLowerTierChunks.add(n);
+                }
+            });
+            request.ready().complete(ready.chunks() == 0 ? 0 : ranges.get(ready.chunks() - 1).end());
         });
+        return request.ready().copy();
+    }
+
+    /** Waits (up to {@code blocking_timeout_secs}) for a prefetch still loading when its retrieve comes. */
+    private void awaitPrefetch(RequestPrefetch prefetched, String requestId) {
+        try {
+            prefetched.ready().get(config.blockingTimeoutSecs(), TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            LOG.log(Level.WARNING, "the prefetch of " + requestId + " is still loading; the retrieve goes on without it");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException e) {
+            // prefetches complete normally
+        }
     }
 
     /** Releases what a {@link #prefetch} holds for {@code requestId}; does nothing if it holds nothing. */
     public void releasePrefetch(String requestId) {
-        Prefetched holder = prefetches.remove(requestId);
-        if (holder != null) {
-            holder.release();
+        RequestPrefetch request = prefetches.remove(requestId);
+        if (request != null) {
+            request.release();
+            prefetchesCancelled.increment();
+        }
+    }
+
+    /** The prefetch counters. */
+    public PrefetchStats prefetchStats() {
+        return new PrefetchStats(prefetchesStarted.sum(), prefetchesConsumed.sum(), prefetchesCancelled.sum(),
+                prefetchesExpired.sum(), prefetches.size(), prefetchedChunks.sum(), prefetchedLowerTierChunks.sum(),
+                retrievedPrefetchedChunks.sum());
+    }
+
+    private ScheduledExecutorService expiry() {
+        ScheduledExecutorService e = prefetchExpiry;
+        if (e == null) {
+            synchronized (this) {
+                e = prefetchExpiry;
+                if (e == null) {
+                    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, r -> {
+                        Thread t = new Thread(r, "lmcache4j-prefetch-expiry-" + metadata.modelName());
+                        t.setDaemon(true);
+                        return t;
+                    });
+                    pool.setRemoveOnCancelPolicy(true);
+                    e = pool;
+                    prefetchExpiry = e;
+                }
+            }
+        }
+        return e;
+    }
+
+    private void rememberFolds(List<ChunkRange> ranges) {
+        if (foldedHashes != null) {
+            for (ChunkRange r : ranges) {
+                foldedHashes.record(r.key().chunkHash());
+            }
         }
     }
 
@@ -720,12 +849,19 @@ public final class LMCacheEngine implements AutoCloseable {
         for (String id : List.copyOf(lookupPins.keySet())) {
             lookupUnpin(id);
         }
+        List<RequestPrefetch> held = new ArrayList<>(prefetches.values());
         for (String id : List.copyOf(prefetches.keySet())) {
             releasePrefetch(id);
+        }
+        if (prefetchExpiry != null) {
+            prefetchExpiry.shutdownNow();
         }
         if (layerCopier != null) {
             layerCopier.shutdown();
         }
+        // Prefetches still loading hand their objects to released requests, which drop them; the
+        // tiers (below) wait for them before closing, so the allocator's leak check sees none.
+        held.forEach(RequestPrefetch::release);
         try {
             storage.close();
         } finally {

@@ -219,6 +219,21 @@ public final class LMCacheEngineConfig {
 
     // --- lookup -------------------------------------------------------------------------------
 
+    /** {@code lookup_server_worker_ids}; empty: every worker. */
+    public Optional<List<Integer>> lookupServerWorkerIds() {
+        return list("lookup_server_worker_ids");
+    }
+
+    /** {@code lookup_scheduler_url} (lmcache4j). */
+    public Optional<String> lookupSchedulerUrl() {
+        return str("lookup_scheduler_url");
+    }
+
+    /** {@code lookup_worker_urls} (lmcache4j), in rank order. */
+    public Optional<List<String>> lookupWorkerUrls() {
+        return list("lookup_worker_urls");
+    }
+
     /** {@code lookup_timeout_ms} (default 3000). */
     public int lookupTimeoutMs() {
         return (Integer) values.get("lookup_timeout_ms");

@@ -93,7 +93,8 @@ final class LMCacheFieldTable {
                 .description("NUMA placement of the host pool: auto reads the GPU's node from sysfs; manual takes "
                         + "extra_config.gpu_to_numa_mapping (GPU index -> node). Unset: no binding.").build());
         f.add(define("enable_async_loading", BOOL).defaultValue(false)
-                .description("Prefetch looked-up chunks in the background so retrieve only collects them.").build());
+                .description("Prefetch looked-up chunks in the background so retrieve only collects them; the lookup "
+                        + "service (LookupServer, LookupClient) needs it.").build());
         f.add(define("extra_config", JSON_OBJECT)
                 .description("Free-form settings (a YAML mapping, or JSON in LMCACHE_EXTRA_CONFIG). The keys lmcache4j "
                         + "reads are declared with their types and defaults in ExtraConfigKeys (ping_interval, "
@@ -130,7 +131,21 @@ final class LMCacheFieldTable {
                 .description("The one backend stores go to. Unset: all.").build());
         // --- lookup ---------------------------------------------------------------------------
         f.add(define("lookup_timeout_ms", INT).defaultValue(3000).greaterThan(0)
-                .description("Milliseconds a lookup request waits for the lookup server.").build());
+                .description("Milliseconds a lookup request waits for the lookup server; an asynchronous lookup "
+                        + "still unanswered then counts as 0 hit tokens.").build());
+        f.add(define("lookup_server_worker_ids", INT_LIST).nullable()
+                .description("Workers that run a lookup server and that the scheduler's lookup client asks (the "
+                        + "answer is the minimum over them). Unset or empty: every worker; LMCache's default for an "
+                        + "MLA model is [0].").build());
+        f.add(define("lookup_scheduler_url", STRING).nullable().lmcache4jOnly()
+                .description("lmcache4j only: where the scheduler's lookup client binds its PULL socket for answers "
+                        + "and every worker's lookup server connects (LMCache derives an ipc:// path from "
+                        + "lmcache_rpc_port instead). tcp://127.0.0.1:<port> or another loopback address, or ipc://.")
+                .build());
+        f.add(define("lookup_worker_urls", STRING_LIST).nullable().lmcache4jOnly()
+                .description("lmcache4j only: one URL per worker rank, in rank order, where that worker's lookup "
+                        + "server binds its PULL socket for lookups (LMCache: the lookup_worker ipc:// path of the "
+                        + "rank). Loopback tcp:// or ipc://.").build());
         f.add(define("min_retrieve_tokens", INT).defaultValue(0).atLeast(0)
                 .description("Skip retrieving below this many hit tokens (the hits still count as cached). 0: off.").build());
         // --- lazy host pool -------------------------------------------------------------------
@@ -146,7 +161,9 @@ final class LMCacheFieldTable {
                 .description("Lazy pool: only used when max_local_cpu_size (GB) is larger than this.").build());
         // --- operations -----------------------------------------------------------------------
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
-                .description("Seconds after which a chunk still pinned by a lookup is force-unpinned.").build());
+                .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
+                        + "a prefetch (an asynchronous lookup's) that no retrieve consumed within this time releases its "
+                        + "chunks; lookup pins are not force-unpinned yet.").build());
         f.add(define("pin_check_interval_sec", INT).defaultValue(30).greaterThan(0)
                 .description("Seconds between scans for pins past pin_timeout_sec.").build());
         f.add(define("internal_api_server_enabled", BOOL).defaultValue(false)
@@ -225,8 +242,8 @@ final class LMCacheFieldTable {
         group(u, "the audit connector (deprecated in LMCache too)", "audit_actual_remote_url");
         group(u, "Python plugin loading", "runtime_plugin_locations", "storage_plugins", "remote_storage_plugins",
                 "script_allowed_imports");
-        group(u, "LMCache's external and scheduler-side lookup clients", "external_lookup_client", "hit_miss_ratio",
-                "lookup_server_worker_ids", "enable_scheduler_bypass_lookup");
+        group(u, "LMCache's external lookup clients and the scheduler's lookup bypass", "external_lookup_client",
+                "hit_miss_ratio", "enable_scheduler_bypass_lookup");
         group(u, "the COST_AWARE cache policy", "cost_aware_half_life_seconds", "cost_aware_ewma_alpha");
         group(u, "LMCache's observability extras (KV events, chunk statistics, API index lists, priorities)",
                 "internal_api_server_include_index_list", "internal_api_server_socket_path_prefix", "priority_limit",

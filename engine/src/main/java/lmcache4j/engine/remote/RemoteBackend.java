@@ -24,6 +24,7 @@ import lmcache4j.engine.remote.serde.NaiveSerde;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
+import lmcache4j.engine.storage.Prefetching;
 import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.StorageBackend;
 
@@ -48,6 +49,10 @@ public final class RemoteBackend implements StorageBackend {
     public static final String NAME = "RemoteBackend";
     private volatile ResidencyListener residency = ResidencyListener.NONE;
     private static final System.Logger LOG = System.getLogger(RemoteBackend.class.getName());
+
+    /** Where prefetched objects are decoded: off the connector's I/O threads, one virtual thread each. */
+    private static final java.util.concurrent.Executor DECODERS =
+            task -> Thread.ofVirtual().name("lmcache4j-remote-prefetch").start(task);
 
     private final RemoteConnector remote;
     private final BlackholeConnector blackhole;
@@ -265,7 +270,12 @@ public final class RemoteBackend implements StorageBackend {
             });
             return Optional.empty();
         }
-        Optional<MemoryObj> served = result.get();
+        return deserialized(result.get());
+    }
+
+    /** The object as the caller gets it: decoded by the serde, counted; empty (and released) when it cannot be read. */
+    private Optional<MemoryObj> deserialized(Optional<MemoryObj> fetched) {
+        Optional<MemoryObj> served = fetched;
         if (served.isPresent()) {
             MemoryObj stored = served.get();
             getBytes.add(stored.byteSize()); // the bytes the remote sent
@@ -281,6 +291,58 @@ public final class RemoteBackend implements StorageBackend {
         }
         served.ifPresent(obj -> gets.increment());
         return served;
+    }
+
+    /** Loads ahead of a retrieve without blocking anyone ({@link #prefetch}). */
+    @Override
+    public Optional<Prefetching> prefetching() {
+        return Optional.of(this::prefetch);
+    }
+
+    /**
+     * The remote get of {@code key} as a future: allocates without waiting for memory (a prefetch
+     * never waits), decodes on a virtual thread (never on the connector's I/O thread), and answers
+     * empty after {@code blocking_timeout_secs}; an object that arrives after that is released.
+     * Never completes exceptionally.
+     */
+    private CompletableFuture<Optional<MemoryObj>> prefetch(CacheKey key) {
+        CompletableFuture<Optional<MemoryObj>> result = new CompletableFuture<>();
+        RemoteConnector target = active.get();
+        CompletableFuture<Optional<MemoryObj>> fetched;
+        try {
+            fetched = target.get(remoteKey(key), metadata -> memory.allocate(metadata.toShape(),
+                    metadata.dtype().orElse(DType.UINT8), metadata.format(), AllocationMode.EVICT));
+        } catch (RuntimeException e) {
+            failures.increment();
+            if (target == remote) {
+                health.failed(e);
+            }
+            result.complete(Optional.empty());
+            return result;
+        }
+        fetched.whenCompleteAsync((obj, failure) -> {
+            if (failure != null) {
+                failures.increment();
+                if (target == remote) {
+                    health.failed(failure);
+                }
+                result.complete(Optional.empty());
+                return;
+            }
+            if (target == remote) {
+                health.succeeded();
+            }
+            Optional<MemoryObj> served = deserialized(obj);
+            if (!result.complete(served)) {
+                served.ifPresent(MemoryObj::release); // the deadline passed: nobody takes it any more
+            }
+        }, DECODERS);
+        CompletableFuture.delayedExecutor(timeoutNanos, TimeUnit.NANOSECONDS).execute(() -> {
+            if (result.complete(Optional.empty())) {
+                timeouts.increment();
+            }
+        });
+        return result;
     }
 
     @Override

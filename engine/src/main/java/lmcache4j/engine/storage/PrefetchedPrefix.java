@@ -1,22 +1,39 @@
 package lmcache4j.engine.storage;
 
 import java.util.List;
+import java.util.Map;
 
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.engine.key.CacheKey;
 
 /**
- * What a {@link StorageManager#prefetch} made ready: the leading {@code chunks} keys are in the CPU
- * tier, and {@code loaded} are the objects it read from lower tiers for them, each with one
- * reference for the caller to hold until the retrieve (so they are not evicted first) and then drop.
+ * What a {@link StorageManager#prefetch} made ready: the leading {@code keys} of the request, each
+ * with its object in the CPU tier, and one reference per object for the caller. Holding those
+ * references keeps the objects from eviction until the retrieve uses them; the caller drops each
+ * exactly once.
  *
- * @param chunks how many leading keys are in the CPU tier now
- * @param loaded the objects the prefetch brought up, each with a reference for the caller
+ * @param keys        the leading keys of the request that are ready, in order
+ * @param objects     {@code objects[i]} holds {@code keys[i]}, with a reference for the caller
+ * @param chunksByTier tier name → how many of the chunks came from it (the CPU tier's are those
+ *                    that were there already)
  */
-public record PrefetchedPrefix(int chunks, List<MemoryObj> loaded) {
+public record PrefetchedPrefix(List<CacheKey> keys, List<MemoryObj> objects, Map<String, Integer> chunksByTier) {
     public PrefetchedPrefix {
-        if (chunks < 0) {
-            throw new IllegalArgumentException("chunks must be >= 0, was " + chunks);
+        keys = List.copyOf(keys);
+        objects = List.copyOf(objects);
+        chunksByTier = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(chunksByTier));
+        if (keys.size() != objects.size()) {
+            throw new IllegalArgumentException(keys.size() + " keys but " + objects.size() + " objects");
         }
-        loaded = List.copyOf(loaded);
+    }
+
+    /** Nothing ready. */
+    public static PrefetchedPrefix empty() {
+        return new PrefetchedPrefix(List.of(), List.of(), Map.of());
+    }
+
+    /** How many leading keys are ready. */
+    public int chunks() {
+        return keys.size();
     }
 }

@@ -11,6 +11,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
@@ -36,10 +42,18 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
  */
 public final class StorageManager implements MemoryProvider, MetricsSource, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(StorageManager.class.getName());
+    /** How long {@link #close} waits for prefetches in flight. */
+    private static final int PREFETCH_DRAIN_SECONDS = 30;
 
     private final LocalCpuBackend cpu;
     private final Map<String, StorageBackend> tiers;
     private final Set<String> bypassed = ConcurrentHashMap.newKeySet();
+    /** Prefetch planning and blocking loads: virtual threads, so a slow tier never holds up another request's. */
+    private final ExecutorService prefetchThreads =
+            Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("lmcache4j-prefetch-", 0).factory());
+    private final Set<CompletableFuture<PrefetchedPrefix>> prefetchesInFlight = ConcurrentHashMap.newKeySet();
+    private final TieredPrefetch prefetcher;
+    private volatile boolean closing;
 
     /**
      * @param cpu    the CPU tier, first in search order and the allocator of every tier's objects
@@ -55,6 +69,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
             }
         }
         this.tiers = Collections.unmodifiableMap(ordered);
+        this.prefetcher = new TieredPrefetch(cpu, this::active, prefetchThreads, () -> closing);
     }
 
     /** The CPU tier. */
@@ -234,65 +249,37 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     // ---- prefetch ---------------------------------------------------------------------------
 
     /**
-     * Brings the longest prefix of {@code keys} into the CPU tier ahead of a retrieve: keys already
-     * there count as they are, each other key is loaded by the first lower tier that holds it and
-     * can prefetch, and what arrives is written into the CPU tier. A key no tier can prefetch, or a
-     * load that comes back empty, ends the prefix; anything loaded past it is released.
+     * Brings the longest prefix of {@code keys} into the CPU tier ahead of a retrieve, from every
+     * tier ({@link TieredPrefetch}): each key from the highest tier that holds it, the lower tiers'
+     * loads running concurrently, the prefix ending at the first key no tier holds or whose load
+     * comes back empty. Returns at once: the planning (which may ask a remote store) runs on the
+     * prefetch threads, never on the caller's, and never on a thread a retrieve needs.
      *
-     * @return completes (never exceptionally) with the prefix now in the CPU tier and the objects
-     *         loaded for it, each with a reference for the caller
+     * @return completes (never exceptionally) with the ready prefix, each object with a reference
+     *         for the caller; empty once {@link #close} has begun
      */
     public CompletableFuture<PrefetchedPrefix> prefetch(List<? extends CacheKey> keys) {
-        List<CompletableFuture<Optional<MemoryObj>>> loads = new ArrayList<>(keys.size());
-        for (CacheKey key : keys) {
-            if (cpu.contains(key, false)) {
-                loads.add(null); // already in the CPU tier
-                continue;
+        List<CacheKey> copy = List.copyOf(keys);
+        CompletableFuture<PrefetchedPrefix> result = new CompletableFuture<>();
+        synchronized (prefetchesInFlight) { // close() either sees this prefetch or this prefetch sees close()
+            if (closing) {
+                result.complete(PrefetchedPrefix.empty());
+                return result;
             }
-            Optional<Prefetching> holder = prefetcherHolding(key);
-            if (holder.isEmpty()) {
-                break;
-            }
-            loads.add(holder.get().prefetch(key));
+            prefetchesInFlight.add(result);
         }
-        CompletableFuture<?>[] pending = loads.stream().filter(Objects::nonNull).toArray(CompletableFuture[]::new);
-        return CompletableFuture.allOf(pending).handle((ignored, failure) -> {
-            int ready = 0;
-            boolean prefix = true;
-            List<MemoryObj> loaded = new ArrayList<>();
-            for (int i = 0; i < loads.size(); i++) {
-                CompletableFuture<Optional<MemoryObj>> load = loads.get(i);
-                if (load == null) {
-                    ready = prefix ? i + 1 : ready;
-                    continue;
-                }
-                Optional<MemoryObj> obj = load.isCompletedExceptionally() ? Optional.empty() : load.join();
-                if (obj.isEmpty()) {
-                    prefix = false;
-                } else if (prefix) {
-                    cpu.batchedSubmitPut(List.of(keys.get(i)), List.of(obj.get()));
-                    loaded.add(obj.get());
-                    ready = i + 1;
-                } else {
-                    obj.get().release(); // loaded past a gap: not part of the prefix
-                }
-            }
-            return new PrefetchedPrefix(ready, loaded);
-        });
+        result.whenComplete((r, e) -> prefetchesInFlight.remove(result));
+        try {
+            prefetchThreads.execute(() -> prefetcher.run(copy, result));
+        } catch (RejectedExecutionException e) {
+            result.complete(PrefetchedPrefix.empty());
+        }
+        return result;
     }
 
-    /** The first active lower tier that holds {@code key} and can prefetch it. */
-    private Optional<Prefetching> prefetcherHolding(CacheKey key) {
-        for (StorageBackend tier : active()) {
-            if (tier == cpu) {
-                continue;
-            }
-            Optional<Prefetching> prefetching = tier.prefetching();
-            if (prefetching.isPresent() && tier.contains(key, false)) {
-                return prefetching;
-            }
-        }
-        return Optional.empty();
+    /** Prefetches started and not yet answered. */
+    public int prefetchesInFlight() {
+        return prefetchesInFlight.size();
     }
 
     // ---- lookups ----------------------------------------------------------------------------
@@ -394,6 +381,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
      */
     @Override
     public void close() {
+        awaitPrefetches();
         List<StorageBackend> order = new ArrayList<>(tiers.values());
         Collections.reverse(order);
         RuntimeException first = null;
@@ -410,6 +398,30 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
         if (first != null) {
             throw first;
         }
+    }
+
+    /**
+     * Stops new prefetches and waits (up to {@value #PREFETCH_DRAIN_SECONDS} s) for those in flight,
+     * so none writes into a tier that is closing; their objects reach their callers, who drop them.
+     */
+    private void awaitPrefetches() {
+        synchronized (prefetchesInFlight) {
+            closing = true;
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PREFETCH_DRAIN_SECONDS);
+        for (CompletableFuture<PrefetchedPrefix> inFlight : List.copyOf(prefetchesInFlight)) {
+            try {
+                inFlight.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                LOG.log(Level.WARNING, "a prefetch was still loading when the tiers closed");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            } catch (ExecutionException e) {
+                // completed: prefetches never fail, and if one did it holds nothing
+            }
+        }
+        prefetchThreads.shutdown();
     }
 
     private List<StorageBackend> active() {

@@ -403,6 +403,9 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                     return Optional.empty();
                 }
                 poller.poll(Math.min(left, 50));
+                // This thread also owns the control socket: a slow controller (or a long full sync) must not leave
+                // the controller's own control requests unanswered, so they are served while the reply is awaited.
+                serveControl();
                 if (poller.pollin(0)) {
                     Optional<ControllerMessage> reply = receiveReply(dealer);
                     if (reply.isPresent() && type.isInstance(reply.get())) {
@@ -575,6 +578,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                     return false;
                 }
             }
+            serveControl();
             sleepQuietly(50);
         }
         return false;

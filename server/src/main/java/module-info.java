@@ -1,10 +1,13 @@
 /**
- * The processes other processes talk to over sockets, built on the engine: today the
- * {@code lm://} cache server (LMCache's wire protocol, which the engine's {@code LmConnector} and
- * LMCache's own client speak).
+ * The processes other processes talk to over sockets, built on the engine: the {@code lm://}
+ * cache server (LMCache's wire protocol, which the engine's {@code LmConnector} and LMCache's own
+ * client speak) and the cache controller (LMCache's controller protocol: the cluster-wide chunk
+ * index, KV-aware lookup, and control of every engine, with an HTTP JSON API).
  */
 module lmcache4j.server {
     requires transitive lmcache4j.engine;
+    requires org.agrona; // the controller index's reverse sets (LongHashSet)
 
     exports lmcache4j.server.lm;
+    exports lmcache4j.server.controller.index;
 }

@@ -7,6 +7,7 @@
 module lmcache4j.server {
     requires transitive lmcache4j.engine;
     requires org.agrona; // the controller index's reverse sets (LongHashSet)
+    requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
     exports lmcache4j.server.controller.index;

@@ -7,8 +7,13 @@
 module lmcache4j.server {
     requires transitive lmcache4j.engine;
     requires org.agrona; // the controller index's reverse sets (LongHashSet)
+    requires org.zeromq.jeromq; // the controller's PULL, ROUTER and REQ sockets
     requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
+    exports lmcache4j.server.controller;
+    exports lmcache4j.server.controller.http;
     exports lmcache4j.server.controller.index;
+    exports lmcache4j.server.controller.net;
+    exports lmcache4j.server.controller.registry;
 }

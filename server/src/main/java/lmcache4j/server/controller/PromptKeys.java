@@ -3,6 +3,7 @@ package lmcache4j.server.controller;
 import java.util.List;
 import java.util.Objects;
 
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
 
@@ -43,19 +44,10 @@ public final class PromptKeys {
         long[] keys = new long[chain.size()];
         int[] ends = new int[chain.size()];
         for (int i = 0; i < keys.length; i++) {
-            keys[i] = fold(chain.get(i));
+            keys[i] = ControllerKeys.fold(chain.get(i));
             ends[i] = Math.min((i + 1) * chunkSize, tokens.length);
         }
         return new Chunks(keys, ends);
-    }
-
-    /** The first 8 digest bytes as an unsigned big-endian integer, as the key's long bits. */
-    static long fold(ChunkHash h) {
-        long k = 0;
-        for (int i = 0; i < Long.BYTES; i++) {
-            k = (k << 8) | (h.byteAt(i) & 0xFF);
-        }
-        return k;
     }
 
     public int chunkSize() {

@@ -44,7 +44,7 @@ class ControllerSocketTest {
     }
 
     static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + 30_000_000_000L;
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("timed out waiting for " + what);
@@ -197,7 +197,11 @@ class ControllerSocketTest {
         try (FakeWorker w = new FakeWorker(controller, "engine-a", 0)) {
             w.register();
             w.push.send(lmcache4j.engine.controller.message.ControllerCodec.encode(new OrchMsg.ClearMsg("o1", "engine-a", "LocalCPUBackend")), 0);
-            await("the clear forwarded", () -> !w.controlReceived.isEmpty());
+            try {
+                await("the clear forwarded", () -> !w.controlReceived.isEmpty());
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "; metrics:\n" + controller.metrics().render(), e);
+            }
             assertEquals("o1/0", w.controlReceived.getFirst().workerEventId());
         }
     }

@@ -100,7 +100,7 @@ public final class ControllerCommand implements CliMain.Command {
     }
 
     @Option(names = "--request-timeout", paramLabel = "S", order = 10,
-            description = "how long a control message to a worker may take (default 5)")
+            description = "how long a control message to a worker may take (default 5; a request without a reply is tried once more on a fresh socket)")
     private void requestTimeout(String value) {
         config = config.withTimeouts(config.workerTimeout(), seconds("--request-timeout", value));
     }

@@ -18,9 +18,10 @@ final class LookupFixture {
     final ChunkIndex index;
     final int[][] prompts;
 
-    LookupFixture(PromptKeys keys, long filler, int prompts, int promptTokens, long seed) {
+    /** Fills {@code index} (a controller's own, for the HTTP measurement). */
+    LookupFixture(ChunkIndex index, PromptKeys keys, long filler, int prompts, int promptTokens, long seed) {
         SplittableRandom random = new SplittableRandom(seed);
-        index = new ChunkIndex((int) Math.min(Integer.MAX_VALUE - 8, filler + 64L * prompts));
+        this.index = index;
         this.prompts = new int[prompts][];
         try (ChunkIndex.Batch b = index.batch()) {
             int[] ids = new int[INSTANCES];

@@ -42,6 +42,8 @@ public final class ControllerServer implements AutoCloseable {
 
     private final ControllerConfig config;
     private final ZContext context;
+    /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
+    private final ZContext forwardContext = new ZContext(1);
     private final ChunkIndex index;
     private final WorkerRegistry registry;
     private final FullSyncTracker sync;
@@ -88,7 +90,7 @@ public final class ControllerServer implements AutoCloseable {
             replyEndpoint = config.reply().withPortOf(reply.getLastEndpoint());
             heartbeatEndpoint = config.heartbeat().withPortOf(heartbeat.getLastEndpoint());
             advertisedHeartbeat = heartbeatEndpoint.connectable();
-            connections = new WorkerConnections(context, config.requestTimeout(), config.maxFrameBytes());
+            connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes());
             orchestrator = new Orchestrator(registry, connections, metrics);
             orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
             IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
@@ -108,6 +110,7 @@ public final class ControllerServer implements AutoCloseable {
         } finally {
             if (!started) {
                 context.close();
+                forwardContext.close();
             }
         }
         LOG.log(System.Logger.Level.INFO, "controller: pull {0}, reply {1}, heartbeat {2} (advertised {3}), http {4}",
@@ -284,6 +287,7 @@ public final class ControllerServer implements AutoCloseable {
         orchestration.shutdownNow();
         orchestrator.close();
         connections.close();
+        forwardContext.close();
         context.close();
     }
 

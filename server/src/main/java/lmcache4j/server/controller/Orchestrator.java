@@ -39,7 +39,15 @@ public final class Orchestrator implements AutoCloseable {
     private final WorkerRegistry registry;
     private final WorkerConnections connections;
     private final ControllerMetrics metrics;
-    private final ExecutorService parallel = Executors.newVirtualThreadPerTaskExecutor();
+    /**
+     * Platform threads, not virtual ones: a JeroMQ REQ socket blocks in its selector for up to the
+     * request timeout, which would hold one of the few carrier threads the whole time.
+     */
+    private final ExecutorService parallel = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "controller-forward");
+        t.setDaemon(true);
+        return t;
+    });
     private final Map<String, List<WorkerEvent>> events = java.util.Collections.synchronizedMap(
             new LinkedHashMap<>(16, 0.75f, false) {
                 @Override

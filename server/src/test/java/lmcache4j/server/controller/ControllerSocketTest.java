@@ -135,14 +135,14 @@ class ControllerSocketTest {
 
     @Test
     void aWorkerThatStopsBeatingIsDroppedWithItsEntries() throws Exception {
-        start(Duration.ofMillis(600), Duration.ofSeconds(2));
+        start(Duration.ofMillis(1500), Duration.ofSeconds(2));
         try (FakeWorker alive = new FakeWorker(controller, "alive", 0); FakeWorker dead = new FakeWorker(controller, "dead", 0)) {
             alive.register();
             dead.register();
             alive.push(alive.admits("LocalCPUBackend", 1, 2));
             dead.push(dead.admits("LocalCPUBackend", 2, 3));
             await("4 entries", () -> controller.index().entries() == 4);
-            long until = System.nanoTime() + 1_500_000_000L;
+            long until = System.nanoTime() + 3_000_000_000L;
             while (System.nanoTime() < until) {
                 alive.heartbeat();
                 Thread.sleep(100);
@@ -156,7 +156,7 @@ class ControllerSocketTest {
 
     @Test
     void controlCommandsReachEveryWorkerAndATimeoutRecreatesTheSocket() throws Exception {
-        start(Duration.ofSeconds(30), Duration.ofMillis(500));
+        start(Duration.ofSeconds(30), Duration.ofSeconds(1)); // the no-answer case waits it out twice per request (two tries)
         try (FakeWorker w0 = new FakeWorker(controller, "engine-a", 0); FakeWorker w1 = new FakeWorker(controller, "engine-a", 1)) {
             w0.register();
             w1.register();
@@ -200,7 +200,8 @@ class ControllerSocketTest {
             try {
                 await("the clear forwarded", () -> !w.controlReceived.isEmpty());
             } catch (AssertionError e) {
-                throw new AssertionError(e.getMessage() + "; metrics:\n" + controller.metrics().render(), e);
+                throw new AssertionError(e.getMessage() + "; rep thread " + w.repThreadState() + ", port " + w.repPort
+                        + ", workers " + controller.registry().workers() + "; metrics:\n" + controller.metrics().render(), e);
             }
             assertEquals("o1/0", w.controlReceived.getFirst().workerEventId());
         }

@@ -32,6 +32,7 @@ final class FakeWorker implements AutoCloseable {
     final String instanceId;
     final int workerId;
     final ZContext context = new ZContext(1);
+    private final ZContext repContext = new ZContext(1);
     final ZMQ.Socket push;
     final ZMQ.Socket dealer;
     final ZMQ.Socket heartbeatDealer;
@@ -50,10 +51,13 @@ final class FakeWorker implements AutoCloseable {
         push.connect(controller.pullEndpoint().connectAddress());
         dealer = dealer(controller.replyEndpoint());
         heartbeatDealer = dealer(controller.advertisedHeartbeat());
-        rep = context.createSocket(SocketType.REP);
+        rep = repContext.createSocket(SocketType.REP);
         rep.setLinger(0);
         rep.setReceiveTimeOut(50);
-        repPort = rep.bindToRandomPort("tcp://127.0.0.1");
+        // A port the kernel picks: JeroMQ's bindToRandomPort guesses one in 49152-65535, which can be a
+        // port another socket of this machine already uses, and a connection to it then goes astray.
+        rep.bind("tcp://127.0.0.1:*");
+        repPort = Endpoint.parse(rep.getLastEndpoint()).port();
         repThread = Thread.ofPlatform().daemon().name("fake-worker-rep").start(this::serveControl);
     }
 
@@ -64,6 +68,13 @@ final class FakeWorker implements AutoCloseable {
         s.connect(at.connectAddress());
         return s;
     }
+
+    String repThreadState() {
+        return repThread.getState() + (repFailure == null ? "" : " after " + repFailure);
+    }
+
+    private volatile Throwable repFailure;
+    final java.util.concurrent.atomic.AtomicInteger repFrames = new java.util.concurrent.atomic.AtomicInteger();
 
     static ControlRetMsg defaultAnswer(ControlMsg m) {
         return switch (m) {
@@ -81,12 +92,14 @@ final class FakeWorker implements AutoCloseable {
             byte[] request;
             try {
                 request = rep.recv(0);
-            } catch (org.zeromq.ZMQException e) {
+            } catch (RuntimeException e) {
+                repFailure = e;
                 return;
             }
             if (request == null) {
                 continue;
             }
+            repFrames.incrementAndGet();
             try {
                 ControlMsg m = (ControlMsg) ControllerCodec.decode(request);
                 controlReceived.add(m);
@@ -150,6 +163,7 @@ final class FakeWorker implements AutoCloseable {
     public void close() throws InterruptedException {
         running.set(false);
         repThread.join(2000);
+        repContext.close();
         context.close();
     }
 }

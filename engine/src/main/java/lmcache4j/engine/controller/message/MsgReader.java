@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 
 import org.msgpack.core.MessageFormat;
+import org.msgpack.core.MessageInsufficientBufferException;
+import org.msgpack.core.MessageSizeException;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
@@ -28,6 +30,10 @@ import org.msgpack.value.ValueType;
 final class MsgReader implements AutoCloseable {
     /** Deepest nesting accepted in free-form values (heartbeat command {@code args}). */
     static final int MAX_ANY_DEPTH = 16;
+
+    static {
+        UniversalBuffer.select();
+    }
 
     private final MessageUnpacker in;
     private final int frameLength;
@@ -77,7 +83,14 @@ final class MsgReader implements AutoCloseable {
     }
 
     private static MalformedMessageException malformed(String what, Exception e) {
-        return new MalformedMessageException("bad msgpack at " + what + ": " + e.getMessage(), e);
+        if (e instanceof MessageSizeException) {
+            return new MalformedMessageException(what + ": declared length is beyond 2^31-1 (too large for any frame)", e);
+        }
+        if (e instanceof MessageInsufficientBufferException) {
+            return new MalformedMessageException("frame ends inside " + what, e);
+        }
+        String detail = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+        return new MalformedMessageException("bad msgpack at " + what + ": " + detail, e);
     }
 
     /** A map header; its entry count must fit in the bytes left (two bytes per entry at least). */

@@ -12,6 +12,10 @@ import org.msgpack.core.MessagePack;
  * packer's {@code IOException} never escapes (it would be a bug: {@link UncheckedIOException}).
  */
 final class MsgWriter {
+    static {
+        UniversalBuffer.select();
+    }
+
     private final MessageBufferPacker out = MessagePack.newDefaultBufferPacker();
     private final byte[] u64 = new byte[9];
 

@@ -92,6 +92,7 @@ public final class ControllerServer implements AutoCloseable {
             advertisedHeartbeat = heartbeatEndpoint.connectable();
             connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes());
             orchestrator = new Orchestrator(registry, connections, metrics);
+            registry.onDeparture(orchestrator::forget);
             orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
             IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
                     advertisedHeartbeat.toString());

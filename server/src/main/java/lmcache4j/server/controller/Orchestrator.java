@@ -171,6 +171,11 @@ public final class Orchestrator implements AutoCloseable {
         return sb.toString();
     }
 
+    /** Closes the REQ socket to a worker that left (deregistered or timed out). */
+    public void forget(WorkerInfo worker) {
+        connections.forget(worker.replyAddress());
+    }
+
     /** {@code QueryInstMsg}: the instance with a worker at {@code ip}. */
     public Optional<String> instanceAt(String ip) {
         return registry.workers().stream().filter(w -> w.ip().equals(ip)).map(w -> w.key().instanceId()).findFirst();

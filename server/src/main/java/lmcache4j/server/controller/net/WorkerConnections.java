@@ -29,6 +29,7 @@ public final class WorkerConnections implements AutoCloseable {
     private static final class Connection {
         final ReentrantLock lock = new ReentrantLock();
         ZMQ.Socket socket;
+        volatile boolean forgotten;
     }
 
     /** Why a request got no reply. */
@@ -71,6 +72,9 @@ public final class WorkerConnections implements AutoCloseable {
             Reply r = attempt(c, address, payload);
             return r.payload().isPresent() || closed ? r : attempt(c, address, payload);
         } finally {
+            if (c.forgotten) {
+                drop(c); // the worker left while this request ran
+            }
             c.lock.unlock();
         }
     }
@@ -102,15 +106,20 @@ public final class WorkerConnections implements AutoCloseable {
         }
     }
 
-    /** Closes the socket to a worker that left (a later request opens a new one). */
+    /**
+     * Closes the socket to a worker that left (a later request opens a new one). Never waits: the
+     * ingestion thread calls it; a request in flight on that socket closes it when it ends.
+     */
     public void forget(String address) {
         Connection c = connections.remove(address);
         if (c != null) {
-            c.lock.lock();
-            try {
-                drop(c);
-            } finally {
-                c.lock.unlock();
+            c.forgotten = true;
+            if (c.lock.tryLock()) {
+                try {
+                    drop(c);
+                } finally {
+                    c.lock.unlock();
+                }
             }
         }
     }

@@ -30,6 +30,7 @@ public final class WorkerRegistry {
     private final FullSyncTracker sync;
     private final InstantSource clock;
     private final Duration timeout;
+    private volatile java.util.function.Consumer<WorkerInfo> departed = w -> { };
 
     /**
      * @param timeout how long a worker may go without a heartbeat (LMCache's
@@ -87,13 +88,20 @@ public final class WorkerRegistry {
 
     /** Deregisters a worker (DeRegisterMsg) and drops its entries; returns how many it had. */
     public long deregister(WorkerKey key) {
-        if (workers.remove(key) == null) {
+        WorkerInfo gone = workers.remove(key);
+        if (gone == null) {
             return 0;
         }
+        departed.accept(gone);
         sync.forget(key);
         long dropped = index.removeWorker(key.instanceId(), key.workerId());
         LOG.log(System.Logger.Level.INFO, "worker {0} deregistered; dropped its {1} entries", key, dropped);
         return dropped;
+    }
+
+    /** Called with each worker that deregisters or times out (the controller closes its socket to it). */
+    public void onDeparture(java.util.function.Consumer<WorkerInfo> listener) {
+        departed = java.util.Objects.requireNonNull(listener);
     }
 
     /** Whether {@code key} is registered: only registered workers' admits and evicts are indexed. */
@@ -111,6 +119,7 @@ public final class WorkerRegistry {
         List<WorkerKey> dropped = new ArrayList<>();
         for (WorkerInfo w : workers.values()) {
             if (w.lastHeartbeat().isBefore(deadline) && workers.remove(w.key(), w)) {
+                departed.accept(w);
                 sync.forget(w.key());
                 long entries = index.removeWorker(w.key().instanceId(), w.key().workerId());
                 LOG.log(System.Logger.Level.WARNING, "worker {0} missed heartbeats for more than {1} s; dropped it and its {2} entries",

@@ -40,7 +40,8 @@ import picocli.CommandLine.Option;
  * the engine returned wrong KV, loaded less than its lookup promised, failed its own health check,
  * or the run failed; 2 for bad arguments (a malformed {@code --remote} URL, a {@code --cpu-gb}
  * beyond the machine's available memory included); 3 when {@code --remote} was given and the
- * remote stored nothing (no put acknowledged and no chunk read back) or never answered. Every
+ * remote stored nothing (no put acknowledged and no chunk read back) or never answered; 4 when
+ * {@code --controller} was given and the controller never acknowledged the engine's registration. Every
  * failure ends with one line on stderr saying why. The progress bar goes to stderr; the report
  * (or JSON) to stdout.
  */
@@ -54,7 +55,8 @@ import picocli.CommandLine.Option;
                 + "wrong KV (bytes differ from the model), loaded fewer tokens than its lookup promised, or failed its own health "
                 + "check, or when the run failed (one line says why); 2 for bad arguments, including a malformed --remote URL and "
                 + "a --cpu-gb larger than the machine's available memory; 3 when --remote was given and the remote stored nothing "
-                + "(no put acknowledged, no chunk read back) or never answered."})
+                + "(no put acknowledged, no chunk read back) or never answered; 4 when --controller was given and the controller "
+                + "never acknowledged the engine's registration."})
 public final class DemoCommand implements CliMain.Command {
     private final PrintStream out;
     private final PrintStream err;
@@ -67,6 +69,11 @@ public final class DemoCommand implements CliMain.Command {
     private Path disk;
     private double diskGb = Settings.DEFAULT_DISK_GB;
     private String remote;
+    private String controllerPull;
+    private String controllerReply;
+    private String instanceId;
+    private long holdSeconds;
+    private Path promptOut;
 
     @Option(names = "--no-disk", order = 5, description = "no disk tier: the CPU tier only")
     private boolean noDisk;
@@ -132,6 +139,54 @@ public final class DemoCommand implements CliMain.Command {
         remote = value;
     }
 
+    @Option(names = "--controller", paramLabel = "PULL,REPLY", order = 10, description = "report this engine's chunks to a "
+            + "cache controller (./lmcache4j controller): HOST:PORT of its PULL socket and of its reply (ROUTER) socket, as "
+            + "LMCache's controller_pull_url and controller_reply_url, for example 127.0.0.1:8300,127.0.0.1:8400")
+    private void controller(String value) {
+        String[] parts = value.split(",", -1);
+        if (parts.length != 2 || parts[0].isBlank() || parts[1].isBlank()) {
+            throw new IllegalArgumentException("--controller needs PULL,REPLY addresses such as 127.0.0.1:8300,127.0.0.1:8400, "
+                    + "got '" + CliText.echo(value) + "'");
+        }
+        controllerPull = parts[0].trim();
+        controllerReply = parts[1].trim();
+    }
+
+    @Option(names = "--instance-id", paramLabel = "ID", order = 11, description = "the instance id this engine registers "
+            + "with the controller (lmcache_instance_id; default demo-<pid>)")
+    private void instanceId(String value) {
+        if (value.isBlank() || value.length() > 200) {
+            throw new IllegalArgumentException("--instance-id needs 1-200 characters");
+        }
+        instanceId = value;
+    }
+
+    @Option(names = "--hold", paramLabel = "SECONDS", order = 12, description = "after the report, keep the engine (and "
+            + "its registration with the controller) up this long, so a router can look up what it holds (default 0)")
+    private void hold(String value) {
+        holdSeconds = OptionValues.wholeNumber("--hold", value, 0, 86_400);
+    }
+
+    @Option(names = "--prompt-out", paramLabel = "FILE", order = 13, description = "after the report, write {\"tokens\": "
+            + "[...]} of the last prompt served (its chunks were stored last) to FILE: the body of a controller /lookup")
+    private void promptOut(String value) {
+        if (value.isBlank()) {
+            throw new IllegalArgumentException("--prompt-out needs a file name");
+        }
+        promptOut = Path.of(value);
+    }
+
+    private ServingSimulator.ControllerLink controllerLink() {
+        if (controllerPull == null) {
+            if (instanceId != null) {
+                throw new IllegalArgumentException("--instance-id needs --controller");
+            }
+            return null;
+        }
+        return new ServingSimulator.ControllerLink(controllerPull, controllerReply,
+                instanceId != null ? instanceId : "demo-" + ProcessHandle.current().pid());
+    }
+
     public static void main(String[] args) {
         CliMain.exit("demo", () -> run(args, System.out, System.err));
     }
@@ -157,7 +212,7 @@ public final class DemoCommand implements CliMain.Command {
         try {
             s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
                     Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed, Workload.Shape.defaults(seed), null, diskGb,
-                    remote);
+                    remote, controllerLink());
             if (disk != null && noDisk) {
                 throw new IllegalArgumentException("--disk and --no-disk exclude each other");
             }
@@ -192,6 +247,7 @@ public final class DemoCommand implements CliMain.Command {
     private int serve(Settings s) {
         boolean bar = !quiet && !json;
         DemoReport report;
+        boolean reportPrinted = false;
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
         // warnings and errors of lmcache4j's loggers get through while it runs.
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
@@ -211,6 +267,19 @@ public final class DemoCommand implements CliMain.Command {
             } finally {
                 progress.finish();
             }
+            if (promptOut != null) {
+                writePrompt(simulator.lastPrompt());
+            }
+            if (holdSeconds > 0) {
+                // The report first: whoever waits for this engine reads what it cached while it is still up.
+                out.print(json ? report.json() + System.lineSeparator() : report.text());
+                out.flush();
+                err.println("lmcache4j demo: holding the engine " + holdSeconds + " s"
+                        + (s.controller() != null ? " (registered with the controller as " + s.controller().instanceId() + ")" : ""));
+                err.flush();
+                Thread.sleep(holdSeconds * 1000);
+                reportPrinted = true;
+            }
         } catch (BadRemoteUrlException e) { // its message is whole and names no credentials: not its causes'
             return CliMain.usageError(err, "demo", "--remote: " + e.getMessage());
         } catch (ConfigException e) { // the engine's config is made of this command's arguments only
@@ -222,18 +291,34 @@ public final class DemoCommand implements CliMain.Command {
             return CliMain.usageError(err, "demo", "--disk: " + e.getMessage()
                     .replace("Point local_disk at a new or empty directory, or set extra_config local_disk.claim_nonempty_dir: "
                             + "true to use this one anyway", "Give --disk a new or empty directory"));
+        } catch (IOException e) {
+            return CliMain.failure(err, "demo", "FAILED: cannot write --prompt-out " + promptOut, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return CliMain.failure(err, "demo", "FAILED: interrupted while holding", e);
         } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
             lmcacheLogs.setLevel(previousLevel);
         }
-        out.print(json ? report.json() + System.lineSeparator() : report.text());
-        out.flush();
+        if (!reportPrinted) {
+            out.print(json ? report.json() + System.lineSeparator() : report.text());
+            out.flush();
+        }
         DemoVerdict verdict = report.verdict();
         if (!verdict.passed()) {
             err.println("lmcache4j demo: FAILED: " + CliText.escape(String.join("; ", verdict.reasons())));
         }
         return verdict.exitStatus();
+    }
+
+    /** Writes {@code {"tokens": [...]}}: a controller /lookup body for a prompt this engine stored. */
+    private void writePrompt(int[] tokens) throws IOException {
+        StringBuilder sb = new StringBuilder(tokens.length * 7 + 16).append("{\"tokens\": [");
+        for (int i = 0; i < tokens.length; i++) {
+            sb.append(i == 0 ? "" : ",").append(tokens[i]);
+        }
+        Files.writeString(promptOut, sb.append("]}\n").toString());
     }
 
     /**

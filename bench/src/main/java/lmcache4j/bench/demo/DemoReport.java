@@ -33,6 +33,7 @@ import lmcache4j.engine.remote.RemoteHealth;
  * @param problems         details of what went wrong, per request (at most 20)
  * @param disk             the disk tier's counters after its queued writes finished, or null without a disk tier
  * @param remote           the remote tier's counters after its puts finished, or null without a remote tier
+ * @param controller       the cache-controller link's counters after its reports drained, or null without one
  */
 public record DemoReport(ServingSimulator.Settings settings, int conversations, long sharedTokens, int pagedBlocks,
                          long pagedBytes, long cpuBytes, long cpuChunks, Map<Workload.Kind, Integer> kinds,
@@ -44,7 +45,27 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                          double storeE2eGbps, double retrieveE2eGbps, long storedBytes, long retrievedBytes,
                          MemcpyBaseline.Result memcpyChunk, MemcpyBaseline.Result memcpyBlock,
                          long evictions, long evictionFailures, long cachedChunks, long cacheUsedBytes,
-                         double engineRetrieveHitRate, Phases phases, Disk disk, Remote remote) {
+                         double engineRetrieveHitRate, Phases phases, Disk disk, Remote remote,
+                         Controller controller) {
+
+    /**
+     * The engine's link to a cache controller ({@link lmcache4j.engine.controller.ControllerWorker}'s counters).
+     *
+     * @param controllerAddress the controller's pull and reply addresses, as given
+     * @param instanceId        the instance id the engine registered as
+     * @param registered        whether the controller acknowledged the registration
+     * @param opsReported       admits and evictions pushed to the controller
+     * @param opsDropped        reports dropped because the bounded queue was full (a full sync follows)
+     * @param fullSyncs         full syncs of every key held
+     */
+    public record Controller(String controllerAddress, String instanceId, boolean registered, long opsReported,
+                             long opsDropped, long fullSyncs) {
+        /** Why the link failed its purpose, in one sentence. */
+        public String failure() {
+            return "the cache controller at " + controllerAddress + " never acknowledged the registration of instance "
+                    + instanceId + ", so nothing this run cached can be found through it";
+        }
+    }
 
     /**
      * The remote tier ({@link lmcache4j.engine.remote.RemoteBackend}'s stats).
@@ -119,7 +140,7 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
     /** What the run's result means, and the demo's exit status. */
     public DemoVerdict verdict() {
         return DemoVerdict.of(verifiedBytes, mismatchingBytes, disagreements, shortfallTokens, maskHoles, engineHealthy,
-                remote);
+                remote, controller);
     }
 
     /** True when every retrieved byte was right, every retrieve agreed with its lookup and a given remote worked. */
@@ -219,6 +240,12 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                 line(sb, "", "%,d puts failed, %,d dropped while a blackhole stood in, %,d lookups or reads failed (misses)",
                         r.failedPuts(), r.droppedPuts(), r.failedReads());
             }
+        }
+        if (controller != null) {
+            Controller c = controller;
+            line(sb, "controller", "%s as instance %s: %s; %,d admits and evictions reported, %,d dropped, %,d full syncs",
+                    c.controllerAddress(), c.instanceId(), c.registered() ? "registered" : "NOT registered",
+                    c.opsReported(), c.opsDropped(), c.fullSyncs());
         }
         sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
         sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
@@ -358,6 +385,14 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
             j.integer("remote_consecutive_failures", h.consecutiveFailures());
             j.bool("remote_ever_answered", h.everSucceeded());
             j.string("remote_last_error", h.lastError());
+        }
+        j.bool("controller_enabled", controller != null);
+        if (controller != null) {
+            j.string("controller_instance_id", controller.instanceId());
+            j.bool("controller_registered", controller.registered());
+            j.integer("controller_ops_reported", controller.opsReported());
+            j.integer("controller_ops_dropped", controller.opsDropped());
+            j.integer("controller_full_syncs", controller.fullSyncs());
         }
         j.bool("disk_enabled", disk != null);
         j.integer("disk_writes", disk == null ? 0 : disk.writes());

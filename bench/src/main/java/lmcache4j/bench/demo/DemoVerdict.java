@@ -20,6 +20,8 @@ public record DemoVerdict(Outcome outcome, List<String> reasons) {
     /** Outcomes, least serious first, with their exit status. */
     public enum Outcome {
         PASS(0),
+        /** {@code --controller} was given and the controller never acknowledged the engine's registration. */
+        CONTROLLER_UNREACHABLE(4),
         /** {@code --remote} was given and the remote tier stored nothing, or never answered. */
         REMOTE_STORED_NOTHING(3),
         /** The engine failed a check of its own (allocator invariants) or returned a mask with a hole. */
@@ -66,6 +68,17 @@ public record DemoVerdict(Outcome outcome, List<String> reasons) {
      */
     public static DemoVerdict of(long verifiedBytes, long mismatchingBytes, int shortfalls, long shortfallTokens,
                                  int maskHoles, boolean engineHealthy, DemoReport.Remote remote) {
+        return of(verifiedBytes, mismatchingBytes, shortfalls, shortfallTokens, maskHoles, engineHealthy, remote, null);
+    }
+
+    /**
+     * As {@link #of(long, long, int, long, int, boolean, DemoReport.Remote)}, with the cache controller's report.
+     *
+     * @param controller the controller link's report, or null without {@code --controller}
+     */
+    public static DemoVerdict of(long verifiedBytes, long mismatchingBytes, int shortfalls, long shortfallTokens,
+                                 int maskHoles, boolean engineHealthy, DemoReport.Remote remote,
+                                 DemoReport.Controller controller) {
         Outcome worst = Outcome.PASS;
         List<String> reasons = new ArrayList<>();
         if (mismatchingBytes != 0) {
@@ -91,6 +104,10 @@ public record DemoVerdict(Outcome outcome, List<String> reasons) {
         if (remote != null && remote.failed()) {
             worst = max(worst, Outcome.REMOTE_STORED_NOTHING);
             reasons.add(remote.failure());
+        }
+        if (controller != null && !controller.registered()) {
+            worst = max(worst, Outcome.CONTROLLER_UNREACHABLE);
+            reasons.add(controller.failure());
         }
         return new DemoVerdict(worst, reasons);
     }

@@ -71,10 +71,11 @@ public final class ServingSimulator implements AutoCloseable {
      * @param diskDir   the disk tier's directory ({@code local_disk}), or null for no disk tier
      * @param diskGb    the disk tier's size ({@code max_local_disk_size}, GiB); ignored without a directory
      * @param remoteUrl the remote tier's {@code remote_url}, or null for none
+     * @param controller the cache controller the engine reports its chunks to, or null for none
      */
     public record Settings(int requests, double cpuGb, int layers, int kvHeads, int headSize, int blockSize,
                            int chunkSize, long seed, Workload.Shape workload, Path diskDir, double diskGb,
-                           String remoteUrl) {
+                           String remoteUrl, ControllerLink controller) {
         public static final int DEFAULT_REQUESTS = 240;
         public static final double DEFAULT_CPU_GB = 1.0;
         public static final int DEFAULT_LAYERS = 8;
@@ -107,13 +108,19 @@ public final class ServingSimulator implements AutoCloseable {
         /** The same settings with a disk tier in {@code dir} of {@code gb} GiB (null: none). */
         public Settings withDisk(Path dir, double gb) {
             return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, dir, gb,
-                    remoteUrl);
+                    remoteUrl, controller);
         }
 
         /** The same settings with a remote tier at {@code url} (null: none). */
         public Settings withRemote(String url) {
             return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, diskDir,
-                    diskGb, url);
+                    diskGb, url, controller);
+        }
+
+        /** The same settings reporting to the cache controller {@code link} (null: none). */
+        public Settings withController(ControllerLink link) {
+            return new Settings(requests, cpuGb, layers, kvHeads, headSize, blockSize, chunkSize, seed, workload, diskDir,
+                    diskGb, remoteUrl, link);
         }
 
         public boolean hasDisk() {
@@ -123,7 +130,7 @@ public final class ServingSimulator implements AutoCloseable {
         public static Settings defaults() {
             return new Settings(DEFAULT_REQUESTS, DEFAULT_CPU_GB, DEFAULT_LAYERS, DEFAULT_KV_HEADS, DEFAULT_HEAD_SIZE,
                     DEFAULT_BLOCK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_SEED, Workload.Shape.defaults(DEFAULT_SEED), null,
-                    DEFAULT_DISK_GB, null);
+                    DEFAULT_DISK_GB, null, null);
         }
 
         public ModelMetadata metadata() {
@@ -170,6 +177,39 @@ public final class ServingSimulator implements AutoCloseable {
         void update(int done, int total, long promptTokens, long reusedTokens);
     }
 
+    /**
+     * The cache controller an engine reports to, in LMCache's terms.
+     *
+     * @param pullUrl    {@code controller_pull_url}: HOST:PORT of the controller's PULL socket
+     * @param replyUrl   {@code controller_reply_url}: HOST:PORT of its ROUTER socket (registration, full sync)
+     * @param instanceId {@code lmcache_instance_id}: the name lookups answer with
+     */
+    public record ControllerLink(String pullUrl, String replyUrl, String instanceId) {
+        public ControllerLink {
+            requireHostPort("the controller's pull address", pullUrl);
+            requireHostPort("the controller's reply address", replyUrl);
+            if (instanceId == null || instanceId.isBlank()) {
+                throw new IllegalArgumentException("an instance id must not be blank");
+            }
+        }
+
+        private static void requireHostPort(String what, String value) {
+            int colon = value == null ? -1 : value.lastIndexOf(':');
+            boolean ok = colon > 0;
+            if (ok) {
+                try {
+                    int port = Integer.parseInt(value.substring(colon + 1));
+                    ok = port >= 1 && port <= 65_535;
+                } catch (NumberFormatException e) {
+                    ok = false;
+                }
+            }
+            if (!ok) {
+                throw new IllegalArgumentException(what + " must be HOST:PORT (port 1-65535), got '" + value + "'");
+            }
+        }
+    }
+
     private final Settings settings;
     private final Workload workload;
     private final HostArena pagedMemory;
@@ -181,6 +221,7 @@ public final class ServingSimulator implements AutoCloseable {
     private final long bytesPerToken;
     private final AfterRetrieve afterRetrieve;
     private final Tally tally = new Tally();
+    private int[] lastPrompt = new int[0];
 
     /** What has been counted so far. */
     static final class Tally {
@@ -240,6 +281,13 @@ public final class ServingSimulator implements AutoCloseable {
             }
             if (settings.remoteUrl() != null) {
                 builder.set("remote_url", settings.remoteUrl());
+            }
+            if (settings.controller() != null) {
+                ControllerLink c = settings.controller();
+                builder.set("enable_controller", true)
+                        .set("controller_pull_url", c.pullUrl())
+                        .set("controller_reply_url", c.replyUrl())
+                        .set("lmcache_instance_id", c.instanceId());
             }
             LMCacheEngineConfig config = builder.build();
             this.engine = LMCacheEngine.create(config, settings.metadata(), KvConnector.host(config), List.of());
@@ -319,7 +367,47 @@ public final class ServingSimulator implements AutoCloseable {
                 m.requestedTokens() == 0 ? 0 : m.hitTokens() / (double) m.requestedTokens(),
                 new DemoReport.Phases(tally.lookupNanos, tally.poisonNanos, tally.retrieveNanos, tally.verifyNanos,
                         tally.computeNanos, tally.storeNanos, wallNanos, memcpyNanos, drainNanos),
-                diskReport.orElse(null), remoteReport.orElse(null));
+                diskReport.orElse(null), remoteReport.orElse(null), controllerReport().orElse(null));
+    }
+
+    /** How long the report waits for the controller link to register and push what is queued. */
+    private static final long CONTROLLER_SETTLE_NANOS = 10_000_000_000L;
+
+    /**
+     * The controller link's counters, after waiting (at most {@link #CONTROLLER_SETTLE_NANOS}) for it to register and
+     * to push every queued report, so that the controller holds what this run cached when the report says so.
+     */
+    private Optional<DemoReport.Controller> controllerReport() {
+        return engine.controllerWorker().map(worker -> {
+            long deadline = System.nanoTime() + CONTROLLER_SETTLE_NANOS;
+            while (System.nanoTime() - deadline < 0 && !(worker.registered() && drained(worker.counters()))) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            Map<String, Long> c = worker.counters();
+            ControllerLink link = settings.controller();
+            return new DemoReport.Controller(link.pullUrl() + "," + link.replyUrl(), link.instanceId(), worker.registered(),
+                    c.getOrDefault("lmcache:controller_ops_reported", 0L), c.getOrDefault("lmcache:controller_ops_dropped", 0L),
+                    c.getOrDefault("lmcache:controller_full_syncs", 0L));
+        });
+    }
+
+    /** Every report queued so far was pushed, dropped, or left out while unregistered (a full sync covers those). */
+    private static boolean drained(Map<String, Long> c) {
+        return c.getOrDefault("lmcache:controller_ops_queued", 0L) <= c.getOrDefault("lmcache:controller_ops_reported", 0L)
+                + c.getOrDefault("lmcache:controller_ops_unregistered", 0L);
+    }
+
+    /**
+     * The prompt of the last request served: its chunks were stored last, so a lookup of it names this engine while the
+     * engine is up (what {@code demo --prompt-out} writes for a router's lookup).
+     */
+    public int[] lastPrompt() {
+        return lastPrompt.clone();
     }
 
     private DemoReport.Remote remoteReport(RemoteBackend tier) {
@@ -379,6 +467,7 @@ public final class ServingSimulator implements AutoCloseable {
         Tally t = tally;
         t.kinds.merge(r.kind(), 1, Integer::sum);
         int[] prompt = r.prompt();
+        lastPrompt = prompt;
         int[] sequence = r.sequence();
         long[] hashes = KvModel.prefixHashes(sequence);
         String lookupId = "request-" + r.index();

@@ -318,7 +318,11 @@ public final class DemoCommand implements CliMain.Command {
         for (int i = 0; i < tokens.length; i++) {
             sb.append(i == 0 ? "" : ",").append(tokens[i]);
         }
-        Files.writeString(promptOut, sb.append("]}\n").toString());
+        // Written beside, then renamed: whoever waits for the file never reads half of it.
+        Path partial = promptOut.resolveSibling(promptOut.getFileName() + ".partial");
+        Files.writeString(partial, sb.append("]}\n").toString());
+        Files.move(partial, promptOut, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     }
 
     /**

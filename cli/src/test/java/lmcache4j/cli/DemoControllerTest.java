@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerLookup;
@@ -45,8 +46,8 @@ class DemoControllerTest {
 
     @Test
     void aLookupOfThePromptTheDemoWroteNamesItsInstanceWhileItHolds(@TempDir Path dir) throws Exception {
-        // The demo hashes with hash_seed = its --seed (7): the controller must hash the same way.
-        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of("7"));
+        // Every demo hashes with hash_seed "0", whatever its workload seed: the controller hashes the same way.
+        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED));
         try (ControllerServer controller = ControllerServer.start(config)) {
             Path prompt = dir.resolve("prompt.json");
             String link = controller.pullEndpoint() + "," + controller.replyEndpoint();

@@ -84,6 +84,11 @@ public final class ServingSimulator implements AutoCloseable {
         public static final int DEFAULT_BLOCK_SIZE = 16;
         public static final int DEFAULT_CHUNK_SIZE = 256;
         public static final long DEFAULT_SEED = 42;
+        /**
+         * The engines' {@code hash_seed}: one for every demo whatever its workload seed, so that demos with different
+         * workloads reporting to one cache controller ({@code ./lmcache4j controller --hash-seed 0}) hash as it does.
+         */
+        public static final String HASH_SEED = "0";
         /** The disk tier: twice the CPU tier, less than the ~3 GiB the default workload stores with it, so it evicts too. */
         public static final double DEFAULT_DISK_GB = 2.0;
 
@@ -272,7 +277,7 @@ public final class ServingSimulator implements AutoCloseable {
             ConfigLoader.Builder builder = ConfigLoader.builder().environment(Map.of())
                     .set("chunk_size", settings.chunkSize())
                     .set("max_local_cpu_size", settings.cpuGb())
-                    .set("hash_seed", String.valueOf(settings.seed()));
+                    .set("hash_seed", Settings.HASH_SEED);
             if (settings.hasDisk()) {
                 // O_DIRECT is asked for; the tier falls back to buffered I/O by itself where the file system refuses it.
                 builder.set("local_disk", settings.diskDir().toAbsolutePath().toString())

@@ -248,6 +248,7 @@ public final class DemoCommand implements CliMain.Command {
         boolean bar = !quiet && !json;
         DemoReport report;
         boolean reportPrinted = false;
+        java.util.concurrent.CountDownLatch engineClosed = new java.util.concurrent.CountDownLatch(1);
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
         // warnings and errors of lmcache4j's loggers get through while it runs.
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
@@ -277,8 +278,8 @@ public final class DemoCommand implements CliMain.Command {
                 err.println("lmcache4j demo: holding the engine " + holdSeconds + " s"
                         + (s.controller() != null ? " (registered with the controller as " + s.controller().instanceId() + ")" : ""));
                 err.flush();
-                Thread.sleep(holdSeconds * 1000);
                 reportPrinted = true;
+                hold(holdSeconds, engineClosed);
             }
         } catch (BadRemoteUrlException e) { // its message is whole and names no credentials: not its causes'
             return CliMain.usageError(err, "demo", "--remote: " + e.getMessage());
@@ -293,12 +294,10 @@ public final class DemoCommand implements CliMain.Command {
                             + "true to use this one anyway", "Give --disk a new or empty directory"));
         } catch (IOException e) {
             return CliMain.failure(err, "demo", "FAILED: cannot write --prompt-out " + promptOut, e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return CliMain.failure(err, "demo", "FAILED: interrupted while holding", e);
         } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
+            engineClosed.countDown(); // the engine has closed (and left the controller): a waiting shutdown hook may go
             lmcacheLogs.setLevel(previousLevel);
         }
         if (!reportPrinted) {
@@ -310,6 +309,34 @@ public final class DemoCommand implements CliMain.Command {
             err.println("lmcache4j demo: FAILED: " + CliText.escape(String.join("; ", verdict.reasons())));
         }
         return verdict.exitStatus();
+    }
+
+    /**
+     * Sleeps {@code seconds}, or less when the process is told to stop (SIGTERM, Ctrl-C): a shutdown hook then cuts the
+     * hold short and waits (at most 10 s) for the engine to close, so that it deregisters from the controller instead
+     * of leaving its entries there until the heartbeat timeout.
+     */
+    private static void hold(long seconds, java.util.concurrent.CountDownLatch engineClosed) {
+        Thread holder = Thread.currentThread();
+        Thread hook = new Thread(() -> {
+            holder.interrupt();
+            try {
+                engineClosed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "lmcache4j-demo-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            Thread.sleep(seconds * 1000);
+        } catch (InterruptedException e) {
+            return; // asked to stop: the engine closes on the way out, the hook waits for it
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException e) {
+            // the JVM is already shutting down: the hook runs and finds the engine closing
+        }
     }
 
     /** Writes {@code {"tokens": [...]}}: a controller /lookup body for a prompt this engine stored. */

@@ -7,4 +7,5 @@ module lmcache4j.server {
     requires transitive lmcache4j.engine;
 
     exports lmcache4j.server.lm;
+    exports lmcache4j.server.p2p;
 }

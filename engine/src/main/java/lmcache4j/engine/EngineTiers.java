@@ -44,6 +44,15 @@ final class EngineTiers {
      * closed again when a tier cannot be opened.
      */
     static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers) {
+        return open(config, metadata, extraTiers, Optional.empty());
+    }
+
+    /**
+     * As above, then {@code lowest} (the P2P tier) last, given the CPU tier's memory: a chunk no
+     * tier of this engine holds is looked for on peers.
+     */
+    static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers,
+                               Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
         LocalCpuBackend cpu = new LocalCpuBackend(cpuPool(config, metadata), config.cachePolicy(), config.localCpu(),
                 config.blockingTimeoutSecs());
         List<StorageBackend> tiers = new ArrayList<>();
@@ -56,6 +65,13 @@ final class EngineTiers {
             throw e;
         }
         tiers.addAll(extraTiers);
+        try {
+            lowest.ifPresent(tier -> tiers.add(tier.apply(cpu)));
+        } catch (RuntimeException e) {
+            tiers.forEach(StorageBackend::close);
+            cpu.close();
+            throw e;
+        }
         return new StorageManager(cpu, tiers);
     }
 

@@ -29,7 +29,11 @@ import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.p2p.P2pBackend;
+import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.TieredPrefix;
@@ -104,7 +108,36 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        StorageManager storage = EngineTiers.open(config, metadata, extraTiers);
+        return create(config, metadata, connector, extraTiers, tokenDatabase, Optional.empty());
+    }
+
+    /**
+     * An engine with {@code enable_p2p}: below its own tiers, the P2P tier ({@link P2pBackend}) asks
+     * {@code locator} (the cache controller) which peer holds a chunk this engine misses and fetches
+     * it from that peer's transfer server. Serving this engine's tiers to peers is the server
+     * module's {@code P2pTransferServer}.
+     *
+     * @param instanceId this instance's {@code lmcache_instance_id}, never fetched from
+     * @throws IllegalArgumentException when the config does not enable P2P or lacks its settings
+     */
+    public static LMCacheEngine createWithPeers(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                                PeerLocator locator, String instanceId) {
+        P2pSettings p2p = config.p2p().orElseThrow(() -> new IllegalArgumentException(
+                "createWithPeers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
+        Objects.requireNonNull(locator, "locator");
+        Objects.requireNonNull(instanceId, "instanceId");
+        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
+        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
+        return create(config, metadata, connector, List.of(),
+                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
+                Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
+                        p2p.connections())));
+    }
+
+    private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
+                                        Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
+        StorageManager storage = EngineTiers.open(config, metadata, extraTiers, lowest);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
                 + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()

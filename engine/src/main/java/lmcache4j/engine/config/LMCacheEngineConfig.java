@@ -119,6 +119,11 @@ public final class LMCacheEngineConfig {
         return list("p2p_init_ports");
     }
 
+    /** {@code p2p_lookup_ports}: accepted for LMCache configs, unused (lmcache4j locates peers through the controller). */
+    public Optional<List<Integer>> p2pLookupPorts() {
+        return list("p2p_lookup_ports");
+    }
+
     /** Peer-to-peer sharing's settings, when {@code enable_p2p}; throws when enabled but incomplete. */
     public Optional<P2pSettings> p2p() {
         return P2pSettings.from(this);

@@ -51,6 +51,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new StoreBenchCommand(out, err))
                 .addSubcommand(new DiskBenchCommand(out, err))
                 .addSubcommand(new RedisBenchCommand(out, err))
+                .addSubcommand(new P2pBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
                 .addSubcommand(new CommandLine.HelpCommand());
         return CliMain.execute(bench, out, err, args);

@@ -44,8 +44,8 @@ import lmcache4j.server.p2p.P2pTransferServer;
 public final class P2pBench {
     /** Settings; {@link #defaults()} is the short run of the command. */
     public record Settings(int chunks, int runs, int warmup, int connections, int layers, int tokens, int kvHeads, int headSize) {
-        public static final int DEFAULT_CHUNKS = 8;
-        public static final int DEFAULT_RUNS = 5;
+        public static final int DEFAULT_CHUNKS = 16;
+        public static final int DEFAULT_RUNS = 7;
         public static final int DEFAULT_WARMUP = 1;
         public static final int DEFAULT_CONNECTIONS = 4;
 
@@ -144,7 +144,7 @@ public final class P2pBench {
     private static LMCacheEngineConfig config(Settings s, int chunksOfMemory, Optional<String> token) {
         double gb = chunksOfMemory * (double) s.chunkBytes() / (1L << 30);
         return ConfigLoader.builder().environment(Map.of()).set("chunk_size", s.tokens()).set("max_local_cpu_size", gb)
-                .set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(0))
+                .set("hash_seed", "0").set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(0))
                 .set("extra_config", Map.of("p2p_timeout_ms", 30_000, "p2p_token", token.orElseThrow(),
                         "p2p_connections", s.connections()))
                 .build();

@@ -1,7 +1,6 @@
 package lmcache4j.engine.p2p;
 
 import java.lang.System.Logger.Level;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
@@ -19,9 +18,6 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
-import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.LayerCacheEngineKey;
@@ -38,8 +34,8 @@ import lmcache4j.engine.storage.StorageBackend;
  * {@link PeerLocator} (the cache controller) which peer holds the chunk, then fetches it from that
  * peer's transfer server with an {@link LmConnector}, straight into this engine's CPU memory.
  *
- * <p><b>Never corrupt, never stuck, never leaking.</b> A fetch reads the chunk and its CRC32C
- * ({@link P2pChecksums}) from the peer over two connections at once; the chunk is offered only when
+ * <p><b>Never corrupt, never stuck, never leaking.</b> A fetch reads the chunk and, in the same
+ * reply, its CRC32C ({@link P2pChecksums}); the chunk is offered only when
  * its metadata fits the key (dtype, length = shape × dtype) and the CRC32C of the bytes received
  * matches the peer's. Lookup and transfer together have a deadline ({@code p2p_timeout_ms}): a peer
  * that dies or stalls mid-transfer is a miss by then, and memory for a transfer that completes
@@ -52,8 +48,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     /** LMCache's backend name. */
     public static final String NAME = "P2PBackend";
     private static final System.Logger LOG = System.getLogger(P2pBackend.class.getName());
-    private static final int CHECKSUM_SLOTS = 256;
-    private static final int CHECKSUM_SLOT_BYTES = 64;
 
     private final PeerLocator locator;
     private final MemoryProvider memory;
@@ -62,9 +56,10 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private final Optional<String> token;
     private final int connections;
     private final Map<String, LmConnector> peers = new ConcurrentHashMap<>();
+    /** Where received chunks are checked: off the connections' threads, which go on to the next transfer. */
+    private final java.util.concurrent.ExecutorService verifier = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+            Thread.ofVirtual().name("p2p-verify-", 0).factory());
     private final PeerHints hints;
-    /** Memory for the 4-byte checksums, apart from the CPU tier's (nothing is evicted for them). */
-    private final PagedTensorMemoryAllocator checksums;
     private volatile boolean closed;
     /** Transfers and late releases not settled yet: close waits for them before the memory goes. */
     private final java.util.Set<CompletableFuture<?>> unsettled = ConcurrentHashMap.newKeySet();
@@ -98,10 +93,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
         }
         this.connections = connections;
         this.hints = new PeerHints(65_536, Math.max(timeout.toNanos(), TimeUnit.SECONDS.toNanos(10)));
-        this.checksums = PagedTensorMemoryAllocator.create("p2p-checksums",
-                HostArena.allocate((long) CHECKSUM_SLOTS * CHECKSUM_SLOT_BYTES,
-                        HostArenaOptions.DEFAULT.withCudaPinned(false).withHugePages(false)),
-                TensorShape.of(CHECKSUM_SLOT_BYTES), DType.UINT8);
     }
 
     @Override
@@ -204,25 +195,27 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 : transfer(key, url.get()));
     }
 
-    /** The chunk and its checksum from {@code peerInitUrl}, over two connections at once, then checked. */
+    /** The chunk and its CRC32C from {@code peerInitUrl}, then checked (off the connection's thread). */
     private CompletableFuture<Optional<MemoryObj>> transfer(CacheKey key, String peerInitUrl) {
         fetches.increment();
-        LmConnector peer;
-        CompletableFuture<Optional<MemoryObj>> chunk;
-        CompletableFuture<Optional<MemoryObj>> crc;
+        CompletableFuture<Optional<LmConnector.TaggedChunk>> chunk;
         try {
-            peer = peer(peerInitUrl);
-            chunk = peer.get(key, meta -> allocateChunk(key, meta));
-            crc = peer.get(P2pChecksums.checksumKey(key), this::allocateChecksum);
+            chunk = peer(peerInitUrl).getTagged(key, meta -> allocateChunk(key, meta));
         } catch (RuntimeException e) {
             failures.increment();
             hints.forget(key);
             return CompletableFuture.completedFuture(Optional.empty());
         }
-        return track(chunk.handle((obj, failure) -> failure == null ? obj : Optional.<MemoryObj>empty())
-                .thenCombine(crc.handle((obj, failure) -> failure == null ? obj : Optional.<MemoryObj>empty()),
-                        (data, sum) -> verified(key, peerInitUrl, data, sum, chunk.isCompletedExceptionally()
-                                || crc.isCompletedExceptionally())));
+        return track(chunk.handleAsync((got, failure) -> {
+            if (failure != null || got.isEmpty()) {
+                if (failure != null) {
+                    failures.increment();
+                }
+                hints.forget(key); // the peer evicted it, or is gone: ask again next time
+                return Optional.<MemoryObj>empty();
+            }
+            return verified(key, peerInitUrl, got.get());
+        }, verifier));
     }
 
     private <T> CompletableFuture<T> track(CompletableFuture<T> future) {
@@ -231,34 +224,19 @@ public final class P2pBackend implements StorageBackend, Prefetching {
         return future;
     }
 
-    private Optional<MemoryObj> verified(CacheKey key, String peerInitUrl, Optional<MemoryObj> data, Optional<MemoryObj> sum,
-                                         boolean failed) {
-        try {
-            if (data.isEmpty() || sum.isEmpty()) {
-                if (failed) {
-                    failures.increment();
-                }
-                hints.forget(key); // the peer evicted it, or is gone: ask again next time
-                data.ifPresent(MemoryObj::release);
-                return Optional.empty();
-            }
-            int expected = sum.get().segment().get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED
-                    .withOrder(ByteOrder.LITTLE_ENDIAN), 0);
-            MemoryObj obj = data.get();
-            int actual = P2pChecksums.crc32c(obj.segment().asSlice(0, obj.byteSize()));
-            if (actual != expected) {
-                rejected.increment();
-                LOG.log(Level.WARNING, String.format("P2P: %s from %s fails its CRC32C (peer %08x, received %08x); a miss",
-                        key.toKeyString(), peerInitUrl, expected, actual));
-                obj.release();
-                return Optional.empty();
-            }
-            hits.increment();
-            hitBytes.add(obj.byteSize());
-            return data;
-        } finally {
-            sum.ifPresent(MemoryObj::release);
+    private Optional<MemoryObj> verified(CacheKey key, String peerInitUrl, LmConnector.TaggedChunk got) {
+        MemoryObj obj = got.obj();
+        int actual = P2pChecksums.crc32c(obj.segment().asSlice(0, obj.byteSize()));
+        if (actual != got.tag()) {
+            rejected.increment();
+            LOG.log(Level.WARNING, String.format("P2P: %s from %s fails its CRC32C (peer %08x, received %08x); a miss",
+                    key.toKeyString(), peerInitUrl, got.tag(), actual));
+            obj.release();
+            return Optional.empty();
         }
+        hits.increment();
+        hitBytes.add(obj.byteSize());
+        return Optional.of(obj);
     }
 
     /** CPU memory for a chunk whose metadata fits its key; empty (the connector skips the bytes) otherwise. */
@@ -275,14 +253,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
             return Optional.empty();
         }
         return memory.allocate(shape, keyDtype, meta.format(), AllocationMode.EVICT);
-    }
-
-    private Optional<MemoryObj> allocateChecksum(RemoteMetadata meta) {
-        if (!meta.equals(P2pChecksums.metadata())) {
-            rejected.increment();
-            return Optional.empty();
-        }
-        return checksums.allocate(TensorShape.of(P2pChecksums.BYTES), DType.UINT8, MemoryFormat.BINARY);
     }
 
     private LmConnector peer(String peerInitUrl) {
@@ -381,6 +351,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 // settled (or not yet): look again
             }
         }
-        checksums.close();
+        verifier.close();
     }
 }

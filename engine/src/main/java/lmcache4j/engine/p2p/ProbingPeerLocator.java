@@ -13,11 +13,12 @@ import lmcache4j.engine.remote.lm.LmConnector;
 
 /**
  * A {@link PeerLocator} for a fixed set of peers and no controller: it asks each peer's transfer
- * server, key by key ({@code EXIST}), how long a leading run it holds. One round trip per key and
- * peer, so it suits a few peers (tests, the transfer benchmark, a static pair of instances); the
- * controller answers the same question for a cluster in one message.
+ * server, key by key ({@code EXIST}, all keys at once over a few connections), how long a leading run
+ * it holds. One round trip per key and peer, so it suits a few peers (tests, the transfer benchmark,
+ * a static pair of instances); the controller answers the same question for a cluster in one message.
  */
 public final class ProbingPeerLocator implements PeerLocator, AutoCloseable {
+    private static final int PROBE_CONNECTIONS = 4;
     private final Map<String, String> peers;
     private final Map<String, LmConnector> connectors;
 
@@ -30,7 +31,8 @@ public final class ProbingPeerLocator implements PeerLocator, AutoCloseable {
         this.peers = Map.copyOf(peers);
         Objects.requireNonNull(token, "token");
         var c = new java.util.HashMap<String, LmConnector>();
-        this.peers.forEach((id, url) -> c.put(id, new LmConnector(PeerHolding.parseAddress(url), token, timeout, 1)));
+        this.peers.forEach((id, url) -> c.put(id, new LmConnector(PeerHolding.parseAddress(url), token, timeout,
+                PROBE_CONNECTIONS)));
         this.connectors = Map.copyOf(c);
     }
 
@@ -44,13 +46,16 @@ public final class ProbingPeerLocator implements PeerLocator, AutoCloseable {
                 .thenApply(done -> probes.stream().map(CompletableFuture::join).filter(h -> h.leadingChunks() > 0).toList());
     }
 
-    /** How many of {@code keys} from {@code from} on the peer holds, asked one after another. */
+    /** How many of {@code keys}, from the first, the peer holds: every key asked at once, counted up to the first miss. */
     private static CompletableFuture<Integer> leadingRun(LmConnector peer, List<? extends CacheKey> keys, int from) {
-        if (from == keys.size()) {
-            return CompletableFuture.completedFuture(from);
-        }
-        return peer.exists(keys.get(from)).thenCompose(held -> held ? leadingRun(peer, keys, from + 1)
-                : CompletableFuture.completedFuture(from));
+        List<CompletableFuture<Boolean>> asked = keys.subList(from, keys.size()).stream().map(peer::exists).toList();
+        return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new)).thenApply(done -> {
+            int n = 0;
+            while (n < asked.size() && asked.get(n).join()) {
+                n++;
+            }
+            return from + n;
+        });
     }
 
     @Override

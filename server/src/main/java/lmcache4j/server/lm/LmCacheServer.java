@@ -556,7 +556,7 @@ public final class LmCacheServer implements AutoCloseable {
             c.enter(Phase.BUSY, frameDeadline(e.length()));
             ByteBuffer[] payload = e.payload();
             ByteBuffer[] bufs = new ByteBuffer[payload.length + 1];
-            bufs[0] = ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata()));
+            bufs[0] = ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata(), e.replyLocation()));
             System.arraycopy(payload, 0, bufs, 1, payload.length);
             // A client that never reads its reply stalls this write; the reaper's stall timeout closes it.
             while (bufs[bufs.length - 1].hasRemaining()) {

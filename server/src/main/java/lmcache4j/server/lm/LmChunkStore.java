@@ -38,6 +38,14 @@ public interface LmChunkStore extends AutoCloseable {
         /** Payload bytes. */
         long length();
 
+        /**
+         * The reply header's last field ({@code location}): 0 as LMCache's server sends it, unless
+         * the store gives it a meaning (the P2P transfer store: the payload's CRC32C).
+         */
+        default int replyLocation() {
+            return 0;
+        }
+
         /** Gives the memory back to the store. Called exactly once. */
         @Override
         void close();

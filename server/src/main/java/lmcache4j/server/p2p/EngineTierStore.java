@@ -2,7 +2,6 @@ package lmcache4j.server.p2p;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -19,8 +18,8 @@ import lmcache4j.server.lm.LmChunkStore;
 /**
  * An engine's local tiers (CPU, then disk) as an {@link LmChunkStore}, read-only, for its P2P
  * transfer server. A GET leases the tier's own object (one reference, dropped when the reply is
- * sent) and the server writes its off-heap memory to the socket: no copy. A GET of a chunk's
- * checksum key ({@link P2pChecksums}) answers the CRC32C of the bytes held now. PUT and REMOVE are
+ * sent) and the server writes its off-heap memory to the socket: no copy. The reply header carries
+ * the payload's CRC32C ({@link P2pChecksums}; computed once per stored object). PUT and REMOVE are
  * refused: peers read, only the engine writes.
  *
  * <p>A disk hit is read into the engine's CPU memory by the disk tier (as any disk read is) and
@@ -31,6 +30,18 @@ public final class EngineTierStore implements LmChunkStore {
     private final LongAdder served = new LongAdder();
     private final LongAdder servedBytes = new LongAdder();
     private final LongAdder refusedWrites = new LongAdder();
+    /**
+     * Checksums computed, by chunk key: the object's allocation id and its CRC32C. Allocation ids
+     * are never reused and a stored object is never written again, so a cached CRC holds as long as
+     * the id matches; a chunk evicted and stored again gets a new id and is summed again.
+     */
+    private final java.util.LinkedHashMap<String, long[]> sums = new java.util.LinkedHashMap<>(256, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<String, long[]> eldest) {
+            return size() > MAX_CACHED_SUMS;
+        }
+    };
+    private static final int MAX_CACHED_SUMS = 65_536;
 
     /** @param tiers the tiers to serve, in search order (the engine's CPU tier, then its disk tier) */
     public EngineTierStore(List<StorageBackend> tiers) {
@@ -50,7 +61,7 @@ public final class EngineTierStore implements LmChunkStore {
 
     @Override
     public boolean exists(String key) {
-        Optional<CacheKey> parsed = parse(P2pChecksums.chunkKeyOf(key).orElse(key));
+        Optional<CacheKey> parsed = parse(key);
         if (parsed.isEmpty()) {
             return false;
         }
@@ -64,8 +75,7 @@ public final class EngineTierStore implements LmChunkStore {
 
     @Override
     public Optional<Lease> lease(String key) {
-        Optional<String> checksumOf = P2pChecksums.chunkKeyOf(key);
-        Optional<CacheKey> parsed = parse(checksumOf.orElse(key));
+        Optional<CacheKey> parsed = parse(key);
         if (parsed.isEmpty()) {
             return Optional.empty();
         }
@@ -74,25 +84,32 @@ public final class EngineTierStore implements LmChunkStore {
             return Optional.empty();
         }
         MemoryObj obj = found.get();
-        if (checksumOf.isPresent()) {
-            try {
-                int crc = P2pChecksums.crc32c(obj.segment().asSlice(0, obj.byteSize()));
-                ByteBuffer sum = ByteBuffer.allocate(P2pChecksums.BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(0, crc);
-                return Optional.of(new HeapLease(P2pChecksums.metadata().toBytes(), sum));
-            } finally {
-                obj.release();
-            }
-        }
         byte[] metadata;
+        int crc;
         try {
             metadata = RemoteMetadata.forObject(obj).toBytes();
+            crc = crcOf(key, obj);
         } catch (RuntimeException e) { // a dtype or size the lm:// header cannot carry: not servable
             obj.release();
             return Optional.empty();
         }
         served.increment();
         servedBytes.add(obj.byteSize());
-        return Optional.of(new TierLease(metadata, obj));
+        return Optional.of(new TierLease(metadata, obj, crc));
+    }
+
+    private int crcOf(String chunkKey, MemoryObj obj) {
+        synchronized (sums) {
+            long[] known = sums.get(chunkKey);
+            if (known != null && known[0] == obj.id()) {
+                return (int) known[1];
+            }
+        }
+        int crc = P2pChecksums.crc32c(obj.segment().asSlice(0, obj.byteSize()));
+        synchronized (sums) {
+            sums.put(chunkKey, new long[] {obj.id(), crc});
+        }
+        return crc;
     }
 
     private Optional<MemoryObj> find(CacheKey key) {
@@ -138,8 +155,8 @@ public final class EngineTierStore implements LmChunkStore {
     public void close() {
     }
 
-    /** A tier object held for one reply: its reference is dropped when the reply is sent. */
-    private record TierLease(byte[] metadata, MemoryObj obj) implements Lease {
+    /** A tier object held for one reply (its reference is dropped when the reply is sent) and its CRC32C. */
+    private record TierLease(byte[] metadata, MemoryObj obj, int crc32c) implements Lease {
         TierLease {
             Objects.requireNonNull(obj, "obj");
         }
@@ -154,26 +171,15 @@ public final class EngineTierStore implements LmChunkStore {
             return obj.byteSize();
         }
 
+        /** The payload's CRC32C, in the reply header's location field ({@link P2pChecksums}). */
+        @Override
+        public int replyLocation() {
+            return crc32c;
+        }
+
         @Override
         public void close() {
             obj.release();
-        }
-    }
-
-    /** A checksum: four bytes. */
-    private record HeapLease(byte[] metadata, ByteBuffer bytes) implements Lease {
-        @Override
-        public ByteBuffer[] payload() {
-            return new ByteBuffer[] {bytes.duplicate()};
-        }
-
-        @Override
-        public long length() {
-            return bytes.capacity();
-        }
-
-        @Override
-        public void close() {
         }
     }
 }

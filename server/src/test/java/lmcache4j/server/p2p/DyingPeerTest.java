@@ -104,7 +104,7 @@ class DyingPeerTest {
                 try (LmChunkStore.Lease l = lease.get()) {
                     ByteBuffer payload = l.payload()[0];
                     payload.limit((int) (l.length() / 2));
-                    LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, l.metadata())),
+                    LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, l.metadata(), l.replyLocation())),
                             payload);
                 }
                 halfSent.incrementAndGet();

@@ -157,11 +157,27 @@ public final class LmConnector implements RemoteConnector {
 
     @Override
     public CompletableFuture<Optional<MemoryObj>> get(CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
+        return getTagged(key, allocate).thenApply(found -> found.map(TaggedChunk::obj));
+    }
+
+    /**
+     * A chunk and the last field of its reply header ({@code location}). LMCache's server leaves it
+     * 0; lmcache4j's P2P transfer servers put the payload's CRC32C there.
+     *
+     * @param obj the chunk, with a reference for the caller
+     * @param tag the reply header's {@code location} field
+     */
+    public record TaggedChunk(MemoryObj obj, int tag) {
+    }
+
+    /** As {@link #get}, keeping the reply header's {@code location} field ({@link TaggedChunk}). */
+    public CompletableFuture<Optional<TaggedChunk>> getTagged(CacheKey key,
+                                                              Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
         return submit(ch -> {
             write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
             byte[] reply = readReply(ch);
             if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
-                return Optional.<MemoryObj>empty();
+                return Optional.<TaggedChunk>empty();
             }
             RemoteMetadata meta;
             try {
@@ -173,7 +189,7 @@ public final class LmConnector implements RemoteConnector {
             if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
                 obj.ifPresent(MemoryObj::release);
                 LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
-                return Optional.<MemoryObj>empty();
+                return Optional.<TaggedChunk>empty();
             }
             try {
                 LmProtocol.readFully(ch, obj.get().segment().asSlice(0, meta.length()).asByteBuffer());
@@ -181,7 +197,7 @@ public final class LmConnector implements RemoteConnector {
                 obj.get().release();
                 throw e;
             }
-            return obj;
+            return Optional.of(new TaggedChunk(obj.get(), LmProtocol.replyLocation(reply)));
         });
     }
 

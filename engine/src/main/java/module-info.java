@@ -14,10 +14,14 @@ module lmcache4j.engine {
     requires io.netty.handler;
     requires io.netty.resolver.dns;
     requires aircompressor; // remote_serde lz4 and zstd (pure Java; an automatic module named from its jar)
+    requires org.zeromq.jeromq; // the cache controller's sockets (lmcache4j.engine.controller)
+    requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
+    exports lmcache4j.engine.controller;
+    exports lmcache4j.engine.controller.message;
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.json;
     exports lmcache4j.engine.key;

@@ -9,4 +9,6 @@ module lmcache4j.tests {
     // SoakTest: heap, direct-buffer and thread gauges, and the engine's log records counted instead of printed.
     requires java.management;
     requires java.logging;
+    // the controller tests: its HTTP API, as a router uses it
+    requires java.net.http;
 }

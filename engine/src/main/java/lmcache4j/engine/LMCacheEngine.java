@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -28,10 +29,14 @@ import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
+import lmcache4j.engine.controller.ControllerWorker;
+import lmcache4j.engine.controller.ControllerWorkerSettings;
+import lmcache4j.engine.controller.WorkerControls;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
+import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
@@ -71,6 +76,8 @@ public final class LMCacheEngine implements AutoCloseable {
     private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
     private final Map<String, Prefetched> prefetches = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    /** The cache controller's worker, when {@code enable_controller} is set. */
+    private volatile ControllerWorker controllerWorker;
     /** The thread that runs layerwise copies, so they overlap the caller's compute; made on first use. */
     private volatile ExecutorService layerCopier;
 
@@ -108,7 +115,8 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        return create(config, metadata, connector, extraTiers, tokenDatabase, Optional.empty());
+        // With enable_p2p and enable_controller, the P2P tier finds peers through the controller.
+        return create(config, metadata, connector, extraTiers, tokenDatabase, EngineTiers.controllerP2pTier(config, metadata));
     }
 
     /**
@@ -139,6 +147,16 @@ public final class LMCacheEngine implements AutoCloseable {
                                         Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
         StorageManager storage = EngineTiers.open(config, metadata, extraTiers, lowest);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
+        if (config.enableController()) {
+            try {
+                engine.controllerWorker = ControllerWorker.start(
+                        ControllerWorkerSettings.from(config, metadata.workerId()), engine.new Controls());
+                engine.controllerWorker.publishMetrics(engine.metrics);
+            } catch (RuntimeException e) {
+                engine.close();
+                throw e;
+            }
+        }
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
                 + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()
                 + " bytes, copies on " + connector.executorName() + ", chunk " + config.chunkSize() + " tokens");
@@ -637,6 +655,59 @@ public final class LMCacheEngine implements AutoCloseable {
         return storage.clear();
     }
 
+    /** The cache controller's worker, when {@code enable_controller} is set. */
+    public Optional<ControllerWorker> controllerWorker() {
+        return Optional.ofNullable(controllerWorker);
+    }
+
+    /** What the controller may do to this engine (its control messages). */
+    private final class Controls implements WorkerControls {
+        private final java.util.concurrent.atomic.AtomicLong moves = new java.util.concurrent.atomic.AtomicLong();
+
+        @Override
+        public void setResidencyListener(ResidencyListener listener) {
+            storage.setResidencyListener(listener);
+        }
+
+        @Override
+        public Map<String, List<CacheKey>> residentKeys() {
+            return storage.residentKeys();
+        }
+
+        @Override
+        public List<String> tierNames() {
+            return storage.tierNames();
+        }
+
+        @Override
+        public OptionalLong clear(String location) {
+            return storage.tier(location).map(t -> OptionalLong.of(t.clear())).orElse(OptionalLong.empty());
+        }
+
+        @Override
+        public OptionalLong pin(String location, int[] tokens) {
+            Optional<StorageBackend> tier = storage.tier(location);
+            if (tier.isEmpty()) {
+                return OptionalLong.empty();
+            }
+            List<ChunkRange> ranges = prepare(tokens, Map.of()).chunks();
+            int pinned = tier.get().batchedContains(keysOf(ranges), true);
+            return OptionalLong.of(pinned == 0 ? 0 : ranges.get(pinned - 1).end());
+        }
+
+        @Override
+        public CompletableFuture<Integer> prefetchToCpu(int[] tokens) {
+            String requestId = "controller-move-" + moves.incrementAndGet();
+            // The chunks stay in the CPU tier; the prefetch's own hold on them is not needed.
+            return prefetch(tokens, Map.of(), requestId).whenComplete((n, e) -> releasePrefetch(requestId));
+        }
+
+        @Override
+        public int health() {
+            return LMCacheEngine.this.health();
+        }
+    }
+
     /** The engine's metrics. */
     public EngineMetrics metrics() {
         return metrics;
@@ -677,6 +748,9 @@ public final class LMCacheEngine implements AutoCloseable {
             return;
         }
         closed = true;
+        if (controllerWorker != null) {
+            controllerWorker.close(); // deregisters, before the tiers' closing removals would be reported
+        }
         for (String id : List.copyOf(lookupPins.keySet())) {
             lookupUnpin(id);
         }

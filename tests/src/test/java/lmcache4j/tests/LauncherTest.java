@@ -148,6 +148,15 @@ class LauncherTest {
         assertTrue(Integer.parseInt(v.group(1)) >= 25, "the launcher chose " + jdk + ", JDK " + v.group(1));
     }
 
+    @Test
+    void theTestSuitesDebianPackagesIncludeThePythonModulesOfTheControllerTests() throws Exception {
+        // tests/python/ runs on Debian's /usr/bin/python3: ./lmcache4j test installs its modules with the rest.
+        Result r = sourced("printf '%s\\n' \"${TEST_DEBIAN_PACKAGES[@]}\"");
+        assertEquals(0, r.exit(), r.output());
+        List<String> packages = r.output().lines().toList();
+        assertTrue(packages.containsAll(List.of("python3-zmq", "python3-msgpack", "redis-server")), r.output());
+    }
+
     /** A directory shaped like a JDK: {@code release} with {@code JAVA_VERSION} (unless null), {@code bin/java}, maybe {@code bin/javac}. */
     private static Path fakeJdk(Path dir, String version, boolean javac) throws IOException {
         Files.createDirectories(dir.resolve("bin"));

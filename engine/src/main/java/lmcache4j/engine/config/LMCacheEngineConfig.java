@@ -303,6 +303,46 @@ public final class LMCacheEngineConfig {
         return (Integer) values.get("internal_api_server_port_start");
     }
 
+    /** {@code enable_controller} (default false). */
+    public boolean enableController() {
+        return bool("enable_controller");
+    }
+
+    /** {@code lmcache_instance_id} (default "lmcache_default_instance"). */
+    public String lmcacheInstanceId() {
+        return (String) values.get("lmcache_instance_id");
+    }
+
+    /** {@code controller_pull_url} (alias {@code controller_url}), if set. */
+    public Optional<String> controllerPullUrl() {
+        return str("controller_pull_url");
+    }
+
+    /** {@code controller_reply_url}, if set. */
+    public Optional<String> controllerReplyUrl() {
+        return str("controller_reply_url");
+    }
+
+    /** {@code lmcache_worker_ports}, if set. */
+    public Optional<List<Integer>> lmcacheWorkerPorts() {
+        return list("lmcache_worker_ports");
+    }
+
+    /** {@code lmcache_worker_heartbeat_delay_time} in seconds (default 10). */
+    public double lmcacheWorkerHeartbeatDelayTime() {
+        return dbl("lmcache_worker_heartbeat_delay_time");
+    }
+
+    /** {@code lmcache_worker_heartbeat_time} in seconds (default 10). */
+    public double lmcacheWorkerHeartbeatTime() {
+        return dbl("lmcache_worker_heartbeat_time");
+    }
+
+    /** {@code controller_report_queue_size} (lmcache4j only, default 65536). */
+    public int controllerReportQueueSize() {
+        return (Integer) values.get("controller_report_queue_size");
+    }
+
     // --- typed settings -----------------------------------------------------------------------
 
     /** The disk tier's settings, when {@code local_disk} and a positive {@code max_local_disk_size} are set. */

@@ -161,6 +161,34 @@ final class LMCacheFieldTable {
                 .description("Address the internal API server binds.").build());
         f.add(define("internal_api_server_port_start", INT).defaultValue(6999).range(1.0, true, 65535.0, true)
                 .description("Internal API server port of worker 0; worker i uses port_start + i.").build());
+        // --- cache controller (worker side) ---------------------------------------------------
+        f.add(define("enable_controller", BOOL).defaultValue(false)
+                .description("Report admits and evicts to the cache controller, heartbeat, and answer its control "
+                        + "messages (clear, pin, health, move, check-finish) on a REP socket.").build());
+        f.add(define("lmcache_instance_id", STRING).defaultValue("lmcache_default_instance")
+                .description("This serving instance's id at the controller (each engine process of one instance "
+                        + "shares it; its workers are told apart by worker id).").build());
+        f.add(define("controller_pull_url", STRING).nullable()
+                .description("host:port of the controller's PULL socket, where workers push admits, evicts and "
+                        + "full syncs (alias controller_url). Needed with enable_controller.").build());
+        f.add(define("controller_reply_url", STRING).nullable()
+                .description("host:port of the controller's ROUTER socket for registration and full-sync requests. "
+                        + "Needed with enable_controller.").build());
+        f.add(define("lmcache_worker_ports", INT_LIST).nullable()
+                .description("Ports of the workers' REP sockets for the controller's control messages, one per "
+                        + "worker id (worker i binds the i-th). Unset: an ephemeral port, told to the controller "
+                        + "at registration.").build());
+        f.add(define("lmcache_worker_heartbeat_delay_time", DOUBLE).defaultValue(10.0).atLeast(0)
+                .description("Seconds between registration and the first heartbeat (fractions allowed; LMCache "
+                        + "reads an int).").build());
+        f.add(define("lmcache_worker_heartbeat_time", DOUBLE).defaultValue(10.0).atLeast(0)
+                .description("Seconds between heartbeats to the controller; 0 turns them off. LMCache's default is "
+                        + "unset (no heartbeats), which lets its controller drop a silent worker after its timeout; "
+                        + "lmcache4j heartbeats every 10 s unless told otherwise.").build());
+        f.add(define("controller_report_queue_size", INT).defaultValue(65536).greaterThan(0).lmcache4jOnly()
+                .description("lmcache4j only: admits and evicts waiting for the controller at most; past it they "
+                        + "are dropped, counted, and a full re-sync follows, so a slow controller never slows "
+                        + "the engine.").build());
         return f;
     }
 
@@ -188,9 +216,8 @@ final class LMCacheFieldTable {
         group(u, "peer-to-peer KV sharing between instances (P2P backend and transfer channels)",
                 "transfer_channel");
         group(u, "LMCache's multi-process server mode (SGLang)", "mp_host", "mp_port");
-        group(u, "the cache controller and its workers", "enable_controller", "lmcache_instance_id",
-                "controller_pull_url", "controller_reply_url", "lmcache_worker_ports", "lmcache_worker_ids",
-                "lmcache_worker_heartbeat_delay_time", "lmcache_worker_heartbeat_time");
+        group(u, "choosing which workers run a controller worker (lmcache4j runs one in every engine worker)",
+                "lmcache_worker_ids");
         group(u, "disaggregated prefill (PD) over NIXL", "enable_pd", "pd_role", "pd_buffer_size",
                 "pd_buffer_device", "pd_peer_host", "pd_peer_init_port", "pd_peer_alloc_port", "pd_peer_query_port",
                 "pd_proxy_host", "pd_proxy_port", "pd_allocation_timeout_sec", "pd_shutdown_timeout_sec",

@@ -50,6 +50,8 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private static final System.Logger LOG = System.getLogger(P2pBackend.class.getName());
 
     private final PeerLocator locator;
+    /** The locator this tier made and closes (the controller's); empty when the caller owns it. */
+    private final Optional<AutoCloseable> owned;
     private final MemoryProvider memory;
     private final String selfInstanceId;
     private final Duration timeout;
@@ -83,6 +85,21 @@ public final class P2pBackend implements StorageBackend, Prefetching {
      */
     public P2pBackend(PeerLocator locator, MemoryProvider memory, String selfInstanceId, Duration timeout,
                       Optional<String> token, int connections) {
+        this(locator, Optional.empty(), memory, selfInstanceId, timeout, token, connections);
+    }
+
+    /**
+     * The P2P tier of an engine with {@code enable_p2p} and {@code enable_controller}: it finds peers
+     * through the controller at {@code controller_reply_url} and closes that locator with itself.
+     */
+    public static P2pBackend overController(ControllerPeerLocator locator, MemoryProvider memory, String selfInstanceId,
+                                            Duration timeout, Optional<String> token, int connections) {
+        return new P2pBackend(locator, Optional.of(locator), memory, selfInstanceId, timeout, token, connections);
+    }
+
+    private P2pBackend(PeerLocator locator, Optional<AutoCloseable> owned, MemoryProvider memory, String selfInstanceId,
+                       Duration timeout, Optional<String> token, int connections) {
+        this.owned = owned;
         this.locator = Objects.requireNonNull(locator, "locator");
         this.memory = Objects.requireNonNull(memory, "memory");
         this.selfInstanceId = Objects.requireNonNull(selfInstanceId, "selfInstanceId");
@@ -144,7 +161,8 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 return Optional.<PeerHolding>empty();
             }
             return holders.stream()
-                    .filter(h -> !h.instanceId().equals(selfInstanceId) && h.leadingChunks() > 0)
+                    .filter(h -> !h.instanceId().equals(selfInstanceId) && h.leadingChunks() > 0
+                            && !h.peerInitUrl().isBlank())
                     .max(Comparator.comparingInt(PeerHolding::leadingChunks));
         });
     }
@@ -352,5 +370,12 @@ public final class P2pBackend implements StorageBackend, Prefetching {
             }
         }
         verifier.close();
+        owned.ifPresent(locator -> {
+            try {
+                locator.close();
+            } catch (Exception e) {
+                LOG.log(Level.WARNING, "closing the P2P tier's peer locator failed: " + e);
+            }
+        });
     }
 }

@@ -24,6 +24,7 @@ import lmcache4j.engine.remote.serde.NaiveSerde;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
+import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.StorageBackend;
 
 /**
@@ -45,6 +46,7 @@ import lmcache4j.engine.storage.StorageBackend;
 public final class RemoteBackend implements StorageBackend {
     /** LMCache's backend name. */
     public static final String NAME = "RemoteBackend";
+    private volatile ResidencyListener residency = ResidencyListener.NONE;
     private static final System.Logger LOG = System.getLogger(RemoteBackend.class.getName());
 
     private final RemoteConnector remote;
@@ -222,6 +224,7 @@ public final class RemoteBackend implements StorageBackend {
             }
             sent.whenComplete((ok, failure) -> {
                 if (failure == null) {
+                    residency.admitted(NAME, key);
                     puts.increment();
                     putBytes.add(serialized.payload().byteSize());
                     health.succeeded();
@@ -283,7 +286,17 @@ public final class RemoteBackend implements StorageBackend {
     @Override
     public boolean remove(CacheKey key) {
         RemoteConnector target = active.get();
-        return await(target, target.remove(key)).orElse(false);
+        boolean removed = await(target, target.remove(key)).orElse(false);
+        if (removed) {
+            residency.evicted(NAME, key);
+        }
+        return removed;
+    }
+
+    /** Admits are the puts the store acknowledged, evicts the removals it confirmed (it evicts on its own unseen). */
+    @Override
+    public void setResidencyListener(ResidencyListener listener) {
+        this.residency = java.util.Objects.requireNonNull(listener, "listener");
     }
 
     /**

@@ -34,6 +34,8 @@ public final class ResidencyIndex<V> {
     private final Consumer<? super V> pin;
     private final Predicate<? super V> unpin;
     private final Predicate<? super V> evictable;
+    private volatile String tierName = "";
+    private volatile ResidencyListener listener = ResidencyListener.NONE;
 
     /**
      * @param policy    the tier's cache policy, told of every put, removal and hit
@@ -47,6 +49,12 @@ public final class ResidencyIndex<V> {
         this.pin = Objects.requireNonNull(pin, "pin");
         this.unpin = Objects.requireNonNull(unpin, "unpin");
         this.evictable = Objects.requireNonNull(evictable, "evictable");
+    }
+
+    /** Tells {@code listener}, as {@code tierName}, of every key that enters or leaves the index from now on. */
+    public void setListener(String tierName, ResidencyListener listener) {
+        this.tierName = Objects.requireNonNull(tierName, "tierName");
+        this.listener = Objects.requireNonNull(listener, "listener");
     }
 
     /** The lock guarding the index; the tier guards its other state with it too. */
@@ -166,7 +174,9 @@ public final class ResidencyIndex<V> {
     public void put(CacheKey key, V v) {
         Objects.requireNonNull(v, "v");
         lockedRun(() -> {
-            entries.put(key, v);
+            if (entries.put(key, v) == null) {
+                listener.admitted(tierName, key);
+            }
             policy.onPut(key);
         });
     }
@@ -177,6 +187,7 @@ public final class ResidencyIndex<V> {
             V v = entries.remove(key);
             if (v != null) {
                 policy.onRemove(key);
+                listener.evicted(tierName, key);
             }
             return v;
         });

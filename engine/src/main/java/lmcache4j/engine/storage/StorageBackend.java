@@ -80,6 +80,21 @@ public interface StorageBackend extends AutoCloseable, MetricsSource {
         return Optional.empty();
     }
 
+    /**
+     * Tells {@code listener} of every chunk that enters or leaves this tier from now on. Tiers that
+     * cannot see their own residency ignore it (the default).
+     */
+    default void setResidencyListener(ResidencyListener listener) {
+    }
+
+    /**
+     * The keys the tier holds now (a snapshot, for a full re-sync of the cache controller), or
+     * empty when the tier cannot list them (a shared remote store).
+     */
+    default Optional<List<CacheKey>> residentKeys() {
+        return Optional.empty();
+    }
+
     /** Publishes nothing unless the tier has metrics of its own. */
     @Override
     default void publishMetrics(EngineMetrics metrics) {

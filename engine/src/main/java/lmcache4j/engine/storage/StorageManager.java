@@ -87,6 +87,19 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
         }
     }
 
+    /** Tells {@code listener} of every chunk that enters or leaves any tier from now on. */
+    public void setResidencyListener(ResidencyListener listener) {
+        Objects.requireNonNull(listener, "listener");
+        tiers.values().forEach(tier -> tier.setResidencyListener(listener));
+    }
+
+    /** For each tier that can list its keys, in search order, the keys it holds now. */
+    public Map<String, List<CacheKey>> residentKeys() {
+        Map<String, List<CacheKey>> keys = new LinkedHashMap<>();
+        tiers.forEach((name, tier) -> tier.residentKeys().ifPresent(k -> keys.put(name, k)));
+        return keys;
+    }
+
     // ---- allocation -------------------------------------------------------------------------
 
     /** An object from the CPU tier's memory, evicting or waiting as {@code mode} allows. */

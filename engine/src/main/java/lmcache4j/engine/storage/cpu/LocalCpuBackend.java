@@ -19,6 +19,7 @@ import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.AllocatorBackend;
 import lmcache4j.engine.storage.MemoryWaitTimeoutException;
 import lmcache4j.engine.storage.ResidencyIndex;
+import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.policy.CachePolicies;
 import lmcache4j.engine.storage.policy.CachePolicy;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -70,6 +71,16 @@ public final class LocalCpuBackend implements AllocatorBackend {
     @Override
     public String name() {
         return NAME;
+    }
+
+    @Override
+    public void setResidencyListener(ResidencyListener listener) {
+        hot.setListener(NAME, listener);
+    }
+
+    @Override
+    public Optional<List<CacheKey>> residentKeys() {
+        return Optional.of(hot.keys());
     }
 
     @Override

@@ -23,6 +23,7 @@ import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.Prefetching;
 import lmcache4j.engine.storage.ResidencyIndex;
+import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.policy.CachePolicies;
 
@@ -168,6 +169,16 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
     @Override
     public String name() {
         return NAME;
+    }
+
+    @Override
+    public void setResidencyListener(ResidencyListener listener) {
+        index.setListener(NAME, listener);
+    }
+
+    @Override
+    public Optional<List<CacheKey>> residentKeys() {
+        return Optional.of(index.keys());
     }
 
     /** What the start-up scan found. */

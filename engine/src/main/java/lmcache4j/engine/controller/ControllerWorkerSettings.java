@@ -1,0 +1,100 @@
+package lmcache4j.engine.controller;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+import lmcache4j.engine.config.LMCacheEngineConfig;
+
+/**
+ * What one engine worker needs to talk to the cache controller, read from LMCache's config names.
+ *
+ * @param instanceId          {@code lmcache_instance_id}
+ * @param workerId            this worker's id (tensor-parallel rank)
+ * @param pullAddress         {@code controller_pull_url} as a ZeroMQ address ({@code tcp://host:port})
+ * @param replyAddress        {@code controller_reply_url} as a ZeroMQ address
+ * @param controlPort         this worker's REP port from {@code lmcache_worker_ports}; empty = ephemeral
+ * @param heartbeatDelayNanos {@code lmcache_worker_heartbeat_delay_time}
+ * @param heartbeatNanos      {@code lmcache_worker_heartbeat_time}; 0 = no heartbeats
+ * @param queueCapacity       {@code controller_report_queue_size}
+ * @param peerInitUrl         this worker's P2P transfer server, {@code p2p_host:p2p_init_ports[worker]} with
+ *                            {@code enable_p2p} (LMCache's {@code peer_init_url}); empty without P2P
+ */
+public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
+                                       Optional<Integer> controlPort, long heartbeatDelayNanos, long heartbeatNanos,
+                                       int queueCapacity, Optional<String> peerInitUrl) {
+    public ControllerWorkerSettings {
+        Objects.requireNonNull(peerInitUrl, "peerInitUrl");
+        Objects.requireNonNull(instanceId, "instanceId");
+        Objects.requireNonNull(pullAddress, "pullAddress");
+        Objects.requireNonNull(replyAddress, "replyAddress");
+        Objects.requireNonNull(controlPort, "controlPort");
+        if (queueCapacity <= 0 || heartbeatNanos < 0 || heartbeatDelayNanos < 0) {
+            throw new IllegalArgumentException("queue capacity must be positive, heartbeat interval and delay not negative");
+        }
+    }
+
+    /**
+     * The settings of worker {@code workerId} from an engine config with {@code enable_controller}.
+     *
+     * @throws IllegalArgumentException naming the missing or bad setting
+     */
+    public static ControllerWorkerSettings from(LMCacheEngineConfig config, int workerId) {
+        String pull = config.controllerPullUrl().orElseThrow(() -> new IllegalArgumentException(
+                "enable_controller needs controller_pull_url (or its alias controller_url): the controller's PULL "
+                        + "address, host:port"));
+        String reply = config.controllerReplyUrl().orElseThrow(() -> new IllegalArgumentException(
+                "enable_controller needs controller_reply_url: the controller's ROUTER address, host:port"));
+        Optional<Integer> port = Optional.empty();
+        Optional<List<Integer>> ports = config.lmcacheWorkerPorts();
+        if (ports.isPresent()) {
+            if (workerId >= ports.get().size()) {
+                throw new IllegalArgumentException("lmcache_worker_ports " + ports.get() + " has no port for worker "
+                        + workerId + " (one port per worker id, in order)");
+            }
+            port = Optional.of(ports.get().get(workerId));
+        }
+        return new ControllerWorkerSettings(config.lmcacheInstanceId(), workerId, zmqAddress(pull, "controller_pull_url"),
+                zmqAddress(reply, "controller_reply_url"), port,
+                (long) (config.lmcacheWorkerHeartbeatDelayTime() * 1e9),
+                (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize(),
+                config.p2p().map(p2p -> p2pUrl(p2p, workerId)));
+    }
+
+    /** {@code p2p_host:port}: what peers are told; the port must be fixed (0 cannot be advertised before binding). */
+    private static String p2pUrl(lmcache4j.engine.config.P2pSettings p2p, int workerId) {
+        int port = p2p.portOf(workerId);
+        if (port == 0) {
+            throw new IllegalArgumentException("enable_p2p with enable_controller needs a fixed p2p_init_ports entry for "
+                    + "worker " + workerId + " (0 = any free port cannot be told to the controller before binding)");
+        }
+        String host = p2p.host().contains(":") ? "[" + p2p.host() + "]" : p2p.host();
+        return host + ":" + port;
+    }
+
+    /**
+     * {@code host:port} or {@code tcp://host:port} as a ZeroMQ TCP address (LMCache writes the bare
+     * form and prefixes {@code tcp://}); {@code *} and {@code 0.0.0.0}, bind addresses, are read as
+     * this host's loopback.
+     */
+    public static String zmqAddress(String url, String setting) {
+        String hostPort = url.startsWith("tcp://") ? url.substring("tcp://".length()) : url;
+        int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0 || colon == hostPort.length() - 1 || hostPort.contains("://")) {
+            throw new IllegalArgumentException(setting + " '" + url + "' is not host:port (or tcp://host:port)");
+        }
+        String host = hostPort.substring(0, colon);
+        try {
+            int port = Integer.parseInt(hostPort.substring(colon + 1));
+            if (port <= 0 || port > 65535) {
+                throw new NumberFormatException();
+            }
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(setting + " '" + url + "' has no valid port (1-65535)");
+        }
+        if (host.equals("*") || host.equals("0.0.0.0")) {
+            host = "127.0.0.1";
+        }
+        return "tcp://" + host + hostPort.substring(colon);
+    }
+}

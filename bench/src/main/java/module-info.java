@@ -9,11 +9,14 @@ module lmcache4j.bench {
     requires io.netty.common; // its version, for the report
     requires io.netty.buffer; // the allocator benchmark's baseline: Netty's pooled direct allocator
     requires lettuce.core; // the remote benchmark's baseline: raw Lettuce SET/GET
+    requires java.management; // the controller benchmark reads the heap after GC (bytes per index entry)
+    requires org.zeromq.jeromq; // the controller benchmark's baseline: a bare PULL socket
     requires java.logging; // the benchmarks quiet the engine's INFO logs while they measure
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT for the disk benchmark's raw baseline
     requires static jmh.core; // only JMH, from the class path, loads the JMH benchmarks
 
     exports lmcache4j.bench.allocator;
+    exports lmcache4j.bench.controller;
     exports lmcache4j.bench.demo;
     exports lmcache4j.bench.disk;
     exports lmcache4j.bench.hash;

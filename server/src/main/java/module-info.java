@@ -1,11 +1,20 @@
 /**
- * The processes other processes talk to over sockets, built on the engine: today the
- * {@code lm://} cache server (LMCache's wire protocol, which the engine's {@code LmConnector} and
- * LMCache's own client speak).
+ * The processes other processes talk to over sockets, built on the engine: the {@code lm://}
+ * cache server (LMCache's wire protocol, which the engine's {@code LmConnector} and LMCache's own
+ * client speak) and the cache controller (LMCache's controller protocol: the cluster-wide chunk
+ * index, KV-aware lookup, and control of every engine, with an HTTP JSON API).
  */
 module lmcache4j.server {
     requires transitive lmcache4j.engine;
+    requires org.agrona; // the controller index's reverse sets (LongHashSet)
+    requires org.zeromq.jeromq; // the controller's PULL, ROUTER and REQ sockets
+    requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
+    exports lmcache4j.server.controller;
+    exports lmcache4j.server.controller.http;
+    exports lmcache4j.server.controller.index;
+    exports lmcache4j.server.controller.net;
+    exports lmcache4j.server.controller.registry;
     exports lmcache4j.server.p2p;
 }

@@ -52,6 +52,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new DiskBenchCommand(out, err))
                 .addSubcommand(new RedisBenchCommand(out, err))
                 .addSubcommand(new P2pBenchCommand(out, err))
+                .addSubcommand(new ControllerBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
                 .addSubcommand(new CommandLine.HelpCommand());
         return CliMain.execute(bench, out, err, args);
@@ -69,12 +70,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, disk, redis or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, disk, redis, controller or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, disk, redis, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, disk, redis, controller, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -1,0 +1,142 @@
+package lmcache4j.bench.controller;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+import lmcache4j.engine.controller.message.ControllerCodec;
+import lmcache4j.engine.controller.message.KVOpEvent;
+import lmcache4j.engine.controller.message.OpType;
+import lmcache4j.engine.controller.message.WorkerMsg;
+import lmcache4j.engine.controller.message.WorkerReqMsg;
+import lmcache4j.server.controller.ControllerConfig;
+import lmcache4j.server.controller.ControllerServer;
+
+/**
+ * Ingestion through the controller against its limit in the same process: the same pre-encoded
+ * multipart pushes (each frame a {@code BatchedKVOperationMsg} of admits, as LMCache's workers
+ * batch them) sent by one PUSH socket to (a) a bare JeroMQ PULL socket that only receives the
+ * frames, and (b) a controller, which decodes them and indexes every admit. Each run ends when
+ * the last frame was received (raw) or the last admit is in the index (controller).
+ */
+final class IngestBench {
+    /** One run's rates, in KV operations (LMCache admit messages) per second. */
+    record Run(double controllerOpsPerSecond, double rawOpsPerSecond) {
+    }
+
+    private final List<byte[][]> pushes = new ArrayList<>();
+    private final long ops;
+    private final int workers;
+
+    /**
+     * @param ops           admits in all
+     * @param opsPerFrame   admits per BatchedKVOperationMsg frame
+     * @param framesPerPush frames per multipart push
+     */
+    IngestBench(long ops, int opsPerFrame, int framesPerPush, int workers, long seed) {
+        this.workers = workers;
+        SplittableRandom random = new SplittableRandom(seed);
+        long made = 0;
+        long frame = 0;
+        while (made < ops) {
+            byte[][] push = new byte[framesPerPush][];
+            int n = 0;
+            while (n < framesPerPush && made < ops) {
+                int count = (int) Math.min(opsPerFrame, ops - made);
+                List<KVOpEvent> events = new ArrayList<>(count);
+                for (int i = 0; i < count; i++) {
+                    events.add(new KVOpEvent(OpType.ADMIT, random.nextLong(), made + i));
+                }
+                int worker = (int) (frame++ % workers);
+                push[n++] = ControllerCodec.encode(new WorkerMsg.BatchedKVOperationMsg("bench-" + worker, 0,
+                        "LocalCPUBackend", events));
+                made += count;
+            }
+            pushes.add(n == push.length ? push : java.util.Arrays.copyOf(push, n));
+        }
+        this.ops = made;
+    }
+
+    long ops() {
+        return ops;
+    }
+
+    long frames() {
+        return pushes.stream().mapToLong(p -> p.length).sum();
+    }
+
+    long bytes() {
+        return pushes.stream().flatMap(java.util.Arrays::stream).mapToLong(f -> f.length).sum();
+    }
+
+    /** Raw first, then the controller, in one call: drift hits both. */
+    Run run() throws InterruptedException {
+        double raw = raw();
+        double controller = controller();
+        return new Run(controller, raw);
+    }
+
+    private double raw() throws InterruptedException {
+        long frames = frames();
+        try (ZContext ctx = new ZContext(1)) {
+            ZMQ.Socket pull = ctx.createSocket(SocketType.PULL);
+            pull.setRcvHWM(100_000);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            AtomicLong doneAt = new AtomicLong();
+            Thread receiver = Thread.ofPlatform().name("bench-raw-pull").start(() -> {
+                long got = 0;
+                while (got < frames) {
+                    byte[] f = pull.recv(0);
+                    if (f != null) {
+                        got++;
+                    }
+                }
+                doneAt.set(System.nanoTime());
+            });
+            long t0 = send(ctx, "tcp://127.0.0.1:" + port);
+            receiver.join();
+            return ops / ((doneAt.get() - t0) / 1e9);
+        }
+    }
+
+    private double controller() throws InterruptedException {
+        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops));
+        try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new ZContext(1)) {
+            ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+            dealer.connect(controller.replyEndpoint().connectAddress());
+            for (int w = 0; w < workers; w++) { // only registered workers are indexed
+                dealer.send(new byte[0], ZMQ.SNDMORE);
+                dealer.send(ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("bench-" + w, 0, "127.0.0.1", 1, Optional.empty())), 0);
+                dealer.recv(0);
+                dealer.recv(0);
+            }
+            long t0 = send(ctx, controller.pullEndpoint().connectAddress());
+            while (controller.index().entries() < ops) {
+                Thread.sleep(0, 200_000); // poll lightly: the ingestion thread needs the core
+            }
+            long t1 = System.nanoTime();
+            return ops / ((t1 - t0) / 1e9);
+        }
+    }
+
+    /** Sends every push from this thread; returns when the first was sent. */
+    private long send(ZContext ctx, String address) {
+        ZMQ.Socket push = ctx.createSocket(SocketType.PUSH);
+        push.setSndHWM(100_000);
+        push.setLinger(5_000);
+        push.connect(address);
+        long t0 = System.nanoTime();
+        for (byte[][] p : pushes) {
+            for (int i = 0; i < p.length; i++) {
+                push.send(p[i], i < p.length - 1 ? ZMQ.SNDMORE : 0);
+            }
+        }
+        return t0;
+    }
+}

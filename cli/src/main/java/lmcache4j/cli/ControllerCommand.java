@@ -1,0 +1,212 @@
+package lmcache4j.cli;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+
+import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.server.controller.ControllerConfig;
+import lmcache4j.server.controller.ControllerServer;
+import lmcache4j.server.controller.net.Endpoint;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./lmcache4j controller [--pull H:P] [--reply H:P] [--heartbeat H:P] [--http H:P] [--chunk-size N] ...}:
+ * runs the cache controller in the foreground until SIGINT/SIGTERM, then stops it cleanly. Exit
+ * status 0, 1 when it cannot start (an address in use), 2 for bad arguments.
+ */
+@Command(name = "controller", description = {
+        "Runs the cache controller in the foreground until Ctrl-C / SIGTERM: the cluster-wide index of which instance "
+                + "holds which chunks, KV-aware lookup for routers, and control of every engine. Wire-compatible with "
+                + "LMCache's controller protocol (msgpack over ZeroMQ); an HTTP JSON API for routers and operators "
+                + "(POST /lookup, GET /instances, POST /clear /pin /move /health /check_finish /query_instance, GET /metrics).",
+        "Every address is loopback unless given; HOST:PORT, port 0 = any free port."},
+        footer = {"Engines report with LMCache's settings: enable_controller, lmcache_instance_id, controller_pull_url = --pull, "
+                + "controller_reply_url = --reply, lmcache_worker_ports. Lookups hash prompts with --chunk-size, "
+                + "--save-unfull-chunk and --hash-seed, which must equal the engines' (LMCache's RegisterMsg does not carry them).",
+                "Exit status: 0 after a graceful stop, 1 when the controller cannot start, 2 for bad arguments."})
+public final class ControllerCommand implements CliMain.Command {
+    private final PrintStream out;
+    private final PrintStream err;
+    private final CountDownLatch stop;
+
+    private ControllerConfig config = ControllerConfig.defaults();
+
+    private ControllerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
+        this.out = out;
+        this.err = err;
+        this.stop = stop;
+    }
+
+    @Option(names = "--pull", paramLabel = "HOST:PORT", order = 0,
+            description = "PULL socket for workers' pushes (LMCache's controller_pull_url; default 127.0.0.1:8300)")
+    private void pull(String value) {
+        config = config.withEndpoints(endpoint("--pull", value), config.reply(), config.heartbeat(), config.http());
+    }
+
+    @Option(names = "--reply", paramLabel = "HOST:PORT", order = 1,
+            description = "ROUTER socket for registrations and full-sync requests (controller_reply_url; default 127.0.0.1:8400)")
+    private void reply(String value) {
+        config = config.withEndpoints(config.pull(), endpoint("--reply", value), config.heartbeat(), config.http());
+    }
+
+    @Option(names = "--heartbeat", paramLabel = "HOST:PORT", order = 2,
+            description = "ROUTER socket for heartbeats, told to workers when they register (default 127.0.0.1:8301)")
+    private void heartbeat(String value) {
+        config = config.withEndpoints(config.pull(), config.reply(), endpoint("--heartbeat", value), config.http());
+    }
+
+    @Option(names = "--http", paramLabel = "HOST:PORT", order = 3, description = "the HTTP JSON API (default 127.0.0.1:9000)")
+    private void http(String value) {
+        config = config.withEndpoints(config.pull(), config.reply(), config.heartbeat(), endpoint("--http", value));
+    }
+
+    @Option(names = "--chunk-size", paramLabel = "N", order = 4, description = "tokens per chunk, as the engines' chunk_size (default 256)")
+    private void chunkSize(String value) {
+        config = config.withHashing(OptionValues.intAtLeast("--chunk-size", value, 1), config.saveUnfullChunk(),
+                config.hashAlgorithm(), config.hashSeed());
+    }
+
+    @Option(names = "--save-unfull-chunk", order = 5,
+            description = "key a prompt's final shorter chunk too, as engines with save_unfull_chunk=true do")
+    private void saveUnfullChunk(boolean value) {
+        config = config.withHashing(config.chunkSize(), value, config.hashAlgorithm(), config.hashSeed());
+    }
+
+    @Option(names = "--hash-seed", paramLabel = "S", order = 6,
+            description = "the engines' hash_seed / PYTHONHASHSEED (default: $PYTHONHASHSEED; without one, lookups match nothing)")
+    private void hashSeed(String value) {
+        config = config.withHashSeed(Optional.of(value));
+    }
+
+    @Option(names = "--hash-algorithm", paramLabel = "NAME", order = 7,
+            description = "pre_caching_hash_algorithm of the engines (default sha256_cbor, the only portable one)")
+    private void hashAlgorithm(String value) {
+        config = config.withHashing(config.chunkSize(), config.saveUnfullChunk(), HashAlgorithm.fromName(value), config.hashSeed());
+    }
+
+    @Option(names = "--model", paramLabel = "NAME", order = 8, description = "the served model's name (reported in /instances)")
+    private void model(String value) {
+        config = config.withModel(value);
+    }
+
+    @Option(names = "--worker-timeout", paramLabel = "S", order = 9, description = "drop a worker (and its entries) after S "
+            + "seconds without a heartbeat (default 30)")
+    private void workerTimeout(String value) {
+        config = config.withTimeouts(seconds("--worker-timeout", value), config.requestTimeout());
+    }
+
+    @Option(names = "--request-timeout", paramLabel = "S", order = 10,
+            description = "how long a control message to a worker may take (default 5; a request without a reply is tried once more on a fresh socket)")
+    private void requestTimeout(String value) {
+        config = config.withTimeouts(config.workerTimeout(), seconds("--request-timeout", value));
+    }
+
+    @Option(names = "--max-body-mb", paramLabel = "N", order = 11, description = "largest HTTP request body in MiB (default 8)")
+    private void maxBodyMb(String value) {
+        config = config.withLimits((int) OptionValues.wholeNumber("--max-body-mb", value, 1, 1024) << 20, config.httpThreads(),
+                config.maxFrameBytes(), config.expectedEntries());
+    }
+
+    @Option(names = "--max-frame-mb", paramLabel = "N", order = 12,
+            description = "largest ZeroMQ message accepted, in MiB; larger disconnects the sender (default 64)")
+    private void maxFrameMb(String value) {
+        config = config.withLimits(config.maxBodyBytes(), config.httpThreads(),
+                OptionValues.wholeNumber("--max-frame-mb", value, 1, 2047) << 20, config.expectedEntries());
+    }
+
+    @Option(names = "--http-threads", paramLabel = "N", order = 13, description = "threads serving HTTP (default 4)")
+    private void httpThreads(String value) {
+        config = config.withLimits(config.maxBodyBytes(), OptionValues.intAtLeast("--http-threads", value, 1),
+                config.maxFrameBytes(), config.expectedEntries());
+    }
+
+    @Option(names = "--expected-entries", paramLabel = "N", order = 14,
+            description = "size the index for N (chunk, holder) entries at start (default 1048576; it grows beyond)")
+    private void expectedEntries(String value) {
+        config = config.withLimits(config.maxBodyBytes(), config.httpThreads(), config.maxFrameBytes(),
+                (int) OptionValues.wholeNumber("--expected-entries", value, 0, 1 << 29));
+    }
+
+    public static void main(String[] args) {
+        CliMain.exit("controller", () -> run(args, System.out, System.err));
+    }
+
+    /** Runs the controller until the JVM is asked to stop; returns the exit status. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, out, err, null);
+    }
+
+    /** As {@link #run(String[], PrintStream, PrintStream)}; with {@code stop} non-null, runs until it is counted down. */
+    static int run(String[] args, PrintStream out, PrintStream err, CountDownLatch stop) {
+        return CliMain.execute(new CommandLine(new ControllerCommand(out, err, stop)), out, err, args);
+    }
+
+    @Override
+    public Integer call() {
+        if (config.hashSeed().isEmpty()) {
+            err.println("lmcache4j controller: warning: no --hash-seed and no PYTHONHASHSEED: lookups hash with a random "
+                    + "NONE_HASH and will match no engine; pass the engines' hash_seed");
+        }
+        ControllerServer controller;
+        try {
+            controller = ControllerServer.start(config);
+        } catch (RuntimeException e) {
+            return CliMain.failure(err, "controller", "cannot start", e);
+        }
+        CountDownLatch done = new CountDownLatch(1);
+        CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
+        if (stop == null) {
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                stopSignal.countDown();
+                try {
+                    done.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "controller-shutdown"));
+        }
+        out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
+                + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()
+                + "), http http://" + controller.httpEndpoint());
+        out.println("lmcache4j controller: chunk size " + config.chunkSize() + (config.saveUnfullChunk() ? " (partial last chunk keyed)" : "")
+                + ", " + config.hashAlgorithm().lmcacheName() + ", hash seed " + (config.hashSeed().isPresent() ? "set" : "NOT set")
+                + ", worker timeout " + config.workerTimeout().toMillis() / 1000.0 + " s");
+        out.flush();
+        try {
+            stopSignal.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            controller.close();
+            out.println("lmcache4j controller: stopped; " + controller.describeCounts());
+            out.flush();
+            done.countDown();
+        }
+        return 0;
+    }
+
+    private static Endpoint endpoint(String option, String value) {
+        try {
+            return Endpoint.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(option + ": " + e.getMessage());
+        }
+    }
+
+    private static Duration seconds(String option, String value) {
+        double s;
+        try {
+            s = Double.parseDouble(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " needs a number of seconds, got '" + CliText.echo(value) + "'");
+        }
+        if (!(s >= 0.001) || s > 86_400) {
+            throw new IllegalArgumentException(option + " must be 0.001 to 86400 seconds, got " + CliText.echo(value));
+        }
+        return Duration.ofNanos((long) (s * 1e9));
+    }
+}

@@ -1,0 +1,110 @@
+package lmcache4j.server.controller;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.server.controller.net.Endpoint;
+
+/**
+ * How a controller runs: where it listens, how it hashes prompts (which must match the engines:
+ * LMCache's RegisterMsg carries none of it), and its limits.
+ *
+ * @param pull            PULL socket: workers' pushed admits, evicts, full-sync batches, deregistrations,
+ *                        and orchestrators' fire-and-forget messages ({@code controller_pull_url})
+ * @param reply           ROUTER socket: RegisterMsg, FullSyncStart/Status, P2P lookups ({@code controller_reply_url})
+ * @param heartbeat       ROUTER socket for heartbeats (told to workers in RegisterRetMsg)
+ * @param http            the HTTP JSON API
+ * @param chunkSize       tokens per chunk, as the engines' {@code chunk_size}
+ * @param saveUnfullChunk whether a final shorter chunk is keyed, as the engines' {@code save_unfull_chunk}
+ * @param hashSeed        the engines' {@code hash_seed} / {@code PYTHONHASHSEED}; empty: none (lookups match nothing)
+ * @param model           the served model's name (reported; the chunk hash itself does not include it)
+ * @param workerTimeout   a worker silent this long is dropped with its entries ({@code lmcache_worker_timeout})
+ * @param requestTimeout  how long a control message to a worker may take before it counts as failed
+ * @param maxBodyBytes    largest HTTP request body
+ * @param httpThreads     threads serving HTTP requests
+ * @param maxFrameBytes   largest ZeroMQ message accepted on any socket (larger: the peer is disconnected)
+ * @param expectedEntries index entries to size the table for at start
+ */
+public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http, int chunkSize,
+                               boolean saveUnfullChunk, HashAlgorithm hashAlgorithm, Optional<String> hashSeed,
+                               String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
+                               int httpThreads, long maxFrameBytes, int expectedEntries) {
+    /** LMCache's default ports: 8300 pull, 8400 reply (lmcache_worker ports start at 8500); heartbeat beside them. */
+    public static ControllerConfig defaults() {
+        return new ControllerConfig(new Endpoint("127.0.0.1", 8300), new Endpoint("127.0.0.1", 8400),
+                new Endpoint("127.0.0.1", 8301), new Endpoint("127.0.0.1", 9000), 256, false,
+                HashAlgorithm.defaultAlgorithm(), Optional.ofNullable(System.getenv("PYTHONHASHSEED")), "",
+                Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20);
+    }
+
+    /** Every address on loopback, port 0 (any free port): for tests and benchmarks. */
+    public static ControllerConfig loopbackAnyPorts() {
+        Endpoint any = new Endpoint("127.0.0.1", 0);
+        return defaults().withEndpoints(any, any, any, any).withHashSeed(Optional.of("0"));
+    }
+
+    public ControllerConfig {
+        Objects.requireNonNull(pull, "pull");
+        Objects.requireNonNull(reply, "reply");
+        Objects.requireNonNull(heartbeat, "heartbeat");
+        Objects.requireNonNull(http, "http");
+        Objects.requireNonNull(hashAlgorithm, "hashAlgorithm");
+        Objects.requireNonNull(hashSeed, "hashSeed");
+        Objects.requireNonNull(model, "model");
+        if (chunkSize < 1) {
+            throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
+        }
+        if (workerTimeout.isNegative() || workerTimeout.isZero() || requestTimeout.isNegative() || requestTimeout.isZero()) {
+            throw new IllegalArgumentException("timeouts must be positive: worker " + workerTimeout + ", request " + requestTimeout);
+        }
+        if (maxBodyBytes < 1024 || httpThreads < 1 || maxFrameBytes < 1024 || expectedEntries < 0) {
+            throw new IllegalArgumentException("max body >= 1024 bytes, HTTP threads >= 1, max frame >= 1024 bytes, "
+                    + "expected entries >= 0; got " + maxBodyBytes + ", " + httpThreads + ", " + maxFrameBytes + ", " + expectedEntries);
+        }
+    }
+
+    public ControllerConfig withEndpoints(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
+    public ControllerConfig withHashing(int chunkSize, boolean saveUnfullChunk, HashAlgorithm algorithm, Optional<String> seed) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
+    public ControllerConfig withHashSeed(Optional<String> seed) {
+        return withHashing(chunkSize, saveUnfullChunk, hashAlgorithm, seed);
+    }
+
+    public ControllerConfig withModel(String model) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
+    public ControllerConfig withTimeouts(Duration workerTimeout, Duration requestTimeout) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
+    public ControllerConfig withLimits(int maxBodyBytes, int httpThreads, long maxFrameBytes, int expectedEntries) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
+    /** The hashing settings, as {@code GET /instances} reports them. */
+    public Map<String, Object> hashingSettings() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("chunk_size", (long) chunkSize);
+        m.put("save_unfull_chunk", saveUnfullChunk);
+        m.put("pre_caching_hash_algorithm", hashAlgorithm.lmcacheName());
+        m.put("hash_seed_set", hashSeed.isPresent());
+        m.put("model", model);
+        m.put("key_folding", "first 8 bytes of the chunk digest, unsigned big-endian");
+        return m;
+    }
+}

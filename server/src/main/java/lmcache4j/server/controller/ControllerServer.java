@@ -1,0 +1,299 @@
+package lmcache4j.server.controller;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+import lmcache4j.engine.controller.message.Position;
+import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.server.controller.http.BadRequestException;
+import lmcache4j.server.controller.http.ControllerHttpApi;
+import lmcache4j.server.controller.http.JsonBody;
+import lmcache4j.server.controller.http.JsonHttpServer;
+import lmcache4j.server.controller.index.ChunkIndex;
+import lmcache4j.server.controller.net.Endpoint;
+import lmcache4j.server.controller.net.WorkerConnections;
+import lmcache4j.server.controller.registry.FullSyncTracker;
+import lmcache4j.server.controller.registry.WorkerRegistry;
+
+/**
+ * The cache controller: LMCache's controller protocol on three bound ZeroMQ sockets (PULL for
+ * pushes, ROUTER for requests, ROUTER for heartbeats), REQ sockets to every worker for control
+ * messages, and the HTTP JSON API. See {@code docs/controller.md}.
+ *
+ * <p>Threads: one ingestion thread owns the bound sockets and is the index's only writer
+ * ({@link IngestLoop}); HTTP threads serve lookups (optimistic reads of the index) and forward
+ * control commands; an orchestration thread runs orchestrators' fire-and-forget commands.
+ */
+public final class ControllerServer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(ControllerServer.class.getName());
+
+    private final ControllerConfig config;
+    private final ZContext context;
+    /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
+    private final ZContext forwardContext = new ZContext(1);
+    private final ChunkIndex index;
+    private final WorkerRegistry registry;
+    private final FullSyncTracker sync;
+    private final ControllerMetrics metrics;
+    private final ControllerLookup lookup;
+    private final WorkerConnections connections;
+    private final Orchestrator orchestrator;
+    private final ExecutorService orchestration;
+    private final IngestLoop loop;
+    private final Thread ingestThread;
+    private final JsonHttpServer http;
+    private final Endpoint pullEndpoint;
+    private final Endpoint replyEndpoint;
+    private final Endpoint heartbeatEndpoint;
+    private final Endpoint advertisedHeartbeat;
+    private final AtomicLong eventIds = new AtomicLong();
+    private volatile boolean closed;
+
+    /** Starts a controller; the sockets and the HTTP server are bound when this returns. */
+    public static ControllerServer start(ControllerConfig config) {
+        return new ControllerServer(config, InstantSource.system());
+    }
+
+    /** As {@link #start(ControllerConfig)} with a given clock for heartbeat liveness (tests). */
+    public static ControllerServer start(ControllerConfig config, InstantSource clock) {
+        return new ControllerServer(config, clock);
+    }
+
+    private ControllerServer(ControllerConfig config, InstantSource clock) {
+        this.config = config;
+        metrics = new ControllerMetrics();
+        index = new ChunkIndex(config.expectedEntries());
+        sync = new FullSyncTracker(index);
+        registry = new WorkerRegistry(index, sync, clock, config.workerTimeout());
+        ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
+        lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher), index, metrics);
+        context = new ZContext(1);
+        boolean started = false;
+        try {
+            ZMQ.Socket pull = bind(SocketType.PULL, config.pull());
+            ZMQ.Socket reply = bind(SocketType.ROUTER, config.reply());
+            ZMQ.Socket heartbeat = bind(SocketType.ROUTER, config.heartbeat());
+            pullEndpoint = config.pull().withPortOf(pull.getLastEndpoint());
+            replyEndpoint = config.reply().withPortOf(reply.getLastEndpoint());
+            heartbeatEndpoint = config.heartbeat().withPortOf(heartbeat.getLastEndpoint());
+            advertisedHeartbeat = heartbeatEndpoint.connectable();
+            connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes());
+            orchestrator = new Orchestrator(registry, connections, metrics);
+            orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
+            IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
+                    advertisedHeartbeat.toString());
+            ZMQ.Poller poller = context.createPoller(3);
+            poller.register(pull, ZMQ.Poller.POLLIN);
+            poller.register(reply, ZMQ.Poller.POLLIN);
+            poller.register(heartbeat, ZMQ.Poller.POLLIN);
+            loop = new IngestLoop(poller, pull, reply, heartbeat, handler, registry, metrics);
+            http = startHttp();
+            ingestThread = daemon(loop, "controller-ingest");
+            ingestThread.start();
+            registerGauges();
+            started = true;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot bind the HTTP API on " + config.http() + ": " + e.getMessage(), e);
+        } finally {
+            if (!started) {
+                context.close();
+                forwardContext.close();
+            }
+        }
+        LOG.log(System.Logger.Level.INFO, "controller: pull {0}, reply {1}, heartbeat {2} (advertised {3}), http {4}",
+                pullEndpoint, replyEndpoint, heartbeatEndpoint, advertisedHeartbeat, httpEndpoint());
+    }
+
+    private ZMQ.Socket bind(SocketType type, Endpoint at) {
+        ZMQ.Socket s = context.createSocket(type);
+        s.setLinger(0);
+        s.setMaxMsgSize(config.maxFrameBytes()); // larger messages disconnect their sender instead of filling memory
+        s.setRcvHWM(100_000);
+        try {
+            s.bind(at.bindAddress());
+        } catch (org.zeromq.ZMQException e) {
+            throw new IllegalStateException("cannot bind " + type + " on " + at + ": " + e.getMessage(), e);
+        }
+        return s;
+    }
+
+    private JsonHttpServer startHttp() throws IOException {
+        JsonHttpServer server = JsonHttpServer.bind(new InetSocketAddress(config.http().host(), config.http().port()),
+                config.httpThreads(), config.maxBodyBytes(), metrics);
+        Map<String, Object> settings = new LinkedHashMap<>(config.hashingSettings());
+        settings.put("worker_timeout_s", config.workerTimeout().toMillis() / 1000.0);
+        new ControllerHttpApi(lookup, registry, index, metrics, settings, this::newEventId).routes(server);
+        server.post("/clear", b -> outcome(orchestrator(() -> orchestrator.clear(eventId(b), b.string("instance_id"),
+                b.string("location")))));
+        server.post("/pin", b -> outcome(orchestrator(() -> orchestrator.pin(eventId(b), b.string("instance_id"),
+                b.string("location"), b.tokens("tokens")))));
+        server.post("/move", b -> {
+            var from = b.pair("old_position");
+            var to = b.pair("new_position");
+            return outcome(orchestrator(() -> orchestrator.move(eventId(b), new Position(from.get(0), from.get(1)),
+                    new Position(to.get(0), to.get(1)), b.optionalTokens("tokens"), b.optionalBoolean("copy"))));
+        });
+        server.post("/health", b -> {
+            Orchestrator.Health h = orchestrator(() -> orchestrator.health(eventId(b), b.string("instance_id")));
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("event_id", h.eventId());
+            Map<String, Object> codes = new LinkedHashMap<>();
+            h.errorCodes().forEach((w, c) -> codes.put(Integer.toString(w), (long) c));
+            out.put("error_codes", codes);
+            out.put("errors", h.errors());
+            return out;
+        });
+        server.post("/check_finish", b -> {
+            String id = b.string("event_id");
+            return Map.of("event_id", id, "status", orchestrator.checkFinish(id));
+        });
+        server.post("/query_instance", b -> {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("event_id", eventId(b));
+            out.put("instance_id", orchestrator.instanceAt(b.string("ip")).orElse(null));
+            return out;
+        });
+        server.start();
+        return server;
+    }
+
+    private String eventId(JsonBody b) {
+        return b.optionalString("event_id").orElseGet(this::newEventId);
+    }
+
+    private String newEventId() {
+        return "ctl-" + ProcessHandle.current().pid() + "-" + eventIds.incrementAndGet();
+    }
+
+    private static <T> T orchestrator(java.util.function.Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (Orchestrator.UnknownInstanceException e) {
+            throw new BadRequestException(404, e.getMessage());
+        }
+    }
+
+    private static Object outcome(Orchestrator.Outcome o) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("event_id", o.eventId());
+        out.put("num_tokens", o.numTokens());
+        out.put("errors", o.errors());
+        if (o.allFailed()) {
+            throw new BadRequestException(502, "every worker failed: " + o.errors());
+        }
+        return out;
+    }
+
+    private void registerGauges() {
+        metrics.gauge("lmcache4j_controller_index_entries", index::entries);
+        metrics.gauge("lmcache4j_controller_index_bytes", index::memoryBytes);
+        metrics.gauge("lmcache4j_controller_instances", () -> registry.workers().stream().map(w -> w.key().instanceId()).distinct().count());
+        metrics.gauge("lmcache4j_controller_workers", () -> registry.workers().size());
+        metrics.gauge("lmcache4j_controller_full_syncs_running", sync::running);
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    /** The PULL socket's address (with the port it got). */
+    public Endpoint pullEndpoint() {
+        return pullEndpoint;
+    }
+
+    /** The reply ROUTER socket's address. */
+    public Endpoint replyEndpoint() {
+        return replyEndpoint;
+    }
+
+    /** The heartbeat ROUTER socket's address. */
+    public Endpoint heartbeatEndpoint() {
+        return heartbeatEndpoint;
+    }
+
+    /** The heartbeat address workers are told (a wildcard bind made connectable). */
+    public Endpoint advertisedHeartbeat() {
+        return advertisedHeartbeat;
+    }
+
+    /** The HTTP API's address. */
+    public Endpoint httpEndpoint() {
+        InetSocketAddress a = http.address();
+        return new Endpoint(a.getAddress().getHostAddress(), a.getPort());
+    }
+
+    /** The index (tests and benchmarks read it). */
+    public ChunkIndex index() {
+        return index;
+    }
+
+    /** The registry of workers. */
+    public WorkerRegistry registry() {
+        return registry;
+    }
+
+    /** The counters. */
+    public ControllerMetrics metrics() {
+        return metrics;
+    }
+
+    /** The lookup, in-process. */
+    public ControllerLookup lookup() {
+        return lookup;
+    }
+
+    /** The orchestration commands, in-process. */
+    public Orchestrator orchestrator() {
+        return orchestrator;
+    }
+
+    /** One line of counts, for the command's exit message. */
+    public String describeCounts() {
+        return String.format(java.util.Locale.ROOT, "%d index entries, %d workers, %d ops applied, %d malformed and %d unknown "
+                        + "messages dropped", index.entries(), registry.workers().size(),
+                metrics.total("lmcache4j_controller_ops_applied_total"),
+                metrics.total("lmcache4j_controller_malformed_messages_total"),
+                metrics.total("lmcache4j_controller_unknown_messages_total"));
+    }
+
+    /** Stops serving: HTTP first, then the ingestion thread, then every socket. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        http.close();
+        try {
+            loop.stop(Duration.ofSeconds(5));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        orchestration.shutdownNow();
+        orchestrator.close();
+        connections.close();
+        forwardContext.close();
+        context.close();
+    }
+
+    /** The effective configuration. */
+    public ControllerConfig config() {
+        return config;
+    }
+
+}

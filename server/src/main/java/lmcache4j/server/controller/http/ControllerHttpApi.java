@@ -1,0 +1,100 @@
+package lmcache4j.server.controller.http;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+
+import lmcache4j.server.controller.ControllerLookup;
+import lmcache4j.server.controller.ControllerMetrics;
+import lmcache4j.server.controller.index.ChunkIndex;
+import lmcache4j.server.controller.registry.WorkerInfo;
+import lmcache4j.server.controller.registry.WorkerRegistry;
+
+/**
+ * The read side of the controller's HTTP API: {@code POST /lookup}, {@code GET /instances},
+ * {@code GET /metrics}. The control routes ({@code /clear}, {@code /pin}, ...) are added by the
+ * controller's orchestration ({@link #routes}).
+ */
+public final class ControllerHttpApi {
+    private final ControllerLookup lookup;
+    private final WorkerRegistry registry;
+    private final ChunkIndex index;
+    private final ControllerMetrics metrics;
+    private final Map<String, Object> settings;
+    private final Supplier<String> eventIds;
+
+    /**
+     * @param settings what {@code GET /instances} reports as the controller's configuration
+     * @param eventIds a fresh event id for requests that bring none
+     */
+    public ControllerHttpApi(ControllerLookup lookup, WorkerRegistry registry, ChunkIndex index, ControllerMetrics metrics,
+                             Map<String, Object> settings, Supplier<String> eventIds) {
+        this.lookup = Objects.requireNonNull(lookup);
+        this.registry = Objects.requireNonNull(registry);
+        this.index = Objects.requireNonNull(index);
+        this.metrics = Objects.requireNonNull(metrics);
+        this.settings = Map.copyOf(settings);
+        this.eventIds = Objects.requireNonNull(eventIds);
+    }
+
+    /** Adds the routes of this API to {@code server}. */
+    public void routes(JsonHttpServer server) {
+        server.post("/lookup", this::lookup);
+        server.get("/instances", this::instances);
+        server.get("/metrics", () -> new JsonHttpServer.Text("text/plain; version=0.0.4; charset=utf-8", metrics.render()));
+    }
+
+    /** {@code POST /lookup {"tokens": [...], "event_id"?: "..."}}. */
+    Object lookup(JsonBody body) {
+        int[] tokens = body.tokens("tokens");
+        String eventId = body.optionalString("event_id").orElseGet(eventIds);
+        ControllerLookup.Answer a = lookup.lookup(tokens);
+        Map<String, Object> layout = new LinkedHashMap<>();
+        a.layout().forEach((instance, l) -> layout.put(instance, List.of(l.location(), (long) l.tokens())));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("event_id", eventId);
+        out.put("layout_info", layout);
+        out.put("best_instance", a.best().map(ControllerLookup.Layout::instanceId).orElse(null));
+        out.put("best_location", a.best().map(ControllerLookup.Layout::location).orElse(null));
+        out.put("best_tokens", (long) a.best().map(ControllerLookup.Layout::tokens).orElse(0));
+        out.put("prompt_tokens", (long) a.promptTokens());
+        out.put("chunks", (long) a.chunks());
+        return out;
+    }
+
+    /** {@code GET /instances}: registered workers with their entries per location, and the hashing settings. */
+    Object instances() {
+        Map<String, Map<Integer, Map<String, Long>>> entries = new TreeMap<>();
+        for (ChunkIndex.HolderEntries h : index.holders()) {
+            entries.computeIfAbsent(h.holder().instanceId(), k -> new TreeMap<>())
+                    .computeIfAbsent(h.holder().workerId(), k -> new TreeMap<>())
+                    .put(h.holder().location(), h.entries());
+        }
+        Map<String, List<Object>> byInstance = new TreeMap<>();
+        for (WorkerInfo w : registry.workers()) {
+            Map<String, Object> worker = new LinkedHashMap<>();
+            worker.put("worker_id", (long) w.key().workerId());
+            worker.put("ip", w.ip());
+            worker.put("port", (long) w.port());
+            worker.put("peer_init_url", w.peerInitUrl().orElse(null));
+            worker.put("registration_time", w.registeredAt().toEpochMilli() / 1000.0);
+            worker.put("last_heartbeat_time", w.lastHeartbeat().toEpochMilli() / 1000.0);
+            Map<String, Long> locations = entries.getOrDefault(w.key().instanceId(), Map.of())
+                    .getOrDefault(w.key().workerId(), Map.of());
+            worker.put("entries", new LinkedHashMap<>(locations));
+            byInstance.computeIfAbsent(w.key().instanceId(), k -> new ArrayList<>()).add(worker);
+        }
+        List<Object> instances = new ArrayList<>();
+        byInstance.forEach((id, workers) -> instances.add(Map.of("instance_id", id, "workers", workers)));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("instances", instances);
+        out.put("index_entries", index.entries());
+        out.put("index_bytes", index.memoryBytes());
+        out.put("settings", settings);
+        return out;
+    }
+}

@@ -1,0 +1,246 @@
+package lmcache4j.server.controller.http;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+import lmcache4j.engine.json.Json;
+import lmcache4j.engine.json.JsonException;
+import lmcache4j.server.controller.ControllerMetrics;
+
+/**
+ * A small JSON-over-HTTP server on the JDK's own {@code jdk.httpserver} (no dependency, and it
+ * works in a GraalVM native image). Each route is a method and an exact path; a POST body is one
+ * JSON object of at most {@code maxBodyBytes}. Answers are JSON objects; every refusal is
+ * {@code {"error": "..."}} with a 4xx status: 400 bad JSON or fields, 404 unknown path, 405 wrong
+ * method, 413 body too large, 415 not UTF-8; a handler's unexpected failure is a 500.
+ */
+public final class JsonHttpServer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(JsonHttpServer.class.getName());
+
+    /** What a POST route does with its body; returns the object to send as JSON. */
+    @FunctionalInterface
+    public interface PostHandler {
+        Object handle(JsonBody body);
+    }
+
+    /** What a GET route answers: a JSON-writable value, or a {@link Text}. */
+    @FunctionalInterface
+    public interface GetHandler {
+        Object handle();
+    }
+
+    /** A plain-text answer (Prometheus' format) instead of JSON. */
+    public record Text(String contentType, String body) {
+    }
+
+    private final HttpServer server;
+    private final ExecutorService executor;
+    private final int maxBodyBytes;
+    private final ControllerMetrics metrics;
+    private final Map<String, PostHandler> posts = new LinkedHashMap<>();
+    private final Map<String, GetHandler> gets = new LinkedHashMap<>();
+
+    private JsonHttpServer(HttpServer server, ExecutorService executor, int maxBodyBytes, ControllerMetrics metrics) {
+        this.server = server;
+        this.executor = executor;
+        this.maxBodyBytes = maxBodyBytes;
+        this.metrics = metrics;
+    }
+
+    /** Binds {@code address} (port 0: any free port); call {@link #start()} after adding routes. */
+    public static JsonHttpServer bind(InetSocketAddress address, int threads, int maxBodyBytes, ControllerMetrics metrics)
+            throws IOException {
+        if (maxBodyBytes < 1) {
+            throw new IllegalArgumentException("max body bytes must be at least 1, was " + maxBodyBytes);
+        }
+        HttpServer server = HttpServer.create(address, 128);
+        AtomicInteger n = new AtomicInteger();
+        ThreadFactory named = r -> {
+            Thread t = new Thread(r, "controller-http-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+        ExecutorService executor = Executors.newFixedThreadPool(threads, named);
+        server.setExecutor(executor);
+        JsonHttpServer s = new JsonHttpServer(server, executor, maxBodyBytes, Objects.requireNonNull(metrics));
+        server.createContext("/", s::serve);
+        return s;
+    }
+
+    public JsonHttpServer post(String path, PostHandler handler) {
+        posts.put(path, handler);
+        return this;
+    }
+
+    public JsonHttpServer get(String path, GetHandler handler) {
+        gets.put(path, handler);
+        return this;
+    }
+
+    public void start() {
+        server.start();
+    }
+
+    /** The bound address (with the real port). */
+    public InetSocketAddress address() {
+        return server.getAddress();
+    }
+
+    private void serve(HttpExchange exchange) throws IOException {
+        String path = exchange.getRequestURI().getPath();
+        String method = exchange.getRequestMethod();
+        String label = posts.containsKey(path) || gets.containsKey(path) ? path : "other";
+        int status;
+        try {
+            status = switch (method) {
+                case "GET", "HEAD" -> {
+                    GetHandler g = gets.get(path);
+                    if (g == null) {
+                        throw refusal(path);
+                    }
+                    yield send(exchange, 200, g.handle());
+                }
+                case "POST" -> {
+                    PostHandler p = posts.get(path);
+                    if (p == null) {
+                        throw refusal(path);
+                    }
+                    yield send(exchange, 200, p.handle(new JsonBody(readObject(exchange))));
+                }
+                default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
+                        + " not allowed; use GET or POST");
+            };
+        } catch (BadRequestException e) {
+            status = error(exchange, e.status(), e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "HTTP " + method + " " + path + " failed", e);
+            status = error(exchange, 500, "internal error: " + e);
+        } finally {
+            exchange.close();
+        }
+        metrics.http(label, status);
+    }
+
+    private BadRequestException refusal(String path) {
+        if (posts.containsKey(path)) {
+            return new BadRequestException(405, path + " takes POST with a JSON object");
+        }
+        if (gets.containsKey(path)) {
+            return new BadRequestException(405, path + " takes GET");
+        }
+        return new BadRequestException(404, "no such path; the API has " + String.join(", ", routes()));
+    }
+
+    private Iterable<String> routes() {
+        java.util.List<String> all = new java.util.ArrayList<>();
+        gets.keySet().forEach(p -> all.add("GET " + p));
+        posts.keySet().forEach(p -> all.add("POST " + p));
+        return all;
+    }
+
+    private Map<String, Object> readObject(HttpExchange exchange) throws IOException {
+        String declared = exchange.getRequestHeaders().getFirst("Content-Length");
+        if (declared != null) {
+            try {
+                if (Long.parseLong(declared.trim()) > maxBodyBytes) {
+                    throw tooLarge();
+                }
+            } catch (NumberFormatException e) {
+                throw new BadRequestException("Content-Length is not a number");
+            }
+        }
+        byte[] body = readBounded(exchange.getRequestBody());
+        String text;
+        try {
+            text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(body)).toString();
+        } catch (CharacterCodingException e) {
+            throw new BadRequestException(415, "the body is not UTF-8");
+        }
+        if (text.isBlank()) {
+            throw new BadRequestException("the body is empty; send a JSON object");
+        }
+        try {
+            return Json.parseObject(text);
+        } catch (JsonException e) {
+            throw new BadRequestException("bad JSON: " + e.getMessage());
+        }
+    }
+
+    private byte[] readBounded(InputStream in) throws IOException {
+        byte[] buf = new byte[Math.min(maxBodyBytes + 1, 64 * 1024)];
+        int n = 0;
+        while (true) {
+            if (n == buf.length) {
+                if (buf.length > maxBodyBytes) {
+                    throw tooLarge();
+                }
+                buf = java.util.Arrays.copyOf(buf, (int) Math.min((long) maxBodyBytes + 1, buf.length * 2L));
+            }
+            int r = in.read(buf, n, buf.length - n);
+            if (r < 0) {
+                break;
+            }
+            n += r;
+            if (n > maxBodyBytes) {
+                throw tooLarge();
+            }
+        }
+        return java.util.Arrays.copyOf(buf, n);
+    }
+
+    private BadRequestException tooLarge() {
+        return new BadRequestException(413, "the body is larger than " + maxBodyBytes + " bytes");
+    }
+
+    private static int send(HttpExchange exchange, int status, Object answer) throws IOException {
+        String contentType = "application/json";
+        String text;
+        if (answer instanceof Text t) {
+            contentType = t.contentType();
+            text = t.body();
+        } else {
+            text = Json.write(answer) + "\n";
+        }
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        exchange.getResponseHeaders().set("Content-Type", contentType);
+        boolean head = "HEAD".equals(exchange.getRequestMethod());
+        exchange.sendResponseHeaders(status, head ? -1 : bytes.length);
+        if (!head) {
+            try (OutputStream out = exchange.getResponseBody()) {
+                out.write(bytes);
+            }
+        }
+        return status;
+    }
+
+    private static int error(HttpExchange exchange, int status, String message) {
+        try {
+            // The rest of an unread body is discarded by close(); the answer goes out first.
+            return send(exchange, status, Map.of("error", message));
+        } catch (IOException e) {
+            return status; // the client went away
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,228 @@
+package lmcache4j.server.controller;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import lmcache4j.engine.controller.message.ErrorMsg;
+import lmcache4j.engine.controller.message.HeartbeatCommand;
+import lmcache4j.engine.controller.message.OrchMsg;
+import lmcache4j.engine.controller.message.OrchRetMsg;
+import lmcache4j.engine.controller.message.WorkerMsg;
+import lmcache4j.engine.controller.message.WorkerReqMsg;
+import lmcache4j.engine.controller.message.WorkerReqRetMsg;
+import lmcache4j.engine.json.Json;
+import lmcache4j.server.controller.http.HttpCalls;
+import lmcache4j.server.controller.index.Holder;
+import lmcache4j.server.controller.net.Endpoint;
+
+/** The controller over real JeroMQ sockets, driven by {@link FakeWorker}s that speak the wire format. */
+@Timeout(60)
+class ControllerSocketTest {
+    private ControllerServer controller;
+
+    private ControllerServer start(Duration workerTimeout, Duration requestTimeout) {
+        controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts().withTimeouts(workerTimeout, requestTimeout));
+        return controller;
+    }
+
+    @AfterEach
+    void stop() {
+        if (controller != null) {
+            controller.close();
+        }
+    }
+
+    static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private static int[] prompt(int n, int seed) {
+        return new java.util.SplittableRandom(seed).ints(n, 0, 128_000).toArray();
+    }
+
+    @Test
+    void aLookupNamesTheInstanceThatPushedThePromptsChunks() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofSeconds(2));
+        int[] tokens = prompt(1000, 1); // 3 full chunks of 256; the rest is not keyed
+        long[] keys = controller.lookup().keys().of(tokens).keys();
+        assertEquals(3, keys.length);
+        try (FakeWorker a = new FakeWorker(controller, "engine-a", 0); FakeWorker b = new FakeWorker(controller, "engine-b", 0)) {
+            WorkerReqRetMsg.RegisterRetMsg reg = a.register();
+            assertEquals(controller.advertisedHeartbeat().toString(), reg.extraConfig().get("heartbeat_url"));
+            b.register();
+            a.push(a.admits("LocalCPUBackend", keys), a.admits("LocalDiskBackend", keys[0]));
+            b.push(b.admits("LocalCPUBackend", keys[0]));
+            await("5 entries", () -> controller.index().entries() == 5);
+
+            ControllerLookup.Answer answer = controller.lookup().lookup(tokens);
+            assertEquals(new ControllerLookup.Layout("engine-a", "LocalCPUBackend", 768), answer.best().orElseThrow());
+            assertEquals(new ControllerLookup.Layout("engine-b", "LocalCPUBackend", 256), answer.layout().get("engine-b"));
+
+            HttpCalls.Reply r = HttpCalls.post(http(), "/lookup", Json.write(Map.of("tokens", boxed(tokens), "event_id", "e1")));
+            assertEquals(200, r.status(), r.body());
+            Map<String, Object> json = Json.parseObject(r.body());
+            assertEquals("e1", json.get("event_id"));
+            assertEquals("engine-a", json.get("best_instance"));
+            assertEquals(768L, json.get("best_tokens"));
+            assertEquals(Map.of("engine-a", List.of("LocalCPUBackend", 768L), "engine-b", List.of("LocalCPUBackend", 256L)),
+                    json.get("layout_info"));
+
+            // LMCache's LookupMsg on the reply socket answers LookupRetMsg in layout_info form.
+            var ret = (OrchRetMsg.LookupRetMsg) a.ask(a.dealer, new OrchMsg.LookupMsg("e2", tokens));
+            assertEquals(new OrchRetMsg.Layout("LocalCPUBackend", 768), ret.layoutInfo().get("engine-a"));
+
+            a.push(a.evicts("LocalCPUBackend", keys[1]));
+            await("eviction", () -> controller.index().entries() == 4);
+            assertEquals(256, controller.lookup().lookup(tokens).layout().get("engine-a").tokens());
+
+            HttpCalls.Reply instances = HttpCalls.get(http(), "/instances");
+            assertTrue(instances.body().contains("\"engine-a\"") && instances.body().contains("\"LocalDiskBackend\": 1"),
+                    instances.body());
+            a.push(new WorkerMsg.DeRegisterMsg("engine-a", 0, "127.0.0.1", a.repPort));
+            await("deregistration", () -> controller.index().entries() == 1);
+        }
+    }
+
+    @Test
+    void pushesOfAnUnregisteredWorkerAreDiscardedAndAHeartbeatMakesItFullSync() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofSeconds(2));
+        try (FakeWorker w = new FakeWorker(controller, "engine-a", 1)) {
+            w.push(w.admits("LocalCPUBackend", 1, 2, 3));
+            await("discard counted", () -> controller.metrics().value("lmcache4j_controller_ops_discarded_total{reason=\"unregistered\"}") == 3);
+            assertEquals(0, controller.index().entries());
+
+            WorkerReqRetMsg.HeartbeatRetMsg hb = w.heartbeat(); // as after a controller restart
+            assertEquals(List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")), hb.commands());
+            assertEquals(List.of(), w.heartbeat().commands());
+
+            var start = (WorkerReqRetMsg.FullSyncStartRetMsg) w.ask(w.dealer,
+                    new WorkerReqMsg.FullSyncStartMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 5, 3));
+            assertTrue(start.accepted());
+            w.push(new WorkerMsg.FullSyncBatchMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 0, new long[]{10, 11}),
+                    w.admits("LocalCPUBackend", 99), // incremental while syncing: discarded
+                    new WorkerMsg.FullSyncBatchMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 2, new long[]{14}),
+                    new WorkerMsg.FullSyncEndMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 5));
+            await("sync batches", () -> controller.index().entries() == 3);
+            var status = (WorkerReqRetMsg.FullSyncStatusRetMsg) w.ask(w.dealer,
+                    new WorkerReqMsg.FullSyncStatusMsg("engine-a", 1, "sync-1"));
+            assertEquals(false, status.canExitFreeze());
+            assertEquals(List.of(1L), java.util.Arrays.stream(status.missingBatches()).boxed().toList());
+            w.push(new WorkerMsg.FullSyncBatchMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 1, new long[]{12, 13}));
+            await("resent batch", () -> controller.index().entries() == 5);
+            status = (WorkerReqRetMsg.FullSyncStatusRetMsg) w.ask(w.dealer, new WorkerReqMsg.FullSyncStatusMsg("engine-a", 1, "sync-1"));
+            assertTrue(status.isComplete() && status.canExitFreeze());
+            assertEquals(1, controller.metrics().value("lmcache4j_controller_ops_discarded_total{reason=\"syncing\"}"));
+            assertEquals(List.of(new Holder("engine-a", 1, "LocalCPUBackend")), controller.index().holdersOf(13));
+        }
+    }
+
+    @Test
+    void aWorkerThatStopsBeatingIsDroppedWithItsEntries() throws Exception {
+        start(Duration.ofMillis(1500), Duration.ofSeconds(2));
+        try (FakeWorker alive = new FakeWorker(controller, "alive", 0); FakeWorker dead = new FakeWorker(controller, "dead", 0)) {
+            alive.register();
+            dead.register();
+            alive.push(alive.admits("LocalCPUBackend", 1, 2));
+            dead.push(dead.admits("LocalCPUBackend", 2, 3));
+            await("4 entries", () -> controller.index().entries() == 4);
+            long until = System.nanoTime() + 3_000_000_000L;
+            while (System.nanoTime() < until) {
+                alive.heartbeat();
+                Thread.sleep(100);
+            }
+            await("the dead worker dropped", () -> controller.index().entries() == 2);
+            assertEquals(List.of(new Holder("alive", 0, "LocalCPUBackend")), controller.index().holdersOf(2));
+            assertEquals(List.of("alive"), controller.registry().workers().stream().map(w -> w.key().instanceId()).toList());
+            assertEquals(1, controller.metrics().total("lmcache4j_controller_workers_expired_total"));
+        }
+    }
+
+    @Test
+    void controlCommandsReachEveryWorkerAndATimeoutRecreatesTheSocket() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofSeconds(1)); // the no-answer case waits it out twice per request (two tries)
+        try (FakeWorker w0 = new FakeWorker(controller, "engine-a", 0); FakeWorker w1 = new FakeWorker(controller, "engine-a", 1)) {
+            w0.register();
+            w1.register();
+            HttpCalls.Reply clear = HttpCalls.post(http(), "/clear", "{\"instance_id\": \"engine-a\", \"location\": \"LocalCPUBackend\", \"event_id\": \"c1\"}");
+            assertEquals(200, clear.status(), clear.body());
+            assertEquals(84L, Json.parseObject(clear.body()).get("num_tokens"));
+            assertInstanceOf(lmcache4j.engine.controller.message.ControlMsg.ClearWorkerMsg.class, w0.controlReceived.getFirst());
+            assertEquals("c1/1", ((lmcache4j.engine.controller.message.ControlMsg.ClearWorkerMsg) w1.controlReceived.getFirst()).workerEventId());
+
+            HttpCalls.Reply finished = HttpCalls.post(http(), "/check_finish", "{\"event_id\": \"c1\"}");
+            assertEquals("finished", Json.parseObject(finished.body()).get("status"), finished.body());
+
+            HttpCalls.Reply pin = HttpCalls.post(http(), "/pin", "{\"instance_id\": \"engine-a\", \"location\": \"LocalCPUBackend\", \"tokens\": [1,2,3]}");
+            assertEquals(6L, Json.parseObject(pin.body()).get("num_tokens"), pin.body());
+            HttpCalls.Reply move = HttpCalls.post(http(), "/move", "{\"old_position\": [\"engine-a\", \"LocalDiskBackend\"], "
+                    + "\"new_position\": [\"engine-a\", \"LocalCPUBackend\"]}");
+            assertEquals(512L, Json.parseObject(move.body()).get("num_tokens"), move.body());
+
+            w1.answer = m -> m instanceof lmcache4j.engine.controller.message.ControlMsg.HealthWorkerMsg
+                    ? Optional.empty() : Optional.of(FakeWorker.defaultAnswer(m));
+            HttpCalls.Reply health = HttpCalls.post(http(), "/health", "{\"instance_id\": \"engine-a\"}");
+            assertEquals(200, health.status(), health.body());
+            assertEquals(Map.of("0", 0L, "1", (long) Orchestrator.NO_ANSWER), Json.parseObject(health.body()).get("error_codes"));
+            assertEquals(1, controller.metrics().value("lmcache4j_controller_forward_failures_total{reason=\"timeout\"}"));
+            // w0's socket still works; w1's was recreated (its REP is gone, so it times out again, without wedging).
+            HttpCalls.Reply again = HttpCalls.post(http(), "/health", "{\"instance_id\": \"engine-a\"}");
+            assertEquals(Map.of("0", 0L, "1", (long) Orchestrator.NO_ANSWER), Json.parseObject(again.body()).get("error_codes"));
+
+            assertEquals(404, HttpCalls.post(http(), "/clear", "{\"instance_id\": \"nobody\", \"location\": \"LocalCPUBackend\"}").status());
+            HttpCalls.Reply q = HttpCalls.post(http(), "/query_instance", "{\"ip\": \"127.0.0.1\"}");
+            assertEquals("engine-a", Json.parseObject(q.body()).get("instance_id"));
+        }
+    }
+
+    @Test
+    void orchestratorMessagesOnThePullSocketAreCarriedOut() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofSeconds(2));
+        try (FakeWorker w = new FakeWorker(controller, "engine-a", 0)) {
+            w.register();
+            w.push.send(lmcache4j.engine.controller.message.ControllerCodec.encode(new OrchMsg.ClearMsg("o1", "engine-a", "LocalCPUBackend")), 0);
+            try {
+                await("the clear forwarded", () -> !w.controlReceived.isEmpty());
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "; rep thread " + w.repThreadState() + ", port " + w.repPort
+                        + ", workers " + controller.registry().workers() + "; metrics:\n" + controller.metrics().render(), e);
+            }
+            assertEquals("o1/0", w.controlReceived.getFirst().workerEventId());
+        }
+    }
+
+    @Test
+    void aRequestOfTheWrongKindOnTheReplySocketGetsAnErrorMsg() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofSeconds(2));
+        try (FakeWorker w = new FakeWorker(controller, "engine-a", 0)) {
+            var reply = w.ask(w.dealer, w.admits("LocalCPUBackend", 1));
+            assertTrue(((ErrorMsg) reply).error().contains("BatchedKVOperationMsg"), reply.toString());
+            assertEquals(1, controller.metrics().total("lmcache4j_controller_unknown_messages_total"));
+        }
+    }
+
+    private java.net.InetSocketAddress http() {
+        Endpoint e = controller.httpEndpoint();
+        return new java.net.InetSocketAddress(e.host(), e.port());
+    }
+
+    static List<Long> boxed(int[] tokens) {
+        return java.util.Arrays.stream(tokens).asLongStream().boxed().toList();
+    }
+}

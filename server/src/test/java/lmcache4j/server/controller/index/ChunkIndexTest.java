@@ -1,0 +1,126 @@
+package lmcache4j.server.controller.index;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+class ChunkIndexTest {
+    private static final Holder A_CPU = new Holder("a", 0, "LocalCPUBackend");
+    private static final Holder A_DISK = new Holder("a", 0, "LocalDiskBackend");
+    private static final Holder A1_DISK = new Holder("a", 1, "LocalDiskBackend");
+    private static final Holder B_CPU = new Holder("b", 0, "LocalCPUBackend");
+
+    @Test
+    void anInstanceCountsAnyOfItsWorkersAndReportsTheFastestLocationOfItsLastChunk() {
+        ChunkIndex index = new ChunkIndex();
+        long[] keys = {1, 2, 3, 4};
+        index.admit(A_DISK, 1);
+        index.admit(A1_DISK, 2);
+        index.admit(A_CPU, 2);
+        index.admit(A_DISK, 3);
+        index.admit(B_CPU, 1);
+        index.admit(B_CPU, 3); // not contiguous for b: chunk 2 missing
+        ChunkIndex.PrefixMatch m = index.longestPrefixes(keys, keys.length);
+        assertEquals(List.of(new ChunkIndex.InstanceHit("a", "LocalDiskBackend", 3, 4),
+                new ChunkIndex.InstanceHit("b", "LocalCPUBackend", 1, 2)), m.hits());
+        assertEquals("a", m.best().orElseThrow().instanceId());
+        index.evict(A_DISK, 3);
+        m = index.longestPrefixes(keys, keys.length);
+        assertEquals(new ChunkIndex.InstanceHit("a", "LocalCPUBackend", 2, 3), m.hits().getFirst());
+    }
+
+    @Test
+    void tiesGoToTheInstanceWithFewestEntries() {
+        ChunkIndex index = new ChunkIndex();
+        index.admit(A_CPU, 1);
+        index.admit(A_CPU, 99);
+        index.admit(B_CPU, 1);
+        for (int i = 0; i < 5; i++) {
+            assertEquals("b", index.longestPrefixes(new long[]{1}, 1).best().orElseThrow().instanceId());
+        }
+        index.admit(B_CPU, 98);
+        index.admit(B_CPU, 97);
+        assertEquals("a", index.longestPrefixes(new long[]{1}, 1).best().orElseThrow().instanceId());
+    }
+
+    @Test
+    void aMillionEntriesGrowAndRemoveCleanly() {
+        ChunkIndex index = new ChunkIndex(16);
+        int n = 1 << 20;
+        try (ChunkIndex.Batch b = index.batch()) {
+            int a = b.holder(A_CPU);
+            int bb = b.holder(B_CPU);
+            for (long k = 0; k < n; k++) {
+                b.admit(a, k * 0x9E37_79B9L);
+                if ((k & 1) == 0) {
+                    b.admit(bb, k * 0x9E37_79B9L);
+                }
+            }
+        }
+        assertEquals(n + n / 2, index.entries());
+        assertTrue(index.memoryBytes() / index.entries() <= 64, "bytes per entry " + index.memoryBytes() / index.entries());
+        assertEquals(n, index.removeHolder(A_CPU));
+        assertEquals(n / 2, index.entries());
+        assertEquals(List.of(B_CPU), index.holdersOf(0));
+        assertEquals(List.of(), index.holdersOf(0x9E37_79B9L));
+        assertEquals(n / 2, index.removeInstance("b"));
+        assertEquals(0, index.entries());
+        assertEquals(0, index.instances());
+    }
+
+    @Test
+    void lookupsRacingAWriterNeverSeeHalfABatch() throws Exception {
+        // Each batch admits (or evicts) the same chunk for both a and b, so in every state the two
+        // prefixes are equal; a lookup that mixed two states (a torn read let through) would see them
+        // differ. Filler admits make the table grow (arrays replaced) during the race.
+        ChunkIndex index = new ChunkIndex(16);
+        long[] keys = new long[64];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = 1000L + i * 7919L;
+        }
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong rounds = new AtomicLong();
+        Thread writer = Thread.ofPlatform().start(() -> {
+            long filler = 1L << 50;
+            while (!stop.get()) {
+                for (long k : keys) {
+                    try (ChunkIndex.Batch b = index.batch()) {
+                        b.admit(b.holder(A_CPU), k);
+                        b.admit(b.holder(B_CPU), k);
+                        b.admit(b.holder(A1_DISK), filler++);
+                    }
+                }
+                for (int i = keys.length - 1; i >= 0; i--) {
+                    try (ChunkIndex.Batch b = index.batch()) {
+                        b.evict(b.holder(A_CPU), keys[i]);
+                        b.evict(b.holder(B_CPU), keys[i]);
+                    }
+                }
+                rounds.incrementAndGet();
+            }
+        });
+        try {
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            long lookups = 0;
+            long nonEmpty = 0;
+            while (System.nanoTime() < deadline || rounds.get() < 3) {
+                ChunkIndex.PrefixMatch m = index.longestPrefixes(keys, keys.length);
+                if (!m.hits().isEmpty()) {
+                    assertEquals(2, m.hits().size(), "both instances or neither: " + m.hits());
+                    assertEquals(m.hits().get(0).chunks(), m.hits().get(1).chunks(), "half a batch seen: " + m.hits());
+                    nonEmpty++;
+                }
+                lookups++;
+            }
+            assertTrue(nonEmpty > 0, "no lookup overlapped a non-empty state in " + lookups);
+        } finally {
+            stop.set(true);
+            writer.join();
+        }
+    }
+}

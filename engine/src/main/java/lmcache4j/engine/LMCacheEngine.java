@@ -116,6 +116,11 @@ public final class LMCacheEngine implements AutoCloseable {
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
         // With enable_p2p and enable_controller, the P2P tier finds peers through the controller.
+        if (config.p2p().isPresent() && !config.enableController()) {
+            throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
+                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
+                    + "ProbingPeerLocator");
+        }
         return create(config, metadata, connector, extraTiers, tokenDatabase, EngineTiers.controllerP2pTier(config, metadata));
     }
 

@@ -33,6 +33,16 @@ class P2pSettingsTest {
     }
 
     @Test
+    void anEngineWithP2pButNoControllerIsRefusedSayingWhatToDo() {
+        LMCacheEngineConfig c = ConfigLoader.builder().environment(Map.of()).set("enable_p2p", true)
+                .set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(0)).set("max_local_cpu_size", 0.01).build();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> lmcache4j.engine.LMCacheEngine.create(c,
+                new lmcache4j.engine.ModelMetadata("m", 1, 0, lmcache4j.allocator.DType.FLOAT16, 2, 2, 8, false),
+                lmcache4j.engine.connector.KvConnector.host(), List.of()));
+        assertTrue(e.getMessage().contains("enable_controller") && e.getMessage().contains("createWithPeers"), e.getMessage());
+    }
+
+    @Test
     void enabledWithoutHostOrPortsSaysWhatIsMissing() {
         LMCacheEngineConfig noHost = ConfigLoader.builder().environment(Map.of()).set("enable_p2p", true)
                 .set("p2p_init_ports", List.of(8200)).build();

@@ -23,12 +23,13 @@ import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerHolding;
-import lmcache4j.engine.p2p.ProbingPeerLocator;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.storage.PrefetchedPrefix;
-import lmcache4j.server.lm.LmServerLimits;
+import lmcache4j.server.controller.ControllerConfig;
+import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.p2p.P2pTransferServer;
 
 /**
@@ -37,9 +38,9 @@ import lmcache4j.server.p2p.P2pTransferServer;
  * tier's parallel prefetch: transfer, CRC32C check, write into B's CPU tier), against the transfer
  * channel's own ceiling in the same run: an {@link LmConnector} with the tier's connection count
  * reading the same chunks from the same transfer server into ready memory, unchecked. Both engines
- * live in this process and talk over loopback TCP; runs alternate tier and ceiling, and the medians
- * are reported. The peer is found by asking A's transfer server ({@link ProbingPeerLocator}), since
- * this benchmark measures the transfer path; with a controller it is one message per prompt.
+ * live in this process with a cache controller ({@link ControllerServer}, in process too) and talk
+ * over loopback TCP: A reports its chunks to the controller, B's lookup is one
+ * {@code BatchedP2PLookupMsg}. Runs alternate tier and ceiling, and the medians are reported.
  */
 public final class P2pBench {
     /** Settings; {@link #defaults()} is the short run of the command. */
@@ -101,19 +102,20 @@ public final class P2pBench {
         SplittableRandom random = new SplittableRandom(14);
         Arrays.setAll(tokens, i -> random.nextInt(128_000));
         Optional<String> token = Optional.of("bench-p2p-" + Long.toHexString(random.nextLong()));
-        try (ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), token, Duration.ofSeconds(30));
-             LMCacheEngine a = LMCacheEngine.createWithPeers(config(s, s.chunks() + 2, token), model, KvConnector.host(),
-                     nobody, "bench-A");
-             P2pTransferServer server = P2pTransferServer.start(a, "127.0.0.1", 0, token, LmServerLimits.defaults());
-             ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("bench-A", server.peerInitUrl()), token,
-                     Duration.ofSeconds(30));
-             LMCacheEngine b = LMCacheEngine.createWithPeers(config(s, 2 * s.chunks() + 2, token), model,
-                     KvConnector.host(), toA, "bench-B");
+        int[] p2pPorts = freePorts(2);
+        try (ControllerServer controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts()
+                     .withHashing(s.tokens(), false, HashAlgorithm.SHA256_CBOR, Optional.of(HASH_SEED)));
+             LMCacheEngine a = LMCacheEngine.create(config(s, s.chunks() + 2, token, "bench-A", controller, p2pPorts[0]),
+                     model, KvConnector.host(), List.of());
+             P2pTransferServer server = P2pTransferServer.start(a, a.config().p2p().orElseThrow());
+             LMCacheEngine b = LMCacheEngine.create(config(s, 2 * s.chunks() + 2, token, "bench-B", controller, p2pPorts[1]),
+                     model, KvConnector.host(), List.of());
              LmConnector ceiling = new LmConnector(PeerHolding.parseAddress(server.peerInitUrl()), token,
                      Duration.ofSeconds(30), s.connections())) {
             List<CacheKey> keys = new ArrayList<>();
             a.prepare(tokens, Map.of()).chunks().forEach(r -> keys.add(r.key()));
             fillA(a, keys, shape, random);
+            awaitController(b, keys);
             List<MemoryObj> into = new ArrayList<>();
             try {
                 for (int i = 0; i < s.chunks(); i++) {
@@ -141,13 +143,53 @@ public final class P2pBench {
         }
     }
 
-    private static LMCacheEngineConfig config(Settings s, int chunksOfMemory, Optional<String> token) {
+    private static final String HASH_SEED = "0";
+
+    private static LMCacheEngineConfig config(Settings s, int chunksOfMemory, Optional<String> token, String instance,
+                                              ControllerServer controller, int p2pPort) {
         double gb = chunksOfMemory * (double) s.chunkBytes() / (1L << 30);
         return ConfigLoader.builder().environment(Map.of()).set("chunk_size", s.tokens()).set("max_local_cpu_size", gb)
-                .set("hash_seed", "0").set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(0))
+                .set("hash_seed", HASH_SEED).set("enable_controller", true).set("lmcache_instance_id", instance)
+                .set("controller_pull_url", controller.pullEndpoint().connectAddress())
+                .set("controller_reply_url", controller.replyEndpoint().connectAddress())
+                .set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(p2pPort))
                 .set("extra_config", Map.of("p2p_timeout_ms", 30_000, "p2p_token", token.orElseThrow(),
                         "p2p_connections", s.connections()))
                 .build();
+    }
+
+    /** Admits reach the controller asynchronously: until it knows A's chunks, B's lookup finds fewer. */
+    private static void awaitController(LMCacheEngine b, List<CacheKey> keys) {
+        long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (b.storage().batchedContains(keys, false).hits() < keys.size()) {
+            if (System.nanoTime() > until) {
+                throw new IllegalStateException("the controller did not learn engine A's " + keys.size()
+                        + " chunks within 30 s");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+    }
+
+    private static int[] freePorts(int n) throws IOException {
+        List<java.net.ServerSocket> held = new ArrayList<>();
+        try {
+            int[] ports = new int[n];
+            for (int i = 0; i < n; i++) {
+                java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+                held.add(socket);
+                ports[i] = socket.getLocalPort();
+            }
+            return ports;
+        } finally {
+            for (java.net.ServerSocket socket : held) {
+                socket.close();
+            }
+        }
     }
 
     /** A's CPU tier holds every chunk, random bytes. */

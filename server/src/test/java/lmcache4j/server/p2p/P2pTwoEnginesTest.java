@@ -69,6 +69,38 @@ class P2pTwoEnginesTest {
     }
 
     @Test
+    void aChunkOnlyOnAsDiskIsServedToo(@org.junit.jupiter.api.io.TempDir java.nio.file.Path disk) throws Exception {
+        int[] tokens = P2pEngines.tokens(4);
+        long[] slots = P2pEngines.slots();
+        lmcache4j.engine.config.LMCacheEngineConfig withDisk = lmcache4j.engine.config.ConfigLoader.builder()
+                .environment(Map.of()).set("chunk_size", P2pEngines.CHUNK)
+                .set("max_local_cpu_size", 8 * P2pEngines.MODEL.chunkBytes(P2pEngines.CHUNK) / (double) (1L << 30))
+                .set("hash_seed", "0").set("enable_p2p", true).set("p2p_host", "127.0.0.1")
+                .set("p2p_init_ports", java.util.List.of(0)).set("local_disk", disk.toString())
+                .set("max_local_disk_size", 0.01).build();
+        try (Arena arena = Arena.ofShared();
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), Optional.empty(), Duration.ofSeconds(2));
+             LMCacheEngine a = P2pEngines.engine(withDisk, nobody, "A");
+             P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, Optional.empty(), LmServerLimits.defaults());
+             ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", served.peerInitUrl()), Optional.empty(),
+                     Duration.ofSeconds(2));
+             LMCacheEngine b = P2pEngines.engine(P2pEngines.config(Optional.empty(), 2_000), toA, "B")) {
+            PagedKvCache kv = P2pEngines.cache(arena);
+            P2pEngines.fill(kv, tokens, slots);
+            a.store(tokens, null, kv, slots, Map.of());
+            ((lmcache4j.engine.storage.disk.LocalDiskBackend) a.storage().tier(
+                    lmcache4j.engine.storage.disk.LocalDiskBackend.NAME).orElseThrow()).awaitPuts();
+            for (var chunk : a.prepare(tokens, Map.of()).chunks()) {
+                assertTrue(a.storage().cpu().remove(chunk.key()), "out of A's CPU tier: only its disk holds it");
+            }
+            PagedKvCache target = P2pEngines.cache(arena);
+            assertTrue(b.retrieve(tokens, null, target, slots, Map.of(), null)[TOKENS - 1]);
+            assertEquals(-1, P2pEngines.firstDifferentLayer(kv, target), "served from A's disk, byte for byte");
+            assertEquals(TOKENS / P2pEngines.CHUNK, served.served().chunks());
+        }
+    }
+
+    @Test
     void peersCannotWriteAndAWrongTokenReadsNothing() throws Exception {
         int[] tokens = P2pEngines.tokens(2);
         long[] slots = P2pEngines.slots();

@@ -30,6 +30,9 @@ final class IngestBench {
     record Run(double controllerOpsPerSecond, double rawOpsPerSecond) {
     }
 
+    /** A run that has not finished after this long failed. */
+    private static final long DEADLINE_NANOS = 120_000_000_000L;
+
     private final List<byte[][]> pushes = new ArrayList<>();
     private final long ops;
     private final int workers;
@@ -87,26 +90,35 @@ final class IngestBench {
         try (ZContext ctx = new ZContext(1)) {
             ZMQ.Socket pull = ctx.createSocket(SocketType.PULL);
             pull.setRcvHWM(100_000);
-            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            pull.bind("tcp://127.0.0.1:*"); // a port the kernel picks, free for sure
+            int port = lmcache4j.server.controller.net.Endpoint.parse(pull.getLastEndpoint()).port();
             AtomicLong doneAt = new AtomicLong();
+            pull.setReceiveTimeOut((int) (DEADLINE_NANOS / 1_000_000));
+            AtomicLong received = new AtomicLong();
             Thread receiver = Thread.ofPlatform().name("bench-raw-pull").start(() -> {
                 long got = 0;
                 while (got < frames) {
                     byte[] f = pull.recv(0);
-                    if (f != null) {
-                        got++;
+                    if (f == null) {
+                        break; // nothing for the whole deadline: reported below
                     }
+                    got++;
                 }
+                received.set(got);
                 doneAt.set(System.nanoTime());
             });
             long t0 = send(ctx, "tcp://127.0.0.1:" + port);
             receiver.join();
+            if (received.get() < frames) {
+                throw new IllegalStateException("the bare PULL socket received " + received.get() + " of " + frames + " frames");
+            }
             return ops / ((doneAt.get() - t0) / 1e9);
         }
     }
 
     private double controller() throws InterruptedException {
-        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops));
+        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops))
+                .withTimeouts(java.time.Duration.ofHours(1), java.time.Duration.ofSeconds(5)); // the bench's workers never beat
         try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new ZContext(1)) {
             ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
             dealer.connect(controller.replyEndpoint().connectAddress());
@@ -117,8 +129,13 @@ final class IngestBench {
                 dealer.recv(0);
             }
             long t0 = send(ctx, controller.pullEndpoint().connectAddress());
+            long deadline = t0 + DEADLINE_NANOS;
             while (controller.index().entries() < ops) {
                 Thread.sleep(0, 200_000); // poll lightly: the ingestion thread needs the core
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("the controller indexed " + controller.index().entries() + " of " + ops
+                            + " admits in " + DEADLINE_NANOS / 1_000_000_000L + " s; " + controller.describeCounts());
+                }
             }
             long t1 = System.nanoTime();
             return ops / ((t1 - t0) / 1e9);

@@ -16,8 +16,9 @@ import org.agrona.collections.LongHashSet;
  * <p><b>Layout.</b> The forward index is one open-addressing table of (key, holder id) pairs on two
  * primitive arrays ({@link ChunkHolderTable}, 12 bytes a slot, at most 75% full); each holder's
  * reverse index is an Agrona {@link LongHashSet} of its keys (8 bytes a slot, at most 65% full).
- * Holders, instances and locations are interned into small ints ({@link HolderTable}). About 34
- * bytes per (chunk, holder) entry at 10^7 entries; {@link #memoryBytes()} counts them.
+ * Holders, instances and locations are interned into small ints ({@link HolderTable}). About 40
+ * bytes per (chunk, holder) entry at 10^7 entries ({@code ./lmcache4j bench controller});
+ * {@link #memoryBytes()} counts them.
  *
  * <p><b>Concurrency.</b> Writers (in the controller: one ingestion thread) take a
  * {@link StampedLock}'s write lock for one batch at a time. Lookups read optimistically: they take

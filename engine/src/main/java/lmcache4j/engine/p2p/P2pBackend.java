@@ -58,9 +58,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private final Optional<String> token;
     private final int connections;
     private final Map<String, LmConnector> peers = new ConcurrentHashMap<>();
-    /** Where received chunks are checked: off the connections' threads, which go on to the next transfer. */
-    private final java.util.concurrent.ExecutorService verifier = java.util.concurrent.Executors.newThreadPerTaskExecutor(
-            Thread.ofVirtual().name("p2p-verify-", 0).factory());
     private final PeerHints hints;
     private volatile boolean closed;
     /** Transfers and late releases not settled yet: close waits for them before the memory goes. */
@@ -213,18 +210,18 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 : transfer(key, url.get()));
     }
 
-    /** The chunk and its CRC32C from {@code peerInitUrl}, then checked (off the connection's thread). */
+    /** The chunk from {@code peerInitUrl}, summed as it arrives, then checked against the peer's CRC32C. */
     private CompletableFuture<Optional<MemoryObj>> transfer(CacheKey key, String peerInitUrl) {
         fetches.increment();
-        CompletableFuture<Optional<LmConnector.TaggedChunk>> chunk;
+        CompletableFuture<Optional<LmConnector.CheckedChunk>> chunk;
         try {
-            chunk = peer(peerInitUrl).getTagged(key, meta -> allocateChunk(key, meta));
+            chunk = peer(peerInitUrl).getChecked(key, meta -> allocateChunk(key, meta));
         } catch (RuntimeException e) {
             failures.increment();
             hints.forget(key);
             return CompletableFuture.completedFuture(Optional.empty());
         }
-        return track(chunk.handleAsync((got, failure) -> {
+        return track(chunk.handle((got, failure) -> {
             if (failure != null || got.isEmpty()) {
                 if (failure != null) {
                     failures.increment();
@@ -233,7 +230,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 return Optional.<MemoryObj>empty();
             }
             return verified(key, peerInitUrl, got.get());
-        }, verifier));
+        }));
     }
 
     private <T> CompletableFuture<T> track(CompletableFuture<T> future) {
@@ -242,9 +239,10 @@ public final class P2pBackend implements StorageBackend, Prefetching {
         return future;
     }
 
-    private Optional<MemoryObj> verified(CacheKey key, String peerInitUrl, LmConnector.TaggedChunk got) {
+    /** The chunk when the CRC32C summed as it arrived equals the one the peer sent in the header. */
+    private Optional<MemoryObj> verified(CacheKey key, String peerInitUrl, LmConnector.CheckedChunk got) {
         MemoryObj obj = got.obj();
-        int actual = P2pChecksums.crc32c(obj.segment().asSlice(0, obj.byteSize()));
+        int actual = got.received();
         if (actual != got.tag()) {
             rejected.increment();
             LOG.log(Level.WARNING, String.format("P2P: %s from %s fails its CRC32C (peer %08x, received %08x); a miss",
@@ -369,7 +367,6 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 // settled (or not yet): look again
             }
         }
-        verifier.close();
         owned.ifPresent(locator -> {
             try {
                 locator.close();

@@ -22,6 +22,7 @@ module lmcache4j.bench {
     exports lmcache4j.bench.disk;
     exports lmcache4j.bench.hash;
     exports lmcache4j.bench.json;
+    exports lmcache4j.bench.p2p;
     exports lmcache4j.bench.remote;
     exports lmcache4j.bench.store;
 }

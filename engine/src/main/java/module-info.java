@@ -30,6 +30,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote;
     exports lmcache4j.engine.remote.fs;
     exports lmcache4j.engine.remote.lm;
+    exports lmcache4j.engine.p2p;
     exports lmcache4j.engine.remote.redis;
     exports lmcache4j.engine.remote.serde;
     exports lmcache4j.engine.storage;

@@ -18,4 +18,5 @@ module lmcache4j.server {
     exports lmcache4j.server.controller.index;
     exports lmcache4j.server.controller.net;
     exports lmcache4j.server.controller.registry;
+    exports lmcache4j.server.p2p;
 }

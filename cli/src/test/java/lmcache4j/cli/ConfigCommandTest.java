@@ -82,13 +82,13 @@ class ConfigCommandTest {
 
     @Test
     void aBadConfigPrintsEveryProblemAndExitsTwo() throws IOException {
-        Path yaml = Files.writeString(dir.resolve("bad.yaml"), "chunk_sise: 1\nenable_p2p: true\n");
+        Path yaml = Files.writeString(dir.resolve("bad.yaml"), "chunk_sise: 1\ntransfer_channel: nixl\n");
         Run r = run(Map.of("LMCACHE_PRE_CACHING_HASH_ALGORITHM", "builtin"), "--file", yaml.toString());
         assertEquals(2, r.exit());
         assertEquals("", r.out());
         assertTrue(r.err().contains("invalid lmcache4j config (3 problems)"), r.err());
         assertTrue(r.err().contains("did you mean 'chunk_size'?"), r.err());
-        assertTrue(r.err().contains("'enable_p2p' (file " + yaml + ") is not supported by lmcache4j"), r.err());
+        assertTrue(r.err().contains("'transfer_channel' (file " + yaml + ") is not supported by lmcache4j"), r.err());
         assertTrue(r.err().contains("Use sha256_cbor"), r.err());
     }
 

@@ -44,6 +44,35 @@ final class EngineTiers {
      * closed again when a tier cannot be opened.
      */
     static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers) {
+        return open(config, metadata, extraTiers, controllerP2pTier(config, metadata));
+    }
+
+    /**
+     * The P2P tier when {@code enable_p2p} and {@code enable_controller} are both set: peers are found
+     * through the controller's {@code BatchedP2PLookupMsg}. Serving this engine's tiers to peers is
+     * the server module's transfer server.
+     */
+    static Optional<java.util.function.Function<MemoryProvider, StorageBackend>> controllerP2pTier(
+            LMCacheEngineConfig config, ModelMetadata metadata) {
+        Optional<lmcache4j.engine.config.P2pSettings> p2p = config.p2p();
+        if (p2p.isEmpty() || !config.enableController()) {
+            return Optional.empty();
+        }
+        String reply = lmcache4j.engine.controller.ControllerWorkerSettings.zmqAddress(config.controllerReplyUrl()
+                .orElseThrow(() -> new IllegalArgumentException("enable_p2p with enable_controller needs "
+                        + "controller_reply_url")), "controller_reply_url");
+        var s = p2p.get();
+        return Optional.of(memory -> lmcache4j.engine.p2p.P2pBackend.overController(
+                new lmcache4j.engine.p2p.ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(),
+                        s.timeout()), memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
+    }
+
+    /**
+     * As above, then {@code lowest} (the P2P tier) last, given the CPU tier's memory: a chunk no
+     * tier of this engine holds is looked for on peers.
+     */
+    static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers,
+                               Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
         LocalCpuBackend cpu = new LocalCpuBackend(cpuPool(config, metadata), config.cachePolicy(), config.localCpu(),
                 config.blockingTimeoutSecs());
         List<StorageBackend> tiers = new ArrayList<>();
@@ -56,6 +85,13 @@ final class EngineTiers {
             throw e;
         }
         tiers.addAll(extraTiers);
+        try {
+            lowest.ifPresent(tier -> tiers.add(tier.apply(cpu)));
+        } catch (RuntimeException e) {
+            tiers.forEach(StorageBackend::close);
+            cpu.close();
+            throw e;
+        }
         return new StorageManager(cpu, tiers);
     }
 

@@ -39,8 +39,12 @@ import lmcache4j.engine.controller.ControllerWorker;
 import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.controller.WorkerControls;
 import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.p2p.P2pBackend;
+import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.TieredPrefix;
@@ -131,7 +135,42 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        StorageManager storage = EngineTiers.open(config, metadata, extraTiers);
+        // With enable_p2p and enable_controller, the P2P tier finds peers through the controller.
+        if (config.p2p().isPresent() && !config.enableController()) {
+            throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
+                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
+                    + "ProbingPeerLocator");
+        }
+        return create(config, metadata, connector, extraTiers, tokenDatabase, EngineTiers.controllerP2pTier(config, metadata));
+    }
+
+    /**
+     * An engine with {@code enable_p2p}: below its own tiers, the P2P tier ({@link P2pBackend}) asks
+     * {@code locator} (the cache controller) which peer holds a chunk this engine misses and fetches
+     * it from that peer's transfer server. Serving this engine's tiers to peers is the server
+     * module's {@code P2pTransferServer}.
+     *
+     * @param instanceId this instance's {@code lmcache_instance_id}, never fetched from
+     * @throws IllegalArgumentException when the config does not enable P2P or lacks its settings
+     */
+    public static LMCacheEngine createWithPeers(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                                PeerLocator locator, String instanceId) {
+        P2pSettings p2p = config.p2p().orElseThrow(() -> new IllegalArgumentException(
+                "createWithPeers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
+        Objects.requireNonNull(locator, "locator");
+        Objects.requireNonNull(instanceId, "instanceId");
+        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
+        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
+        return create(config, metadata, connector, List.of(),
+                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
+                Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
+                        p2p.connections())));
+    }
+
+    private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
+                                        Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
+        StorageManager storage = EngineTiers.open(config, metadata, extraTiers, lowest);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         if (config.enableController()) {
             try {

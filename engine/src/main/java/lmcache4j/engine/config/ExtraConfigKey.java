@@ -65,6 +65,12 @@ public final class ExtraConfigKey<T> {
                 String.class::cast, Optional.of(defaultValue), description);
     }
 
+    /** A key whose value is a non-empty string; no default. */
+    static ExtraConfigKey<String> text(String name, String description) {
+        return new ExtraConfigKey<>(name, "a non-empty string", v -> v instanceof String t && !t.isEmpty(),
+                String.class::cast, Optional.empty(), description);
+    }
+
     /** A key whose value is a mapping, checked by the rule that reads it. */
     static ExtraConfigKey<Map<?, ?>> mapping(String name, String description) {
         return new ExtraConfigKey<>(name, "a mapping", v -> true, v -> (Map<?, ?>) v, Optional.empty(), description);

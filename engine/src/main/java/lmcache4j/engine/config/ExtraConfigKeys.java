@@ -47,6 +47,16 @@ public final class ExtraConfigKeys {
     public static final ExtraConfigKey<Integer> REDIS_SPLIT_CONNECTIONS = ExtraConfigKey.countIn("redis_split_connections",
             1, 16, 4, "lmcache4j: connections over which redis_layout split sends a chunk's parts (1..16)");
 
+    // ---- peer-to-peer -----------------------------------------------------------------------------
+    public static final ExtraConfigKey<Integer> P2P_TIMEOUT_MS = ExtraConfigKey.countIn("p2p_timeout_ms", 1, 600_000, 5_000,
+            "lmcache4j: the deadline in ms of one peer fetch (controller lookup included); past it, or when the peer "
+                    + "dies mid-transfer, the chunk is a miss");
+    public static final ExtraConfigKey<String> P2P_TOKEN = ExtraConfigKey.text("p2p_token",
+            "lmcache4j: the shared secret of the P2P transfer servers: every engine's transfer server demands it and "
+                    + "every fetch presents it (unset: no authentication; only on a trusted network)");
+    public static final ExtraConfigKey<Integer> P2P_CONNECTIONS = ExtraConfigKey.countIn("p2p_connections", 1, 64, 4,
+            "lmcache4j: connections per peer over which chunks are fetched in parallel");
+
     // ---- engine ---------------------------------------------------------------------------------
     public static final ExtraConfigKey<Boolean> FORCE_STORE_WAIT = ExtraConfigKey.bool("force_store_wait",
             Optional.of(false), "LMCache's: a store waits for memory (up to blocking_timeout_secs) instead of "
@@ -65,7 +75,7 @@ public final class ExtraConfigKeys {
     /** Every declared key, in the order {@code ./lmcache4j config} lists them. */
     public static final List<ExtraConfigKey<?>> ALL = List.of(USE_ODIRECT, DISK_FSYNC, DISK_IO_THREADS,
             DISK_MAX_QUEUED_PUTS, DISK_CLAIM_NONEMPTY_DIR, DISK_VERIFY_IN_BACKGROUND, PING_INTERVAL, PING_TIMEOUT,
-            REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
+            REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
             SAVE_CHUNK_META);
 
     /** The declared key called {@code name}, if there is one. */

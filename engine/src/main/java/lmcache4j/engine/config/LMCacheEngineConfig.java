@@ -104,6 +104,31 @@ public final class LMCacheEngineConfig {
         return bytes("max_local_disk_size");
     }
 
+    /** {@code enable_p2p}. */
+    public boolean enableP2p() {
+        return (Boolean) values.get("enable_p2p");
+    }
+
+    /** {@code p2p_host}. */
+    public Optional<String> p2pHost() {
+        return str("p2p_host");
+    }
+
+    /** {@code p2p_init_ports}. */
+    public Optional<List<Integer>> p2pInitPorts() {
+        return list("p2p_init_ports");
+    }
+
+    /** {@code p2p_lookup_ports}: accepted for LMCache configs, unused (lmcache4j locates peers through the controller). */
+    public Optional<List<Integer>> p2pLookupPorts() {
+        return list("p2p_lookup_ports");
+    }
+
+    /** Peer-to-peer sharing's settings, when {@code enable_p2p}; throws when enabled but incomplete. */
+    public Optional<P2pSettings> p2p() {
+        return P2pSettings.from(this);
+    }
+
     /** {@code remote_url}; empty: no remote tier. */
     public Optional<String> remoteUrl() {
         return str("remote_url");

@@ -159,6 +159,17 @@ final class LMCacheFieldTable {
                 .description("Lazy pool: fraction of max_local_cpu_size added per growth step.").build());
         f.add(define("lazy_memory_safe_size", DOUBLE).defaultValue(0.0).atLeast(0)
                 .description("Lazy pool: only used when max_local_cpu_size (GB) is larger than this.").build());
+        // --- peer-to-peer -------------------------------------------------------------------
+        f.add(define("enable_p2p", BOOL).defaultValue(false)
+                .description("Serve this engine's CPU and disk tiers to peers (read-only) and fetch chunks other "
+                        + "instances hold, found through the cache controller (needs enable_controller).").build());
+        f.add(define("p2p_host", STRING).nullable()
+                .description("Address this engine's P2P transfer server binds and peers connect to.").build());
+        f.add(define("p2p_init_ports", INT_LIST).nullable()
+                .description("P2P transfer server port of each worker (worker i uses entry i; 0: any free port).").build());
+        f.add(define("p2p_lookup_ports", INT_LIST).nullable()
+                .description("LMCache's peer lookup sockets; accepted for compatibility, unused: lmcache4j finds "
+                        + "holders through the controller and pulls over the transfer port.").build());
         // --- operations -----------------------------------------------------------------------
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
                 .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
@@ -225,7 +236,7 @@ final class LMCacheFieldTable {
     private static Map<String, String> unsupported() {
         Map<String, String> u = new LinkedHashMap<>();
         group(u, "peer-to-peer KV sharing between instances (P2P backend and transfer channels)",
-                "enable_p2p", "p2p_host", "p2p_init_ports", "p2p_lookup_ports", "transfer_channel");
+                "transfer_channel");
         group(u, "LMCache's multi-process server mode (SGLang)", "mp_host", "mp_port");
         group(u, "choosing which workers run a controller worker (lmcache4j runs one in every engine worker)",
                 "lmcache_worker_ids");

@@ -291,7 +291,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                         poller = closePoller(poller);
                     }
                     sendRequest(heartbeat, new WorkerReqMsg.HeartbeatMsg(settings.instanceId(), settings.workerId(), ip,
-                            controlPort, Optional.empty()));
+                            controlPort, settings.peerInitUrl()));
                     heartbeats.increment();
                     heartbeatOutstanding = true;
                     nextHeartbeat = now + settings.heartbeatNanos();
@@ -332,7 +332,8 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private boolean heartbeatPolled;
 
     private WorkerReqMsg.RegisterMsg register() {
-        return new WorkerReqMsg.RegisterMsg(settings.instanceId(), settings.workerId(), ip, controlPort, Optional.empty());
+        return new WorkerReqMsg.RegisterMsg(settings.instanceId(), settings.workerId(), ip, controlPort,
+                settings.peerInitUrl());
     }
 
     private void onRegistered(WorkerReqRetMsg.RegisterRetMsg reply) {

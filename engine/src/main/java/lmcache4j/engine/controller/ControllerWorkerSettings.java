@@ -17,11 +17,14 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
  * @param heartbeatDelayNanos {@code lmcache_worker_heartbeat_delay_time}
  * @param heartbeatNanos      {@code lmcache_worker_heartbeat_time}; 0 = no heartbeats
  * @param queueCapacity       {@code controller_report_queue_size}
+ * @param peerInitUrl         this worker's P2P transfer server, {@code p2p_host:p2p_init_ports[worker]} with
+ *                            {@code enable_p2p} (LMCache's {@code peer_init_url}); empty without P2P
  */
 public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
                                        Optional<Integer> controlPort, long heartbeatDelayNanos, long heartbeatNanos,
-                                       int queueCapacity) {
+                                       int queueCapacity, Optional<String> peerInitUrl) {
     public ControllerWorkerSettings {
+        Objects.requireNonNull(peerInitUrl, "peerInitUrl");
         Objects.requireNonNull(instanceId, "instanceId");
         Objects.requireNonNull(pullAddress, "pullAddress");
         Objects.requireNonNull(replyAddress, "replyAddress");
@@ -54,7 +57,19 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
         return new ControllerWorkerSettings(config.lmcacheInstanceId(), workerId, zmqAddress(pull, "controller_pull_url"),
                 zmqAddress(reply, "controller_reply_url"), port,
                 (long) (config.lmcacheWorkerHeartbeatDelayTime() * 1e9),
-                (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize());
+                (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize(),
+                config.p2p().map(p2p -> p2pUrl(p2p, workerId)));
+    }
+
+    /** {@code p2p_host:port}: what peers are told; the port must be fixed (0 cannot be advertised before binding). */
+    private static String p2pUrl(lmcache4j.engine.config.P2pSettings p2p, int workerId) {
+        int port = p2p.portOf(workerId);
+        if (port == 0) {
+            throw new IllegalArgumentException("enable_p2p with enable_controller needs a fixed p2p_init_ports entry for "
+                    + "worker " + workerId + " (0 = any free port cannot be told to the controller before binding)");
+        }
+        String host = p2p.host().contains(":") ? "[" + p2p.host() + "]" : p2p.host();
+        return host + ":" + port;
     }
 
     /**

@@ -65,8 +65,8 @@ class ConfigValidationTest {
 
     @Test
     void lmcacheKeysLmcache4jLacksAreNotSupportedInEverySource() {
-        assertMentions(failsWithYaml("enable_p2p: true\n"),
-                "'enable_p2p' (file ", "is not supported by lmcache4j: it configures peer-to-peer");
+        assertMentions(failsWithYaml("transfer_channel: nixl\n"),
+                "'transfer_channel' (file ", "is not supported by lmcache4j: it configures peer-to-peer");
         assertMentions(fails(loader(Map.of("LMCACHE_GDS_PATH", "/mnt/gds"))),
                 "'gds_path' (env LMCACHE_GDS_PATH) is not supported by lmcache4j");
         assertMentions(fails(loader(Map.of()).set("py_enable_gc", false)), "'py_enable_gc' (code) is not supported",

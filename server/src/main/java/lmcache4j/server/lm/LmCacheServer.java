@@ -12,26 +12,13 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
-import lmcache4j.allocator.DType;
-import lmcache4j.allocator.MemoryFormat;
-import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
-import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
@@ -43,14 +30,14 @@ import lmcache4j.server.lm.ServerConnection.Phase;
  * LRU bounded by {@code maxBytes}, a maximum frame size, an optional shared-secret token, and the
  * {@link LmServerLimits} that keep one client from exhausting it.
  *
- * <p><b>Memory.</b> Payloads live off-heap in one pool of {@value #PAGE_BYTES}-byte pages of
- * {@code maxBytes} in all (anonymous memory, faulted in as it is used). A PUT takes a page only when
- * the bytes for it are arriving, so a header that declares a huge payload and sends nothing costs
- * nothing and evicts nothing; least recently used entries are evicted page by page as real bytes
- * arrive. A GET sends an entry's pages with one gathering write, holding a reference on the entry
- * so that eviction or replacement meanwhile frees its pages only when the send is done. Every entry
- * is charged its pages plus {@value #ENTRY_CHARGE_BYTES} bytes against {@code maxBytes}, so
- * zero-length entries are bounded too, and there are at most {@link LmServerLimits#maxEntries()}.
+ * <p><b>Memory.</b> What the server serves is an {@link LmChunkStore}. Its own is a
+ * {@link PagedChunkStore}: payloads off-heap in one pool of {@value #PAGE_BYTES}-byte pages of
+ * {@code maxBytes} in all, taken only as a PUT's bytes arrive, least recently used entries evicted
+ * page by page, every entry charged its pages plus {@value #ENTRY_CHARGE_BYTES} bytes, at most
+ * {@link LmServerLimits#maxEntries()} entries. {@link #startOver} serves a store someone else owns
+ * instead (an engine's tiers, read-only, to its peers) under the same frames, token and limits. A GET
+ * sends a leased chunk's off-heap buffers with one gathering write; the lease keeps the memory
+ * alive until the send is done, whatever is evicted meanwhile.
  *
  * <p><b>Connections.</b> One virtual thread per connection, blocking NIO. A reaper thread closes
  * connections that stall mid-frame or mid-reply, idle too long, or have not authenticated in time.
@@ -63,9 +50,9 @@ public final class LmCacheServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LmCacheServer.class.getName());
 
     /** The payload pool's page: small enough that a partial page wastes little, large enough to read and write fast. */
-    public static final int PAGE_BYTES = 64 * 1024;
+    public static final int PAGE_BYTES = PagedChunkStore.PAGE_BYTES;
     /** What an entry is charged beyond its pages: its key, metadata and bookkeeping. */
-    public static final int ENTRY_CHARGE_BYTES = 512;
+    public static final int ENTRY_CHARGE_BYTES = PagedChunkStore.ENTRY_CHARGE_BYTES;
     /** The slowest a frame may arrive on average (beyond the stall timeout) before its connection is closed. */
     private static final long MIN_FRAME_BYTES_PER_SECOND = 1L << 20;
 
@@ -81,55 +68,9 @@ public final class LmCacheServer implements AutoCloseable {
                         long timedOutConnections, long authFailures, long acceptErrors) {
     }
 
-    /** One stored chunk: LMCache's 28 metadata bytes and the payload's pages, freed when the last reference goes. */
-    private static final class Entry {
-        final byte[] metadata;
-        final MemoryObj[] pages;
-        final int length;
-        final long charge;
-        private final AtomicInteger refs = new AtomicInteger(1); // the map's
-
-        Entry(byte[] metadata, MemoryObj[] pages, int length) {
-            this.metadata = metadata;
-            this.pages = pages;
-            this.length = length;
-            this.charge = (long) pages.length * PAGE_BYTES + ENTRY_CHARGE_BYTES;
-        }
-
-        long storedBytes() {
-            return (long) metadata.length + length;
-        }
-
-        void retain() {
-            refs.incrementAndGet();
-        }
-
-        void release() {
-            if (refs.decrementAndGet() == 0) {
-                for (MemoryObj p : pages) {
-                    p.release();
-                }
-            }
-        }
-
-        /** The payload as buffers over the pages, the last one cut to the payload's end. */
-        ByteBuffer[] buffers() {
-            ByteBuffer[] out = new ByteBuffer[pages.length];
-            long left = length;
-            for (int i = 0; i < pages.length; i++) {
-                long n = Math.min(PAGE_BYTES, left);
-                out[i] = pages[i].segment().asSlice(0, n).asByteBuffer();
-                left -= n;
-            }
-            return out;
-        }
-    }
-
     private final ServerSocketChannel server;
     private final long maxBytes;
-    private final PagedTensorMemoryAllocator pool;
-    /** The pool's bytes: what all entries and arriving PUTs may be charged. */
-    private final long capacity;
+    private final LmChunkStore store;
     private final Optional<byte[]> token;
     private final int maxFrameBytes;
     private final LmServerLimits limits;
@@ -138,17 +79,12 @@ public final class LmCacheServer implements AutoCloseable {
     private final Thread reaper;
     private final Set<ServerConnection> open = ConcurrentHashMap.newKeySet();
     private final Set<Thread> handlers = ConcurrentHashMap.newKeySet();
-    private final LinkedHashMap<String, Entry> lru = new LinkedHashMap<>(16, 0.75f, true);
-    private long chargedBytes; // guarded by lru: the entries' charges
-    private long arrivingBytes; // guarded by lru: pages held by PUTs still receiving
-    private long storedBytes; // guarded by lru
     private volatile boolean closed;
 
     private final AtomicLong connections = new AtomicLong();
     private final AtomicLong puts = new AtomicLong();
     private final AtomicLong gets = new AtomicLong();
     private final AtomicLong hits = new AtomicLong();
-    private final AtomicLong evictions = new AtomicLong();
     private final AtomicLong refusedPuts = new AtomicLong();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final AtomicLong refusedConnections = new AtomicLong();
@@ -161,12 +97,11 @@ public final class LmCacheServer implements AutoCloseable {
     private final RateLimitedLog protocolErrorLog = new RateLimitedLog(LOG, Level.WARNING, 1_000);
     private final RateLimitedLog authFailureLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
 
-    private LmCacheServer(ServerSocketChannel server, long maxBytes, PagedTensorMemoryAllocator pool, Optional<String> token,
+    private LmCacheServer(ServerSocketChannel server, long maxBytes, LmChunkStore store, Optional<String> token,
                           int maxFrameBytes, LmServerLimits limits) {
         this.server = server;
         this.maxBytes = maxBytes;
-        this.pool = pool;
-        this.capacity = pool.stats().capacityBytes();
+        this.store = store;
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
         this.maxFrameBytes = maxFrameBytes;
         this.limits = limits;
@@ -204,6 +139,37 @@ public final class LmCacheServer implements AutoCloseable {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("the maximum size must be > 0 bytes, was " + maxBytes);
         }
+        checkFrameAndToken(token, maxFrameBytes);
+        PagedChunkStore pool = PagedChunkStore.reserve(maxBytes, limits.maxEntries());
+        try {
+            return serve(host, port, pool, maxBytes, token, maxFrameBytes, limits);
+        } catch (IOException | RuntimeException e) {
+            pool.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Starts a server over a store it does not own (it is not closed with the server): every frame,
+     * limit and the token are enforced as for the cache server's own pool, and the store decides
+     * what GET, EXIST, PUT and REMOVE find and keep (a read-only store refuses every PUT).
+     *
+     * @param store         what the server serves, closed by its owner after the server
+     * @param maxFrameBytes the largest payload one message may carry; larger closes the connection
+     * @throws IOException when the address cannot be bound
+     */
+    public static LmCacheServer startOver(InetAddress host, int port, LmChunkStore store, Optional<String> token,
+                                          int maxFrameBytes, LmServerLimits limits) throws IOException {
+        Objects.requireNonNull(host, "host");
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(token, "token");
+        Objects.requireNonNull(limits, "limits");
+        checkFrameAndToken(token, maxFrameBytes);
+        LmChunkStore borrowed = new BorrowedStore(store);
+        return serve(host, port, borrowed, 0, token, maxFrameBytes, limits);
+    }
+
+    private static void checkFrameAndToken(Optional<String> token, int maxFrameBytes) {
         if (maxFrameBytes <= 0) {
             throw new IllegalArgumentException("the maximum frame must be > 0 bytes, was " + maxFrameBytes);
         }
@@ -211,11 +177,10 @@ public final class LmCacheServer implements AutoCloseable {
                 || token.get().getBytes(StandardCharsets.UTF_8).length > LmProtocol.MAX_TOKEN_BYTES)) {
             throw new IllegalArgumentException("token must be 1.." + LmProtocol.MAX_TOKEN_BYTES + " bytes");
         }
-        long poolBytes = Math.ceilDiv(maxBytes, PAGE_BYTES) * PAGE_BYTES;
-        if (poolBytes / PAGE_BYTES > Integer.MAX_VALUE) {
-            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes: one pool holds at"
-                    + " most 2^31 - 1 pages of " + PAGE_BYTES + " bytes (128 TiB); lower the maximum size");
-        }
+    }
+
+    private static LmCacheServer serve(InetAddress host, int port, LmChunkStore store, long maxBytes, Optional<String> token,
+                                       int maxFrameBytes, LmServerLimits limits) throws IOException {
         ServerSocketChannel ch = ServerSocketChannel.open();
         try {
             ch.bind(new InetSocketAddress(host, port));
@@ -223,22 +188,42 @@ public final class LmCacheServer implements AutoCloseable {
             ch.close();
             throw new IOException("cannot bind lm:// server to " + host.getHostAddress() + ":" + port + ": " + e.getMessage(), e);
         }
-        PagedTensorMemoryAllocator pool;
-        try {
-            // Not CUDA-pinned: the server only moves bytes between sockets and memory.
-            pool = PagedTensorMemoryAllocator.create("lm-server", HostArena.allocate(poolBytes,
-                    HostArenaOptions.DEFAULT.withCudaPinned(false)), TensorShape.of(PAGE_BYTES), DType.UINT8);
-        } catch (RuntimeException e) {
-            ch.close();
-            // Typically ENOMEM: the kernel refuses to reserve more than the machine can back.
-            throw new IOException("cannot reserve the lm:// server's payload pool of " + maxBytes + " bytes ("
-                    + String.format(Locale.ROOT, "%.1f GiB", maxBytes / (double) (1L << 30))
-                    + "; lower the maximum size): " + e.getMessage(), e);
-        }
-        LmCacheServer s = new LmCacheServer(ch, maxBytes, pool, token, maxFrameBytes, limits);
+        LmCacheServer s = new LmCacheServer(ch, maxBytes, store, token, maxFrameBytes, limits);
         s.acceptor.start();
         s.reaper.start();
         return s;
+    }
+
+    /** A store someone else owns: the server's close leaves it open. */
+    private record BorrowedStore(LmChunkStore owner) implements LmChunkStore {
+        @Override
+        public boolean exists(String key) {
+            return owner.exists(key);
+        }
+
+        @Override
+        public Optional<Lease> lease(String key) {
+            return owner.lease(key);
+        }
+
+        @Override
+        public boolean put(String key, byte[] metadata, int length, PayloadSource source) throws IOException {
+            return owner.put(key, metadata, length, source);
+        }
+
+        @Override
+        public boolean remove(String key) {
+            return owner.remove(key);
+        }
+
+        @Override
+        public Occupancy occupancy() {
+            return owner.occupancy();
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     /** The bound port. */
@@ -260,14 +245,13 @@ public final class LmCacheServer implements AutoCloseable {
         return limits;
     }
 
+    /** Counters and the store's occupancy, a snapshot. */
     public Stats stats() {
-        long used = pool.stats().usedBytes();
-        synchronized (lru) {
-            return new Stats(connections.get(), puts.get(), gets.get(), hits.get(), evictions.get(), refusedPuts.get(),
-                    protocolErrors.get(), lru.size(), storedBytes, used, chargedBytes, open.size(),
-                    refusedConnections.get(), reclaimedConnections.get(), timedOutConnections.get(), authFailures.get(),
-                    acceptErrors.get());
-        }
+        LmChunkStore.Occupancy o = store.occupancy();
+        return new Stats(connections.get(), puts.get(), gets.get(), hits.get(), o.evictions(), refusedPuts.get(),
+                protocolErrors.get(), o.entries(), o.bytes(), o.poolUsedBytes(), o.chargedBytes(), open.size(),
+                refusedConnections.get(), reclaimedConnections.get(), timedOutConnections.get(), authFailures.get(),
+                acceptErrors.get());
     }
 
     public boolean isRunning() {
@@ -300,14 +284,8 @@ public final class LmCacheServer implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         Stats s = stats();
-        synchronized (lru) {
-            lru.values().forEach(Entry::release);
-            lru.clear();
-            chargedBytes = 0;
-            storedBytes = 0;
-        }
         try {
-            pool.close();
+            store.close();
         } catch (RuntimeException e) { // a handler that did not stop in time still holds pages
             LOG.log(Level.WARNING, "lm:// server: payload pool not released at close: {0}", e.getMessage());
         }
@@ -469,22 +447,11 @@ public final class LmCacheServer implements AutoCloseable {
                     case LmProtocol.GET -> get(c, h);
                     case LmProtocol.EXIST -> {
                         requireKey(h);
-                        boolean present;
-                        synchronized (lru) {
-                            present = lru.containsKey(h.key());
-                        }
-                        reply(c, present ? LmProtocol.SUCCESS : LmProtocol.FAIL);
+                        reply(c, store.exists(h.key()) ? LmProtocol.SUCCESS : LmProtocol.FAIL);
                     }
                     case LmProtocol.REMOVE -> {
                         requireKey(h);
-                        Entry e;
-                        synchronized (lru) {
-                            e = lru.remove(h.key());
-                            if (e != null) {
-                                forget(e);
-                            }
-                        }
-                        reply(c, e != null ? LmProtocol.SUCCESS : LmProtocol.FAIL);
+                        reply(c, store.remove(h.key()) ? LmProtocol.SUCCESS : LmProtocol.FAIL);
                     }
                     // LMCache's server has no LIST case and sends nothing, leaving its client waiting; lmcache4j answers.
                     case LmProtocol.LIST -> reply(c, LmProtocol.FAIL);
@@ -557,154 +524,44 @@ public final class LmCacheServer implements AutoCloseable {
             throw new ProtocolException(e.getMessage());
         }
         c.enter(Phase.BUSY, frameDeadline(len));
-        int pageCount = (int) Math.ceilDiv((long) len, PAGE_BYTES);
-        long charge = (long) pageCount * PAGE_BYTES + ENTRY_CHARGE_BYTES;
-        if (charge > capacity || !reserve(ENTRY_CHARGE_BYTES)) { // could never fit: evict nothing for it
-            refuse(c, h, len, len);
-            return;
-        }
-        MemoryObj[] pages = new MemoryObj[pageCount];
-        int held = 0;
-        boolean arrived = false;
-        try {
-            long left = len;
-            while (held < pageCount) {
-                // A page is taken only now that its bytes are arriving: nothing is evicted for bytes never sent.
-                Optional<MemoryObj> page = takePage();
-                if (page.isEmpty()) {
-                    refuse(c, h, len, left);
-                    return;
-                }
-                MemoryObj p = page.get();
-                pages[held++] = p;
-                int n = (int) Math.min(PAGE_BYTES, left);
-                LmProtocol.readFully(c, p.segment().asSlice(0, n).asByteBuffer());
-                left -= n;
+        boolean stored = store.put(h.key(), meta, len, new LmChunkStore.PayloadSource() {
+            @Override
+            public void readFully(ByteBuffer dst) throws IOException {
+                LmProtocol.readFully(c, dst);
             }
-            arrived = true;
-        } finally {
-            if (!arrived) { // refused, or the connection failed mid-payload
-                giveBack(pages, held);
+
+            @Override
+            public void skip(long bytes) throws IOException {
+                LmProtocol.skipFully(c, bytes);
             }
-        }
+        });
         puts.incrementAndGet(); // only once the whole payload arrived: a PUT cut short is a protocol error
-        commit(h.key(), new Entry(meta, pages, len));
-    }
-
-    /** A PUT that cannot be stored: the rest of its payload is read and dropped so the stream stays in step. */
-    private void refuse(ServerConnection c, ClientHeader h, int len, long left) throws IOException {
-        LmProtocol.skipFully(c, left);
-        puts.incrementAndGet();
-        long n = refusedPuts.incrementAndGet();
-        LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes do not fit the {2}-byte pool; refused so far: {3})",
-                h.key(), len, maxBytes, n);
-    }
-
-    /** Reserves {@code bytes} of the budget for a PUT arriving, evicting while it does not fit; false when it cannot. */
-    private boolean reserve(long bytes) {
-        synchronized (lru) {
-            while (chargedBytes + arrivingBytes + bytes > capacity) {
-                if (!evictEldest()) {
-                    return false;
-                }
-            }
-            arrivingBytes += bytes;
-            return true;
+        if (!stored) {
+            long n = refusedPuts.incrementAndGet();
+            LOG.log(Level.DEBUG, "lm:// server: refused {0} ({1} bytes the store has no room for or does not take;"
+                    + " refused so far: {2})", h.key(), len, n);
         }
-    }
-
-    /** One page for a PUT still receiving, evicting least recently used entries while it does not fit. */
-    private Optional<MemoryObj> takePage() {
-        synchronized (lru) {
-            while (true) {
-                if (chargedBytes + arrivingBytes + PAGE_BYTES <= capacity) {
-                    Optional<MemoryObj> page = pool.allocate(TensorShape.of(PAGE_BYTES), DType.UINT8, MemoryFormat.BINARY);
-                    if (page.isPresent()) {
-                        arrivingBytes += PAGE_BYTES;
-                        return page;
-                    }
-                    // the budget allows it but GETs still hold evicted entries' pages: evict more
-                }
-                if (!evictEldest()) {
-                    return Optional.empty(); // what is left belongs to other PUTs arriving or to GETs in progress
-                }
-            }
-        }
-    }
-
-    /** Returns what a PUT that will not be stored holds: its pages and its entry's reserved charge. */
-    private void giveBack(MemoryObj[] pages, int held) {
-        synchronized (lru) {
-            arrivingBytes -= (long) held * PAGE_BYTES + ENTRY_CHARGE_BYTES;
-        }
-        for (int i = 0; i < held; i++) {
-            pages[i].release();
-        }
-    }
-
-    /** Stores a complete entry (its charge was reserved as it arrived), replacing any older one, then evicts while over the entry limit. */
-    private void commit(String key, Entry entry) {
-        synchronized (lru) {
-            arrivingBytes -= entry.charge;
-            Entry old = lru.put(key, entry);
-            if (old != null) {
-                forget(old);
-            }
-            chargedBytes += entry.charge;
-            storedBytes += entry.storedBytes();
-            while (lru.size() > limits.maxEntries()) {
-                evictEldest();
-            }
-        }
-    }
-
-    /** Evicts the least recently used entry; false when there is none. Caller holds the lru lock. */
-    private boolean evictEldest() {
-        Iterator<Map.Entry<String, Entry>> it = lru.entrySet().iterator();
-        if (!it.hasNext()) {
-            return false;
-        }
-        Entry victim = it.next().getValue();
-        it.remove();
-        forget(victim);
-        evictions.incrementAndGet();
-        return true;
-    }
-
-    /** Takes an entry out of the accounting and drops the map's reference. Caller holds the lru lock. */
-    private void forget(Entry e) {
-        chargedBytes -= e.charge;
-        storedBytes -= e.storedBytes();
-        e.release();
     }
 
     private void get(ServerConnection c, ClientHeader h) throws IOException {
         requireKey(h);
         gets.incrementAndGet();
-        Entry e;
-        synchronized (lru) {
-            e = lru.get(h.key());
-            if (e != null) {
-                e.retain(); // the send's own reference: eviction cannot free the pages meanwhile
-            }
-        }
-        if (e == null) {
+        Optional<LmChunkStore.Lease> leased = store.lease(h.key());
+        if (leased.isEmpty()) {
             reply(c, LmProtocol.FAIL);
             return;
         }
         hits.incrementAndGet();
-        try {
-            c.enter(Phase.BUSY, frameDeadline(e.length));
-            List<ByteBuffer> out = new ArrayList<>(e.pages.length + 1);
-            out.add(ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata)));
-            out.addAll(List.of(e.buffers()));
-            ByteBuffer[] bufs = out.toArray(ByteBuffer[]::new);
+        try (LmChunkStore.Lease e = leased.get()) {
+            c.enter(Phase.BUSY, frameDeadline(e.length()));
+            ByteBuffer[] payload = e.payload();
+            ByteBuffer[] bufs = new ByteBuffer[payload.length + 1];
+            bufs[0] = ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata(), e.replyLocation()));
+            System.arraycopy(payload, 0, bufs, 1, payload.length);
             // A client that never reads its reply stalls this write; the reaper's stall timeout closes it.
             while (bufs[bufs.length - 1].hasRemaining()) {
                 c.write(bufs);
             }
-        } finally {
-            e.release();
         }
     }
 

@@ -185,6 +185,61 @@ public final class LmConnector implements RemoteConnector {
         });
     }
 
+    /**
+     * A chunk, the last field of its reply header ({@code location}: LMCache's server leaves it 0,
+     * lmcache4j's P2P transfer servers put the payload's CRC32C there), and the CRC32C of the payload
+     * as it arrived.
+     *
+     * @param obj      the chunk, with a reference for the caller
+     * @param tag      the reply header's {@code location} field
+     * @param received CRC32C of the payload bytes received
+     */
+    public record CheckedChunk(MemoryObj obj, int tag, int received) {
+    }
+
+    /** Bytes read before they are summed: small enough to be summed while still in cache. */
+    private static final int SUM_SLICE_BYTES = 1 << 20;
+
+    /**
+     * As {@link #get}, summing the payload (CRC32C) slice by slice as it arrives, while each slice is
+     * still in cache, and keeping the reply header's {@code location} field ({@link CheckedChunk}).
+     */
+    public CompletableFuture<Optional<CheckedChunk>> getChecked(CacheKey key,
+                                                                Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
+        return submit(ch -> {
+            write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
+            byte[] reply = readReply(ch);
+            if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
+                return Optional.<CheckedChunk>empty();
+            }
+            RemoteMetadata meta;
+            try {
+                meta = LmProtocol.replyMetadata(reply);
+            } catch (IllegalArgumentException e) {
+                throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
+            }
+            Optional<MemoryObj> obj = allocate.apply(meta);
+            if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
+                obj.ifPresent(MemoryObj::release);
+                LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
+                return Optional.<CheckedChunk>empty();
+            }
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            try {
+                MemorySegment into = obj.get().segment();
+                for (long at = 0; at < meta.length(); at += SUM_SLICE_BYTES) {
+                    ByteBuffer slice = into.asSlice(at, Math.min(SUM_SLICE_BYTES, meta.length() - at)).asByteBuffer();
+                    LmProtocol.readFully(ch, slice);
+                    crc.update(slice.flip());
+                }
+            } catch (IOException | RuntimeException e) {
+                obj.get().release();
+                throw e;
+            }
+            return Optional.of(new CheckedChunk(obj.get(), LmProtocol.replyLocation(reply), (int) crc.getValue()));
+        });
+    }
+
     @Override
     public CompletableFuture<Boolean> remove(CacheKey key) {
         return submit(ch -> {

@@ -1,0 +1,122 @@
+package lmcache4j.cli;
+
+import java.io.PrintStream;
+import java.util.Locale;
+
+import lmcache4j.bench.json.ReportJson;
+import lmcache4j.bench.p2p.P2pBench;
+import lmcache4j.bench.p2p.P2pBench.Result;
+import lmcache4j.bench.p2p.P2pBench.Settings;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./lmcache4j bench p2p [--json] [--chunks N] [--runs N] [--warmup N] [--connections N]}: chunks
+ * fetched from a peer engine through the P2P tier against the transfer channel's own ceiling
+ * ({@link P2pBench}); {@link BenchCommand} dispatches here. Exit status 1 when a chunk B holds
+ * afterwards differs from A's.
+ */
+@Command(name = "p2p", description = {"chunks fetched from a peer through the P2P tier against the transfer channel alone.",
+        "Engine A serves 256-token Llama-3-8B chunks (32 MiB, bf16) from its CPU tier over its transfer server (the lm://"
+                + " server machinery, with a token); engine B looks them up and prefetches them through its P2P tier (CRC32C-"
+                + "checked, written into its CPU tier). The ceiling is an LmConnector with the same connection count reading"
+                + " the same chunks from the same server in the same run (target >= " + P2pBenchCommand.TARGET_RATIO
+                + " of it). Loopback TCP, both engines in this process; medians of the measured runs."})
+public final class P2pBenchCommand implements CliMain.Command {
+    /** The fraction of the connector's own throughput the P2P tier should reach. */
+    static final double TARGET_RATIO = 0.8;
+
+    private final PrintStream out;
+    private final PrintStream err;
+
+    @Option(names = "--json", order = 0, description = "print one JSON object (p2p_get_gbps, ceiling_get_gbps, "
+            + "p2p_vs_ceiling, ...) instead of the table")
+    private boolean json;
+
+    private int chunks = Settings.DEFAULT_CHUNKS;
+    private int runs = Settings.DEFAULT_RUNS;
+    private int warmup = Settings.DEFAULT_WARMUP;
+    private int connections = Settings.DEFAULT_CONNECTIONS;
+
+    P2pBenchCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Option(names = "--chunks", paramLabel = "N", order = 1, description = "32 MiB chunks per run (default " + Settings.DEFAULT_CHUNKS + ")")
+    private void chunks(String value) {
+        chunks = StoreBenchCommand.intArg("--chunks", value, 1, 256);
+    }
+
+    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
+    private void runs(String value) {
+        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+    }
+
+    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
+    private void warmup(String value) {
+        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+    }
+
+    @Option(names = "--connections", paramLabel = "N", order = 4, description = "connections to the peer, the tier's "
+            + "p2p_connections and the ceiling's pool (default " + Settings.DEFAULT_CONNECTIONS + ")")
+    private void connections(String value) {
+        connections = StoreBenchCommand.intArg("--connections", value, 1, 64);
+    }
+
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        return BenchCommand.run("p2p", args, out, err);
+    }
+
+    @Override
+    public Integer call() {
+        Settings d = Settings.defaults();
+        Result r;
+        try {
+            r = P2pBench.run(new Settings(chunks, runs, warmup, connections, d.layers(), d.tokens(), d.kvHeads(),
+                    d.headSize()), err);
+        } catch (RuntimeException e) {
+            return CliMain.failure(err, "bench p2p", "the benchmark failed", e);
+        }
+        out.println(json ? json(r) : table(r));
+        if (r.mismatches() != 0) {
+            err.println("lmcache4j bench p2p: FAILED: " + r.mismatches() + " chunks fetched from the peer differ from its own");
+            return 1;
+        }
+        return 0;
+    }
+
+    static String table(Result r) {
+        Settings s = r.settings();
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "p2p bench: %d chunks x %d MiB (256 tokens, Llama-3-8B shape), %d connections, "
+                + "median of %d runs after %d warmup, loopback%n", s.chunks(), s.chunkBytes() >> 20, s.connections(), s.runs(),
+                s.warmup()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "P2P tier (lookup + prefetch, CRC32C-checked)",
+                r.p2pGetGbps()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "LmConnector alone (the channel's ceiling)",
+                r.ceilingGetGbps()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f   (target >= %.2f)%n", "tier / ceiling", r.ratio(), TARGET_RATIO));
+        sb.append(String.format(Locale.ROOT, "verified   %d chunks in B against A's: %d differ", r.verifiedChunks(),
+                r.mismatches()));
+        return sb.toString();
+    }
+
+    static String json(Result r) {
+        Settings s = r.settings();
+        ReportJson j = new ReportJson();
+        j.number("p2p_get_gbps", r.p2pGetGbps(), 3);
+        j.number("ceiling_get_gbps", r.ceilingGetGbps(), 3);
+        j.number("p2p_vs_ceiling", r.ratio(), 3);
+        j.number("target_ratio", TARGET_RATIO, 2);
+        j.integer("chunks", s.chunks());
+        j.integer("chunk_bytes", s.chunkBytes());
+        j.integer("connections", s.connections());
+        j.integer("runs", s.runs());
+        j.integer("warmup", s.warmup());
+        j.integer("verified_chunks", r.verifiedChunks());
+        j.integer("mismatching_chunks", r.mismatches());
+        j.integer("rejected_chunks", r.rejected());
+        return j.toString();
+    }
+}

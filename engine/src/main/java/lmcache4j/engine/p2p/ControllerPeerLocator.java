@@ -1,0 +1,124 @@
+package lmcache4j.engine.p2p;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeoutException;
+
+import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.controller.message.ControllerCodec;
+import lmcache4j.engine.controller.message.ControllerMessage;
+import lmcache4j.engine.controller.message.ErrorMsg;
+import lmcache4j.engine.controller.message.MalformedMessageException;
+import lmcache4j.engine.controller.message.WorkerReqMsg;
+import lmcache4j.engine.controller.message.WorkerReqRetMsg;
+import lmcache4j.engine.key.CacheEngineKey;
+import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.LayerCacheEngineKey;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+/**
+ * A {@link PeerLocator} over the cache controller: LMCache's {@code BatchedP2PLookupMsg} (the chunk
+ * keys folded as {@link ControllerKeys} folds them) on a DEALER to {@code controller_reply_url},
+ * answered by {@code BatchedP2PLookupRetMsg}. One socket, owned by one thread; one lookup at a time
+ * (a lookup asks for a whole prompt's keys in one message). A lookup past the timeout fails and the
+ * socket is replaced, so a late answer never answers the next question.
+ */
+public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
+    private final String replyAddress;
+    private final String instanceId;
+    private final int workerId;
+    private final Duration timeout;
+    private final ZContext context = new ZContext(1);
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(
+            Thread.ofPlatform().name("p2p-controller-lookup").daemon(true).factory());
+    private ZMQ.Socket dealer; // only touched on the thread
+
+    /**
+     * @param replyAddress the controller's ROUTER, a ZeroMQ address ({@code tcp://host:port})
+     * @param instanceId   this instance ({@code lmcache_instance_id}), which the controller leaves out
+     * @param workerId     this worker; the controller answers with the same worker of each peer
+     * @param timeout      the longest one lookup waits
+     */
+    public ControllerPeerLocator(String replyAddress, String instanceId, int workerId, Duration timeout) {
+        this.replyAddress = Objects.requireNonNull(replyAddress, "replyAddress");
+        this.instanceId = Objects.requireNonNull(instanceId, "instanceId");
+        this.workerId = workerId;
+        this.timeout = Objects.requireNonNull(timeout, "timeout");
+    }
+
+    @Override
+    public CompletableFuture<List<PeerHolding>> locate(List<? extends CacheKey> keys) {
+        long[] hashes = new long[keys.size()];
+        for (int i = 0; i < hashes.length; i++) {
+            hashes[i] = ControllerKeys.fold(switch (keys.get(i)) {
+                case CacheEngineKey chunk -> chunk;
+                case LayerCacheEngineKey layer -> layer.chunk();
+            });
+        }
+        CompletableFuture<List<PeerHolding>> answer = new CompletableFuture<>();
+        try {
+            thread.execute(() -> {
+                try {
+                    answer.complete(ask(new WorkerReqMsg.BatchedP2PLookupMsg(hashes, instanceId, workerId)));
+                } catch (Exception e) {
+                    answer.completeExceptionally(e);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            answer.completeExceptionally(new IllegalStateException("the controller peer locator is closed", e));
+        }
+        return answer;
+    }
+
+    private List<PeerHolding> ask(WorkerReqMsg.BatchedP2PLookupMsg question) throws TimeoutException, MalformedMessageException {
+        if (dealer == null) {
+            dealer = context.createSocket(SocketType.DEALER);
+            dealer.setLinger(0);
+            dealer.connect(replyAddress);
+        }
+        dealer.sendMore(new byte[0]);
+        dealer.send(ControllerCodec.encode(question), 0);
+        try (ZMQ.Poller poller = context.createPoller(1)) {
+            poller.register(dealer, ZMQ.Poller.POLLIN);
+            if (poller.poll(timeout.toMillis()) <= 0 || !poller.pollin(0)) {
+                dealer.close(); // a late answer must not answer the next question
+                dealer = null;
+                throw new TimeoutException("the controller at " + replyAddress + " did not answer a P2P lookup within "
+                        + timeout.toMillis() + " ms");
+            }
+        }
+        byte[] payload = dealer.recv(0);
+        while (dealer.hasReceiveMore()) {
+            payload = dealer.recv(0); // [empty, payload]: the last frame is the message
+        }
+        ControllerMessage reply = ControllerCodec.decode(payload);
+        return switch (reply) {
+            case WorkerReqRetMsg.BatchedP2PLookupRetMsg r -> r.layoutInfo().stream()
+                    .filter(h -> !h.peerInitUrl().isBlank()) // registered without P2P: nothing to fetch from
+                    .map(h -> new PeerHolding(h.instanceId(), h.location(), (int) Math.min(Integer.MAX_VALUE,
+                            h.numHitChunks()), h.peerInitUrl()))
+                    .toList();
+            case ErrorMsg e -> throw new IllegalStateException("the controller refused a P2P lookup: " + e.error());
+            default -> throw new IllegalStateException("the controller answered a P2P lookup with "
+                    + reply.getClass().getSimpleName());
+        };
+    }
+
+    @Override
+    public void close() {
+        thread.shutdownNow();
+        try {
+            thread.awaitTermination(timeout.toMillis() + 1_000, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        context.close();
+    }
+}

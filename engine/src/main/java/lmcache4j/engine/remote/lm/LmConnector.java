@@ -157,32 +157,7 @@ public final class LmConnector implements RemoteConnector {
 
     @Override
     public CompletableFuture<Optional<MemoryObj>> get(CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
-        return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
-            byte[] reply = readReply(ch);
-            if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
-                return Optional.<MemoryObj>empty();
-            }
-            RemoteMetadata meta;
-            try {
-                meta = LmProtocol.replyMetadata(reply);
-            } catch (IllegalArgumentException e) {
-                throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
-            }
-            Optional<MemoryObj> obj = allocate.apply(meta);
-            if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
-                obj.ifPresent(MemoryObj::release);
-                LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
-                return Optional.<MemoryObj>empty();
-            }
-            try {
-                LmProtocol.readFully(ch, obj.get().segment().asSlice(0, meta.length()).asByteBuffer());
-            } catch (IOException | RuntimeException e) {
-                obj.get().release();
-                throw e;
-            }
-            return obj;
-        });
+        return submit(ch -> receive(ch, key, allocate, null).map(Received::obj));
     }
 
     /**
@@ -207,37 +182,56 @@ public final class LmConnector implements RemoteConnector {
     public CompletableFuture<Optional<CheckedChunk>> getChecked(CacheKey key,
                                                                 Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
         return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
-            byte[] reply = readReply(ch);
-            if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
-                return Optional.<CheckedChunk>empty();
-            }
-            RemoteMetadata meta;
-            try {
-                meta = LmProtocol.replyMetadata(reply);
-            } catch (IllegalArgumentException e) {
-                throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
-            }
-            Optional<MemoryObj> obj = allocate.apply(meta);
-            if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
-                obj.ifPresent(MemoryObj::release);
-                LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
-                return Optional.<CheckedChunk>empty();
-            }
             java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-            try {
-                MemorySegment into = obj.get().segment();
+            return receive(ch, key, allocate, crc)
+                    .map(r -> new CheckedChunk(r.obj(), LmProtocol.replyLocation(r.reply()), (int) crc.getValue()));
+        });
+    }
+
+    /** A chunk read into memory {@code allocate} gave, and the reply header it came with. */
+    private record Received(MemoryObj obj, byte[] reply) {
+    }
+
+    /**
+     * GET: the reply, and when the server has the chunk and {@code allocate} gives room for it, the
+     * payload read into that room ({@code sum}, when given, updated slice by slice as it arrives);
+     * empty for a miss or no room (the payload is then skipped, keeping the connection in step).
+     */
+    private Optional<Received> receive(SocketChannel ch, CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate,
+                                       java.util.zip.CRC32C sum) throws IOException {
+        write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
+        byte[] reply = readReply(ch);
+        if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
+            return Optional.empty();
+        }
+        RemoteMetadata meta;
+        try {
+            meta = LmProtocol.replyMetadata(reply);
+        } catch (IllegalArgumentException e) {
+            throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
+        }
+        Optional<MemoryObj> obj = allocate.apply(meta);
+        if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
+            obj.ifPresent(MemoryObj::release);
+            LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
+            return Optional.empty();
+        }
+        try {
+            MemorySegment into = obj.get().segment();
+            if (sum == null) {
+                LmProtocol.readFully(ch, into.asSlice(0, meta.length()).asByteBuffer());
+            } else {
                 for (long at = 0; at < meta.length(); at += SUM_SLICE_BYTES) {
                     ByteBuffer slice = into.asSlice(at, Math.min(SUM_SLICE_BYTES, meta.length() - at)).asByteBuffer();
                     LmProtocol.readFully(ch, slice);
-                    crc.update(slice.flip());
+                    sum.update(slice.flip());
                 }
-            } catch (IOException | RuntimeException e) {
-                obj.get().release();
-                throw e;
             }
-            return Optional.of(new CheckedChunk(obj.get(), LmProtocol.replyLocation(reply), (int) crc.getValue()));
-        });
+        } catch (IOException | RuntimeException e) {
+            obj.get().release();
+            throw e;
+        }
+        return Optional.of(new Received(obj.get(), reply));
     }
 
     @Override

@@ -214,7 +214,7 @@ public final class P2pBench {
         int found = b.storage().batchedContains(keys, false).hits();
         PrefetchedPrefix ready = b.storage().prefetch(keys).join();
         long nanos = System.nanoTime() - t0;
-        ready.loaded().forEach(MemoryObj::release);
+        ready.objects().forEach(MemoryObj::release);
         if (found != keys.size() || ready.chunks() != keys.size()) {
             throw new IllegalStateException("the P2P tier brought " + ready.chunks() + " of " + keys.size()
                     + " chunks (lookup found " + found + ")");

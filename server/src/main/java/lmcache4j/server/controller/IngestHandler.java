@@ -49,6 +49,8 @@ final class IngestHandler {
     private final RateLimitedWarning badFrames = new RateLimitedWarning(LOG, 10_000);
     /** The hot path: batched admits/evicts and full-sync batches straight into primitive arrays. */
     private final KVBatchDecoder batches = new KVBatchDecoder();
+    /** The last holder built, reused while frames keep naming it (the decoder reuses its strings). */
+    private Holder lastHolder;
 
     private static final String BATCHED_KV_OPERATION_MSG = "BatchedKVOperationMsg";
     private static final String FULL_SYNC_BATCH_MSG = "FullSyncBatchMsg";
@@ -244,9 +246,6 @@ final class IngestHandler {
         }
         metrics.opsApplied(n);
     }
-
-    /** The last holder built, reused while frames keep naming it (the decoder reuses its strings). */
-    private Holder lastHolder;
 
     private Holder holder(String instanceId, int workerId, String location) {
         Holder h = lastHolder;

@@ -30,12 +30,12 @@ public final class KVBatchDecoder {
         OTHER
     }
 
-    /** Values in {@link #opTypes()}. */
+    /** {@link #opTypes()} value of an {@code "admit"}. */
     public static final byte ADMIT = 0;
-    /** Values in {@link #opTypes()}. */
+    /** {@link #opTypes()} value of an {@code "evict"}. */
     public static final byte EVICT = 1;
 
-    /** Deepest nesting skipped inside an unknown field before the decoder declines (the codec goes on). */
+    /** Values (nested ones included) skipped in one unknown field before the decoder declines (the codec goes on). */
     private static final int MAX_SKIP_VALUES = 1 << 16;
 
     private static final byte[] TYPE = ascii("type");

@@ -10,6 +10,7 @@ import java.util.concurrent.Executor;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
 import lmcache4j.engine.controller.message.HeartbeatCommand;
+import lmcache4j.engine.controller.message.KVBatchDecoder;
 import lmcache4j.engine.controller.message.KVOpEvent;
 import lmcache4j.engine.controller.message.MalformedMessageException;
 import lmcache4j.engine.controller.message.OpType;
@@ -46,6 +47,13 @@ final class IngestHandler {
     private final Executor orchestration;
     private final String heartbeatUrl;
     private final RateLimitedWarning badFrames = new RateLimitedWarning(LOG, 10_000);
+    /** The hot path: batched admits/evicts and full-sync batches straight into primitive arrays. */
+    private final KVBatchDecoder batches = new KVBatchDecoder();
+    /** The last holder built, reused while frames keep naming it (the decoder reuses its strings). */
+    private Holder lastHolder;
+
+    private static final String BATCHED_KV_OPERATION_MSG = "BatchedKVOperationMsg";
+    private static final String FULL_SYNC_BATCH_MSG = "FullSyncBatchMsg";
 
     IngestHandler(ChunkIndex index, WorkerRegistry registry, FullSyncTracker sync, ControllerMetrics metrics,
                   ControllerLookup lookup, Orchestrator orchestrator, Executor orchestration, String heartbeatUrl) {
@@ -61,6 +69,25 @@ final class IngestHandler {
 
     /** One frame from the PULL socket: a worker's push, or an orchestrator's fire-and-forget message. */
     void onPull(byte[] frame) {
+        switch (batches.decode(frame)) {
+            case BATCHED_KV_OPERATIONS -> {
+                metrics.message(Socket.PULL, BATCHED_KV_OPERATION_MSG);
+                applyDecodedOps();
+                return;
+            }
+            case FULL_SYNC_BATCH -> {
+                metrics.message(Socket.PULL, FULL_SYNC_BATCH_MSG);
+                WorkerKey w = new WorkerKey(batches.instanceId(), batches.workerId());
+                if (!registry.isRegistered(w) || !syncBatch(w, batches.location(), batches.syncId(), batches.batchId(),
+                        batches.keys(), batches.count())) {
+                    metrics.opsDiscarded("no_sync", batches.count());
+                }
+                return;
+            }
+            case OTHER -> {
+                // every other message, and any frame the fast path does not take whole: the codec decides
+            }
+        }
         ControllerMessage m = decode(Socket.PULL, frame);
         if (m == null) {
             return;
@@ -71,7 +98,7 @@ final class IngestHandler {
             case WorkerMsg.KVEvictMsg e -> applyOne(e.instanceId(), e.workerId(), e.location(), OpType.EVICT, e.key());
             case WorkerMsg.FullSyncBatchMsg f -> {
                 WorkerKey w = new WorkerKey(f.instanceId(), f.workerId());
-                if (!registry.isRegistered(w) || !syncBatch(w, f)) {
+                if (!registry.isRegistered(w) || !syncBatch(w, f.location(), f.syncId(), f.batchId(), f.keys(), f.keys().length)) {
                     metrics.opsDiscarded("no_sync", f.keys().length);
                 }
             }
@@ -192,6 +219,43 @@ final class IngestHandler {
         metrics.opsApplied(ops.size());
     }
 
+    /** {@link #apply} for a frame the {@link KVBatchDecoder} took: the same checks and counts. */
+    private void applyDecodedOps() {
+        int n = batches.count();
+        String instanceId = batches.instanceId();
+        int workerId = batches.workerId();
+        String location = batches.location();
+        if (!admissible(new WorkerKey(instanceId, workerId), location, n)) {
+            return;
+        }
+        byte[] types = batches.opTypes();
+        long[] keys = batches.keys();
+        try (ChunkIndex.Batch batch = index.batch()) {
+            int h = batch.holder(holder(instanceId, workerId, location));
+            for (int i = 0; i < n; i++) {
+                if (types[i] == KVBatchDecoder.ADMIT) {
+                    batch.admit(h, keys[i]);
+                } else {
+                    batch.evict(h, keys[i]);
+                }
+            }
+        } catch (IndexLimitException e) {
+            metrics.opsDiscarded("limit", n);
+            badFrames.warn(() -> "index limit: " + e.getMessage());
+            return;
+        }
+        metrics.opsApplied(n);
+    }
+
+    private Holder holder(String instanceId, int workerId, String location) {
+        Holder h = lastHolder;
+        if (h == null || h.instanceId() != instanceId || h.workerId() != workerId || h.location() != location) {
+            h = new Holder(instanceId, workerId, location);
+            lastHolder = h;
+        }
+        return h;
+    }
+
     private void applyOne(String instanceId, int workerId, String location, OpType op, long key) {
         WorkerKey w = new WorkerKey(instanceId, workerId);
         if (!admissible(w, location, 1)) {
@@ -224,11 +288,11 @@ final class IngestHandler {
         return true;
     }
 
-    private boolean syncBatch(WorkerKey w, WorkerMsg.FullSyncBatchMsg f) {
+    private boolean syncBatch(WorkerKey w, String location, String syncId, long batchId, long[] keys, int n) {
         try {
-            return sync.batch(w, f.location(), f.syncId(), f.batchId(), f.keys(), f.keys().length);
+            return sync.batch(w, location, syncId, batchId, keys, n);
         } catch (IndexLimitException e) {
-            metrics.opsDiscarded("limit", f.keys().length);
+            metrics.opsDiscarded("limit", n);
             return true;
         }
     }

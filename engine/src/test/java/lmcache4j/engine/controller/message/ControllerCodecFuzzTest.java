@@ -51,7 +51,8 @@ class ControllerCodecFuzzTest {
         assertTrue(malformed > 0 && decoded > 0, "the mutations reach both outcomes");
     }
 
-    private static byte[] mangle(byte[] seed, SplittableRandom r) {
+    /** {@code seed} truncated, flipped, given a huge length header, grown by junk, replaced by noise, or left alone. */
+    static byte[] mangle(byte[] seed, SplittableRandom r) {
         byte[] f = seed.clone();
         switch (r.nextInt(6)) {
             case 0 -> f = Arrays.copyOf(f, r.nextInt(f.length + 1)); // truncated

@@ -332,33 +332,30 @@ public final class KVBatchDecoder {
     }
 
     private int mapHeader() throws Decline {
-        int b = u8();
-        long n;
-        if ((b & 0xf0) == 0x80) {
-            n = b & 0x0f;
-        } else if (b == 0xde) {
-            n = u16();
-        } else if (b == 0xdf) {
-            n = u32();
-        } else {
-            throw Decline.INSTANCE;
-        }
-        return bounded(n, 2);
+        return containerHeader(0x80, 0xde, 0xdf, 2);
     }
 
     private int arrayHeader() throws Decline {
+        return containerHeader(0x90, 0xdc, 0xdd, 1);
+    }
+
+    /**
+     * A fixmap/fixarray ({@code fixPrefix}), 16-bit or 32-bit map or array header: its element
+     * count, at least {@code bytesPerItem} bytes each within what is left of the frame.
+     */
+    private int containerHeader(int fixPrefix, int marker16, int marker32, int bytesPerItem) throws Decline {
         int b = u8();
         long n;
-        if ((b & 0xf0) == 0x90) {
+        if ((b & 0xf0) == fixPrefix) {
             n = b & 0x0f;
-        } else if (b == 0xdc) {
+        } else if (b == marker16) {
             n = u16();
-        } else if (b == 0xdd) {
+        } else if (b == marker32) {
             n = u32();
         } else {
             throw Decline.INSTANCE;
         }
-        return bounded(n, 1);
+        return bounded(n, bytesPerItem);
     }
 
     /** A string header: its byte length (the payload starts at {@code pos}). */

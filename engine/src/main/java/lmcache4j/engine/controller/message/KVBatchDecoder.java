@@ -53,6 +53,10 @@ public final class KVBatchDecoder {
     private static final byte[] SEQ_NUM = ascii("seq_num");
     private static final byte[] ADMIT_VALUE = ascii("admit");
     private static final byte[] EVICT_VALUE = ascii("evict");
+    /** Each message's fields, in the order its switch reads them. */
+    private static final byte[][] BATCHED_FIELDS = {INSTANCE_ID, WORKER_ID, LOCATION, OPERATIONS};
+    private static final byte[][] FULL_SYNC_FIELDS = {INSTANCE_ID, WORKER_ID, LOCATION, SYNC_ID, BATCH_ID, KEYS};
+    private static final byte[][] OP_FIELDS = {OP_TYPE, KEY, SEQ_NUM};
 
     /** Thrown internally when the frame is not one this decoder takes; never escapes. */
     private static final class Decline extends Exception {
@@ -160,24 +164,9 @@ public final class KVBatchDecoder {
     private boolean batchedFields(int entries) throws Decline {
         int seen = 0;
         for (int e = 0; e < entries; e++) {
-            int len = strHeader();
-            int field;
-            if (equalsAt(INSTANCE_ID, len)) {
-                field = 0;
-            } else if (equalsAt(WORKER_ID, len)) {
-                field = 1;
-            } else if (equalsAt(LOCATION, len)) {
-                field = 2;
-            } else if (equalsAt(OPERATIONS, len)) {
-                field = 3;
-            } else {
-                pos += len;
-                skipValue();
+            int field = nextField(BATCHED_FIELDS, seen);
+            if (field < 0) {
                 continue;
-            }
-            pos += len;
-            if ((seen & (1 << field)) != 0) {
-                throw Decline.INSTANCE; // a duplicate: malformed, the codec says so
             }
             seen |= 1 << field;
             switch (field) {
@@ -187,34 +176,15 @@ public final class KVBatchDecoder {
                 default -> operations();
             }
         }
-        return seen == 0b1111;
+        return seen == allOf(BATCHED_FIELDS);
     }
 
     private boolean fullSyncFields(int entries) throws Decline {
         int seen = 0;
         for (int e = 0; e < entries; e++) {
-            int len = strHeader();
-            int field;
-            if (equalsAt(INSTANCE_ID, len)) {
-                field = 0;
-            } else if (equalsAt(WORKER_ID, len)) {
-                field = 1;
-            } else if (equalsAt(LOCATION, len)) {
-                field = 2;
-            } else if (equalsAt(SYNC_ID, len)) {
-                field = 3;
-            } else if (equalsAt(BATCH_ID, len)) {
-                field = 4;
-            } else if (equalsAt(KEYS, len)) {
-                field = 5;
-            } else {
-                pos += len;
-                skipValue();
+            int field = nextField(FULL_SYNC_FIELDS, seen);
+            if (field < 0) {
                 continue;
-            }
-            pos += len;
-            if ((seen & (1 << field)) != 0) {
-                throw Decline.INSTANCE;
             }
             seen |= 1 << field;
             switch (field) {
@@ -226,7 +196,7 @@ public final class KVBatchDecoder {
                 default -> keyList();
             }
         }
-        return seen == 0b111111;
+        return seen == allOf(FULL_SYNC_FIELDS);
     }
 
     private void operations() throws Decline {
@@ -236,22 +206,9 @@ public final class KVBatchDecoder {
             int entries = mapHeader();
             int seen = 0;
             for (int e = 0; e < entries; e++) {
-                int len = strHeader();
-                int field;
-                if (equalsAt(OP_TYPE, len)) {
-                    field = 0;
-                } else if (equalsAt(KEY, len)) {
-                    field = 1;
-                } else if (equalsAt(SEQ_NUM, len)) {
-                    field = 2;
-                } else {
-                    pos += len;
-                    skipValue();
+                int field = nextField(OP_FIELDS, seen);
+                if (field < 0) {
                     continue;
-                }
-                pos += len;
-                if ((seen & (1 << field)) != 0) {
-                    throw Decline.INSTANCE;
                 }
                 seen |= 1 << field;
                 switch (field) {
@@ -270,11 +227,36 @@ public final class KVBatchDecoder {
                     default -> seqNums[i] = integer(true);
                 }
             }
-            if (seen != 0b111) {
+            if (seen != allOf(OP_FIELDS)) {
                 throw Decline.INSTANCE;
             }
         }
         count = n;
+    }
+
+    /**
+     * The next field name of a map: its index in {@code names}, with {@code pos} at its value. An
+     * unknown field's value is skipped (-1, as the codec ignores unknown fields); a field already in
+     * {@code seen} declines (a duplicate, which the codec refuses).
+     */
+    private int nextField(byte[][] names, int seen) throws Decline {
+        int len = strHeader();
+        for (int f = 0; f < names.length; f++) {
+            if (equalsAt(names[f], len)) {
+                pos += len;
+                if ((seen & (1 << f)) != 0) {
+                    throw Decline.INSTANCE;
+                }
+                return f;
+            }
+        }
+        pos += len;
+        skipValue();
+        return -1;
+    }
+
+    private static int allOf(byte[][] names) {
+        return (1 << names.length) - 1;
     }
 
     private void keyList() throws Decline {

@@ -19,6 +19,7 @@ module lmcache4j.bench {
     exports lmcache4j.bench.concurrent;
     exports lmcache4j.bench.controller;
     exports lmcache4j.bench.demo;
+    exports lmcache4j.bench.demo.cluster;
     exports lmcache4j.bench.disk;
     exports lmcache4j.bench.hash;
     exports lmcache4j.bench.json;

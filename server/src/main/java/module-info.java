@@ -9,6 +9,7 @@ module lmcache4j.server {
     requires transitive lmcache4j.engine;
     requires org.agrona; // the controller index's reverse sets (LongHashSet)
     requires org.zeromq.jeromq; // the controller's PULL, ROUTER and REQ sockets; the lookup server's PULL and PUSH
+    requires java.net.http; // the KV-aware router's client of a controller's HTTP /lookup
     requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
@@ -19,4 +20,5 @@ module lmcache4j.server {
     exports lmcache4j.server.controller.net;
     exports lmcache4j.server.controller.registry;
     exports lmcache4j.server.p2p;
+    exports lmcache4j.server.router;
 }

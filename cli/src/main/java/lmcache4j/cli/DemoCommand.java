@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.logging.Level;
@@ -17,6 +18,10 @@ import lmcache4j.bench.demo.DemoVerdict;
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.bench.demo.ServingSimulator.Settings;
 import lmcache4j.bench.demo.Workload;
+import lmcache4j.bench.demo.cluster.ClusterDemo;
+import lmcache4j.bench.demo.cluster.ClusterReport;
+import lmcache4j.bench.demo.cluster.ClusterSettings;
+import lmcache4j.bench.demo.cluster.Policy;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.remote.BadRemoteUrlException;
@@ -84,6 +89,20 @@ public final class DemoCommand implements CliMain.Command {
     @Option(names = "--quiet", order = 9, description = "no progress bar")
     private boolean quiet;
 
+    private Integer instances;
+    private boolean requestsGiven;
+    private boolean cpuGbGiven;
+
+    @Option(names = "--instances", paramLabel = "N", arity = "0..1", fallbackValue = "" + ClusterSettings.DEFAULT_INSTANCES,
+            order = 14, description = "many instances, one cache: a cache controller and N engine processes (default "
+            + ClusterSettings.DEFAULT_INSTANCES + "), each with its own CPU and disk tier, lookup server and P2P transfer "
+            + "server; the workload is played three times, each on fresh instances: round robin without P2P, round robin "
+            + "with P2P, KV-aware routing with P2P; reports each instance's and the total hit rate, chunks fetched from "
+            + "peers, prefetch hits, bytes verified and mismatches")
+    private void instances(String value) {
+        instances = (int) OptionValues.wholeNumber("--instances", value, 2, ClusterSettings.MAX_INSTANCES);
+    }
+
     private DemoCommand(PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
         this.out = out;
         this.err = err;
@@ -93,12 +112,14 @@ public final class DemoCommand implements CliMain.Command {
     @Option(names = "--requests", paramLabel = "N", order = 0, description = "requests to serve (default " + Settings.DEFAULT_REQUESTS + ")")
     private void requests(String value) {
         requests = (int) OptionValues.wholeNumber("--requests", value, 1, 10_000_000);
+        requestsGiven = true;
     }
 
     @Option(names = "--cpu-gb", paramLabel = "X", order = 1, description = "the CPU tier, max_local_cpu_size in GiB (default "
             + Settings.DEFAULT_CPU_GB + ": small enough to evict)")
     private void cpuGb(String value) {
         cpuGb = decimal("--cpu-gb", value);
+        cpuGbGiven = true;
     }
 
     @Option(names = "--layers", paramLabel = "N", order = 2, description = "attention layers of the model (default "
@@ -208,6 +229,9 @@ public final class DemoCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        if (instances != null) {
+            return cluster();
+        }
         Settings s;
         try {
             s = new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE,
@@ -311,6 +335,103 @@ public final class DemoCommand implements CliMain.Command {
         return verdict.exitStatus();
     }
 
+    /** Requests a policy plays with {@code --instances} unless {@code --requests} says: three policies run in turn. */
+    static final int CLUSTER_REQUESTS = 120;
+    /** Each instance's CPU tier with {@code --instances} unless {@code --cpu-gb} says. */
+    static final double CLUSTER_CPU_GB = 0.5;
+
+    /** {@code --instances}: the multi-instance demo. */
+    private int cluster() {
+        List<String> excluded = new java.util.ArrayList<>();
+        if (disk != null) {
+            excluded.add("--disk");
+        }
+        if (noDisk) {
+            excluded.add("--no-disk");
+        }
+        if (remote != null) {
+            excluded.add("--remote");
+        }
+        if (controllerPull != null) {
+            excluded.add("--controller");
+        }
+        if (instanceId != null) {
+            excluded.add("--instance-id");
+        }
+        if (holdSeconds > 0) {
+            excluded.add("--hold");
+        }
+        if (promptOut != null) {
+            excluded.add("--prompt-out");
+        }
+        if (!excluded.isEmpty()) {
+            return CliMain.usageError(err, "demo", "--instances starts its own controller and instances, each with a "
+                    + "temporary disk tier; it does not take " + String.join(", ", excluded));
+        }
+        Path work;
+        try {
+            work = Files.createTempDirectory("lmcache4j-demo-instances-");
+        } catch (IOException e) {
+            return CliMain.failure(err, "demo", "FAILED: cannot create a temporary directory", e);
+        }
+        try {
+            ClusterSettings cs;
+            try {
+                cs = new ClusterSettings(instances, requestsGiven ? requests : CLUSTER_REQUESTS,
+                        cpuGbGiven ? cpuGb : CLUSTER_CPU_GB, diskGb, layers, seed, work);
+                Settings one = new Settings(1, cs.cpuGb() * cs.instances(), layers, Settings.DEFAULT_KV_HEADS,
+                        Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed,
+                        Workload.Shape.defaults(seed), null, diskGb, null, null);
+                requireMemoryFor(one, MachineMemory.read()); // the instances' CPU tiers together
+            } catch (IllegalArgumentException e) {
+                return CliMain.usageError(err, "demo", e.getMessage());
+            }
+            if (!json) {
+                out.println("== lmcache4j demo --instances: many instances, one cache ==");
+                out.println(machine());
+                out.flush();
+            }
+            // As in the single-instance demo: the report says what the controller's and engines' INFO logs would.
+            Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+            Level previousLevel = lmcacheLogs.getLevel();
+            lmcacheLogs.setLevel(Level.WARNING);
+            ProgressBar[] bar = new ProgressBar[1];
+            Policy[] current = new Policy[1];
+            ClusterReport report;
+            try {
+                report = new ClusterDemo(cs).run((policy, done, total, prompt, reused) -> {
+                    if (policy != current[0]) {
+                        if (bar[0] != null) {
+                            bar[0].finish();
+                        }
+                        if (!quiet && !json) {
+                            err.println(policy.title() + ": " + cs.instances() + " instances");
+                        }
+                        bar[0] = new ProgressBar(err, !quiet && !json);
+                        current[0] = policy;
+                    }
+                    bar[0].update(done, total, prompt, reused);
+                });
+            } finally {
+                if (bar[0] != null) {
+                    bar[0].finish();
+                }
+                lmcacheLogs.setLevel(previousLevel);
+            }
+            out.print(json ? report.json() + System.lineSeparator() : System.lineSeparator() + report.text());
+            out.flush();
+            if (!report.passed()) {
+                err.println("lmcache4j demo: FAILED: " + CliText.escape(String.join("; ", report.failures())));
+                return 1;
+            }
+            return 0;
+        } catch (IOException | RuntimeException e) {
+            return CliMain.failure(err, "demo", "FAILED", e);
+        } finally {
+            deleteQuietly(work, err); // the instances' disk tiers and logs
+        }
+    }
+
     /**
      * Sleeps {@code seconds}, or less when the process is told to stop (SIGTERM, Ctrl-C): a shutdown hook then cuts the
      * hold short and waits (at most 10 s) for the engine to close, so that it deregisters from the controller instead
@@ -369,7 +490,7 @@ public final class DemoCommand implements CliMain.Command {
         return gb == Math.rint(gb) && Math.abs(gb) < 1e15 ? String.valueOf((long) gb) : String.valueOf(gb);
     }
 
-    /** Deletes the temporary disk directory and its chunk files (no subdirectories are made there). */
+    /** Deletes a temporary directory and everything in it. */
     private static void deleteQuietly(Path dir, PrintStream err) {
         if (dir == null) {
             return;

@@ -7,6 +7,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.host.HostArena;
@@ -258,6 +259,14 @@ public final class ServingSimulator implements AutoCloseable {
 
     /** A simulator that shows the paged cache to {@code afterRetrieve} after every retrieve, before verifying it. */
     public ServingSimulator(Settings settings, AfterRetrieve afterRetrieve) {
+        this(settings, afterRetrieve, builder -> { });
+    }
+
+    /**
+     * A simulator whose engine config gets, after the settings' own entries, what {@code moreConfig} sets (the
+     * multi-instance demo's lookup service and P2P entries).
+     */
+    public ServingSimulator(Settings settings, AfterRetrieve afterRetrieve, Consumer<ConfigLoader.Builder> moreConfig) {
         this.settings = settings;
         this.afterRetrieve = java.util.Objects.requireNonNull(afterRetrieve, "afterRetrieve");
         this.workload = new Workload(settings.workload());
@@ -294,6 +303,7 @@ public final class ServingSimulator implements AutoCloseable {
                         .set("controller_reply_url", c.replyUrl())
                         .set("lmcache_instance_id", c.instanceId());
             }
+            moreConfig.accept(builder);
             LMCacheEngineConfig config = builder.build();
             this.engine = LMCacheEngine.create(config, settings.metadata(), KvConnector.host(config), List.of());
             this.remote = engine.storage().tier(RemoteBackend.NAME).map(RemoteBackend.class::cast);
@@ -469,21 +479,39 @@ public final class ServingSimulator implements AutoCloseable {
     }
 
     private void serve(Workload.Request r) {
+        long t0 = System.nanoTime();
+        // The prompt is hashed once, for the lookup and the retrieve.
+        PreparedRequest prepared = engine.prepare(r.prompt(), Map.of());
+        String lookupId = "request-" + r.index();
+        int hit = engine.lookup(prepared, lookupId);
+        tally.lookupNanos += System.nanoTime() - t0;
+        serveLookedUp(r, prepared, hit, lookupId);
+    }
+
+    /**
+     * Hashes a prompt for a request whose lookup comes from elsewhere (the lookup service): the engine learns its
+     * chunks' folded hashes, which the scheduler's asynchronous lookup names.
+     */
+    public PreparedRequest admit(int[] prompt) {
+        return engine.prepare(prompt, Map.of());
+    }
+
+    /**
+     * Serves a request whose prompt was {@link #admit admitted} and looked up elsewhere: {@code hit} tokens were
+     * found (and prefetched for {@code lookupId}, which the retrieve consumes). Poisons, retrieves, verifies every
+     * retrieved byte, computes the rest and stores, as {@link #run} does for each request.
+     *
+     * @return the tokens retrieved
+     */
+    public int serveLookedUp(Workload.Request r, PreparedRequest prepared, int hit, String lookupId) {
         Tally t = tally;
         t.kinds.merge(r.kind(), 1, Integer::sum);
         int[] prompt = r.prompt();
         lastPrompt = prompt;
         int[] sequence = r.sequence();
         long[] hashes = KvModel.prefixHashes(sequence);
-        String lookupId = "request-" + r.index();
         t.promptTokens += prompt.length;
-
-        long t0 = System.nanoTime();
-        // The prompt is hashed once, for the lookup and the retrieve.
-        PreparedRequest prepared = engine.prepare(prompt, Map.of());
-        int hit = engine.lookup(prepared, lookupId);
         long t1 = System.nanoTime();
-        t.lookupNanos += t1 - t0;
         t.lookupHitTokens += hit;
 
         int[] table = blocks.allocate((sequence.length + settings.blockSize() - 1) / settings.blockSize());
@@ -539,9 +567,40 @@ public final class ServingSimulator implements AutoCloseable {
 
             t.storedTokens += engine.store(engine.prepare(sequence, Map.of()), kv, slots);
             t.storeNanos += System.nanoTime() - t5;
+            return retrieved;
         } finally {
             blocks.free(table);
         }
+    }
+
+    /**
+     * What this simulator has served so far.
+     *
+     * @param requests          requests served
+     * @param promptTokens      prompt tokens
+     * @param reusedTokens      prompt tokens retrieved instead of computed
+     * @param lookupHitTokens   tokens the lookups promised
+     * @param shortfalls        requests that retrieved less than their lookup promised
+     * @param maskHoles         retrieves whose mask had a hole
+     * @param verifiedBytes     retrieved bytes checked against the model
+     * @param mismatchingBytes  of those, bytes that differed
+     * @param problems          the first problems, described
+     */
+    public record Totals(int requests, long promptTokens, long reusedTokens, long lookupHitTokens, int shortfalls,
+                         int maskHoles, long verifiedBytes, long mismatchingBytes, List<String> problems) {
+    }
+
+    /** The totals so far. */
+    public Totals totals() {
+        Tally t = tally;
+        int requests = t.kinds.values().stream().mapToInt(Integer::intValue).sum();
+        return new Totals(requests, t.promptTokens, t.reusedTokens, t.lookupHitTokens, t.disagreements, t.maskHoles,
+                t.verifiedBytes, t.mismatchingBytes, List.copyOf(t.problems));
+    }
+
+    /** The engine the simulator drives. */
+    public LMCacheEngine engine() {
+        return engine;
     }
 
     /** Fills the blocks that will receive the {@code tokens} cached tokens, every layer and plane. */

@@ -179,12 +179,13 @@ public record ClusterReport(ClusterSettings settings, List<PolicyRun> runs) {
                         + "prefix%s%n", r.routedToPrefix(), settings.requests(),
                         r.routerFailures() > 0 ? " (" + r.routerFailures() + " routed without it: lookup failed)" : ""));
             }
-            sb.append(String.format(Locale.ROOT, "   %-12s %8s %8s %10s %10s %10s %10s %8s%n", "instance", "requests", "hit",
-                    "from peers", "to peers", "prefetched", "disk reads", "ended"));
+            sb.append(String.format(Locale.ROOT, "   %-12s %8s %7s %10s %8s %10s %10s %9s %6s %7s%n", "instance", "requests", "hit",
+                    "from peers", "to peers", "prefetched", "disk reads", "verified", "wrong", "ended"));
             for (InstanceRun i : r.instances()) {
-                sb.append(String.format(Locale.ROOT, "   %-12s %8d %7.1f%% %10d %10d %10d %10d %8s%n", i.instanceId(), i.routed(),
-                        100 * i.hitRate(), i.count("p2p_chunks"), i.count("served_to_peers"), i.count("prefetch_hits"),
-                        i.count("disk_reads"), String.valueOf(i.ending()).toLowerCase(Locale.ROOT)));
+                sb.append(String.format(Locale.ROOT, "   %-12s %8d %6.1f%% %10d %8d %10d %10d %5.2f GiB %6d %7s%n", i.instanceId(),
+                        i.routed(), 100 * i.hitRate(), i.count("p2p_chunks"), i.count("served_to_peers"),
+                        i.count("prefetch_hits"), i.count("disk_reads"), i.count("verified_bytes") / (double) (1L << 30),
+                        i.count("mismatching_bytes"), String.valueOf(i.ending()).toLowerCase(Locale.ROOT)));
             }
             sb.append(System.lineSeparator());
         }

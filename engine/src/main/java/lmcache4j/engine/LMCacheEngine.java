@@ -81,11 +81,15 @@ public final class LMCacheEngine implements AutoCloseable {
     private final StorageManager storage;
     private final EngineMetrics metrics;
     private final AllocationMode storeMode;
-    private final Map<String, TieredPrefix> lookupPins = new ConcurrentHashMap<>();
+    private final Map<String, LookupPin> lookupPins = new ConcurrentHashMap<>();
+    /** Lookup pins the pin monitor released because no retrieve or unpin came within {@code pin_timeout_sec}. */
+    private final LongAdder lookupPinsExpired = new LongAdder();
+    /** Whether the scan for expired lookup pins is scheduled (on the first pinning lookup). */
+    private final java.util.concurrent.atomic.AtomicBoolean pinMonitorStarted = new java.util.concurrent.atomic.AtomicBoolean();
     private final Map<String, RequestPrefetch> prefetches = new ConcurrentHashMap<>();
     /** Folded chunk hashes → digests, for the lookup service; null unless {@code enable_async_loading}. */
     private final FoldedHashIndex foldedHashes;
-    /** Ends prefetches no retrieve consumed within {@code pin_timeout_sec}; made on first use. */
+    /** Ends prefetches no retrieve consumed and lookup pins no retrieve released within {@code pin_timeout_sec}; made on first use. */
     private volatile ScheduledExecutorService prefetchExpiry;
     private final LongAdder prefetchesStarted = new LongAdder();
     private final LongAdder prefetchesConsumed = new LongAdder();
@@ -764,7 +768,8 @@ public final class LMCacheEngine implements AutoCloseable {
         }
         TieredPrefix prefix = storage.batchedContains(keys, pin);
         if (pin) {
-            lookupPins.put(lookupId, prefix);
+            lookupPins.put(lookupId, new LookupPin(prefix, System.nanoTime()));
+            startPinMonitor();
             storage.touchCache();
         }
         int chunks = prefix.hits() / perChunk;
@@ -775,10 +780,59 @@ public final class LMCacheEngine implements AutoCloseable {
 
     /** Releases the pins of lookup {@code lookupId}; does nothing if it has none. */
     public void lookupUnpin(String lookupId) {
-        TieredPrefix pinned = lookupPins.remove(lookupId);
+        LookupPin pinned = lookupPins.remove(lookupId);
         if (pinned != null) {
-            storage.unpin(pinned);
+            storage.unpin(pinned.prefix());
         }
+    }
+
+    /** A lookup's pins and when they were taken. */
+    private record LookupPin(TieredPrefix prefix, long pinnedAtNanos) {
+    }
+
+    /**
+     * LMCache's pin monitor: every {@code pin_check_interval_sec}, the pins of lookups older than
+     * {@code pin_timeout_sec} whose retrieve (or {@link #lookupUnpin}) never came are released, so
+     * a caller that forgets a lookup cannot keep chunks unevictable for ever. A retrieve that comes
+     * later still loads what is cached; only the guarantee against eviction is gone.
+     */
+    private void startPinMonitor() {
+        if (pinMonitorStarted.compareAndSet(false, true)) {
+            long every = config.pinCheckIntervalSec();
+            expiry().scheduleWithFixedDelay(this::expireLookupPins, every, every, TimeUnit.SECONDS);
+        }
+    }
+
+    private void expireLookupPins() {
+        try {
+            releaseLookupPinsOlderThan(System.nanoTime());
+        } catch (RuntimeException e) { // a failed scan must not end the schedule (it would never run again)
+            LOG.log(Level.WARNING, "the scan for expired lookup pins failed: " + e);
+        }
+    }
+
+    private void releaseLookupPinsOlderThan(long now) {
+        long timeout = TimeUnit.SECONDS.toNanos(config.pinTimeoutSec());
+        int released = 0;
+        for (Map.Entry<String, LookupPin> e : lookupPins.entrySet()) {
+            LookupPin pin = e.getValue();
+            // remove(key, value): a newer lookup with the same id keeps its own pins.
+            if (now - pin.pinnedAtNanos() > timeout && lookupPins.remove(e.getKey(), pin)) {
+                storage.unpin(pin.prefix());
+                lookupPinsExpired.increment();
+                released++;
+            }
+        }
+        if (released > 0) {
+            int n = released;
+            LOG.log(Level.WARNING, () -> "released the pins of " + n + " lookup(s) older than pin_timeout_sec ("
+                    + config.pinTimeoutSec() + " s) that no retrieve or lookupUnpin ended");
+        }
+    }
+
+    /** Lookups whose pins were released by {@code pin_timeout_sec} because no retrieve or unpin came. */
+    public long expiredLookupPins() {
+        return lookupPinsExpired.sum();
     }
 
     // ---- maintenance ------------------------------------------------------------------------
@@ -894,6 +948,11 @@ public final class LMCacheEngine implements AutoCloseable {
         }
         if (prefetchExpiry != null) {
             prefetchExpiry.shutdownNow();
+            try { // a pin scan in flight finishes before the tiers close under it
+                prefetchExpiry.awaitTermination(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
         if (layerCopier != null) {
             layerCopier.shutdown();

@@ -102,6 +102,37 @@ class LMCacheEngineTest {
     }
 
     @Test
+    void aLookupWhoseRetrieveNeverComesIsUnpinnedAfterPinTimeoutSec() throws InterruptedException {
+        double gb = 3 * SyntheticKv.model().chunkBytes(CHUNK) / (double) (1L << 30);
+        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
+                .set("max_local_cpu_size", gb).set("hash_seed", "0").set("pin_timeout_sec", 1)
+                .set("pin_check_interval_sec", 1).build();
+        try (Arena arena = Arena.ofConfined();
+             LMCacheEngine engine = LMCacheEngine.create(config, SyntheticKv.model(), KvConnector.host(), List.of())) {
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            int[] tokens = SyntheticKv.tokens(192, 4);
+            long[] slots = SyntheticKv.slots(192, BLOCKS, 4);
+            SyntheticKv.compute(kv, tokens, slots, 0, 192);
+            engine.store(tokens, null, kv, slots, Map.of());
+            assertEquals(192, engine.lookup(tokens, Map.of(), "forgotten")); // pins all three, never retrieved
+            assertEquals(192, engine.lookup(tokens, Map.of(), "answered")); // a second pin on the same chunks...
+            engine.lookupUnpin("answered"); // ...released properly
+            int[] other = SyntheticKv.tokens(192, 5);
+            SyntheticKv.compute(kv, other, slots, 0, 192);
+            assertEquals(0, engine.store(other, null, kv, slots, Map.of()), "pinned: nothing evictable yet");
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (engine.expiredLookupPins() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertEquals(1, engine.expiredLookupPins(), "the forgotten lookup's pins were released, and only those");
+            assertEquals(0, engine.storage().cpu().allocator().stats().pinnedObjects());
+            assertEquals(192, engine.store(other, null, kv, slots, Map.of()), "its chunks are evictable again");
+            engine.lookupUnpin("forgotten"); // late: nothing left to release, and no double unpin
+            assertEquals(0, engine.storage().cpu().allocator().stats().pinnedObjects());
+        }
+    }
+
+    @Test
     void badInputIsRefusedBeforeAnythingIsStoredOrWritten() {
         try (Arena arena = Arena.ofConfined(); LMCacheEngine engine = engine(4)) {
             PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);

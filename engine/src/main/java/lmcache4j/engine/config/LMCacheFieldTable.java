@@ -173,8 +173,8 @@ final class LMCacheFieldTable {
         // --- operations -----------------------------------------------------------------------
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
                 .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
-                        + "a prefetch (an asynchronous lookup's) that no retrieve consumed within this time releases its "
-                        + "chunks; lookup pins are not force-unpinned yet.").build());
+                        + "a lookup's pins and a prefetch (an asynchronous lookup's) that no retrieve consumed or unpinned "
+                        + "within this time are released.").build());
         f.add(define("pin_check_interval_sec", INT).defaultValue(30).greaterThan(0)
                 .description("Seconds between scans for pins past pin_timeout_sec.").build());
         f.add(define("internal_api_server_enabled", BOOL).defaultValue(false)

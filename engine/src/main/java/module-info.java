@@ -37,4 +37,5 @@ module lmcache4j.engine {
     exports lmcache4j.engine.storage.cpu;
     exports lmcache4j.engine.storage.disk;
     exports lmcache4j.engine.storage.policy;
+    exports lmcache4j.engine.zmq;
 }

@@ -19,6 +19,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -207,7 +208,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
             }
             push = socket(SocketType.PUSH);
             push.setSendTimeOut(0);
-            push.connect(settings.pullAddress());
+            ZmqConnect.connect(push, settings.pullAddress());
             loop();
             flushPending();
             deregister();
@@ -324,7 +325,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         }
         ZMQ.Socket s = socket(type);
         s.setSendTimeOut(0);
-        s.connect(address);
+        ZmqConnect.connect(s, address);
         return s;
     }
 

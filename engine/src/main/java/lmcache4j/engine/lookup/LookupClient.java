@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerKeys;
@@ -88,7 +89,7 @@ public final class LookupClient implements AutoCloseable {
             for (int rank : endpoints.serverWorkerIds()) {
                 ZMQ.Socket push = context.createSocket(SocketType.PUSH);
                 push.setLinger(0);
-                push.connect(endpoints.workerUrl(rank));
+                ZmqConnect.connect(push, endpoints.workerUrl(rank));
                 pushes.add(push);
             }
         } catch (RuntimeException e) {

@@ -9,6 +9,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeoutException;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
@@ -81,7 +82,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
         if (dealer == null) {
             dealer = context.createSocket(SocketType.DEALER);
             dealer.setLinger(0);
-            dealer.connect(replyAddress);
+            ZmqConnect.connect(dealer, replyAddress);
         }
         dealer.sendMore(new byte[0]);
         dealer.send(ControllerCodec.encode(question), 0);

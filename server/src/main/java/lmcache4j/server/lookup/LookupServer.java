@@ -8,6 +8,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.lookup.LookupEndpoints;
 import lmcache4j.engine.lookup.LookupRequest;
@@ -70,7 +71,7 @@ public final class LookupServer implements AutoCloseable {
             pull.bind(workerUrl);
             push = context.createSocket(SocketType.PUSH);
             push.setLinger(0);
-            push.connect(schedulerUrl);
+            ZmqConnect.connect(push, schedulerUrl);
         } catch (RuntimeException e) {
             context.close();
             throw new IllegalStateException("cannot open the lookup server's sockets (" + workerUrl + ", "

@@ -7,6 +7,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -130,7 +131,7 @@ public final class WorkerConnections implements AutoCloseable {
         s.setReceiveTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         s.setSendTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         s.setMaxMsgSize(maxFrameBytes);
-        s.connect(Endpoint.parse(address).connectAddress());
+        ZmqConnect.connect(s, Endpoint.parse(address).connectAddress());
         return s;
     }
 

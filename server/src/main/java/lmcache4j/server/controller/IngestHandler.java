@@ -232,6 +232,7 @@ final class IngestHandler {
         long[] keys = batches.keys();
         try (ChunkIndex.Batch batch = index.batch()) {
             int h = batch.holder(holder(instanceId, workerId, location));
+            batch.touch(keys, n);
             for (int i = 0; i < n; i++) {
                 if (types[i] == KVBatchDecoder.ADMIT) {
                     batch.admit(h, keys[i]);

@@ -15,7 +15,8 @@ import org.agrona.collections.LongHashSet;
  *
  * <p><b>Layout.</b> The forward index is one open-addressing table of (key, holder id) pairs on two
  * primitive arrays ({@link ChunkHolderTable}, 12 bytes a slot, at most 75% full); each holder's
- * reverse index is an Agrona {@link LongHashSet} of its keys (8 bytes a slot, at most 65% full).
+ * reverse index is a {@link KeyLog}, an append-only array of its keys (8 bytes an entry) from which
+ * evicted keys are squeezed out once they outnumber the live ones.
  * Holders, instances and locations are interned into small ints ({@link HolderTable}). About 40
  * bytes per (chunk, holder) entry at 10^7 entries ({@code ./lmcache4j bench controller});
  * {@link #memoryBytes()} counts them.
@@ -42,6 +43,9 @@ public final class ChunkIndex {
     private final AtomicInteger roundRobin = new AtomicInteger();
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
     private long entries;
+    /** Where {@link Batch#touch}'s reads go, so the compiler cannot drop them. */
+    @SuppressWarnings("unused")
+    private long touched;
 
     /** An empty index sized for {@code expectedEntries} (it grows past that). */
     public ChunkIndex(int expectedEntries) {
@@ -78,12 +82,20 @@ public final class ChunkIndex {
             return holders.intern(h);
         }
 
+        /**
+         * Reads the forward table where {@code keys[0..n)} will be probed, so their cache misses
+         * overlap instead of coming one admit at a time; call before admitting or evicting them.
+         */
+        public void touch(long[] keys, int n) {
+            touched += forward.touch(keys, n);
+        }
+
         /** Records that {@code holder} holds {@code key}; false when it already did. */
         public boolean admit(int holder, long key) {
             if (!forward.add(key, holder)) {
                 return false;
             }
-            holders.keysOf[holder].add(key);
+            holders.keysOf[holder].append(key);
             holders.instanceEntries[holders.instanceOf[holder]]++;
             entries++;
             return true;
@@ -94,7 +106,11 @@ public final class ChunkIndex {
             if (!forward.remove(key, holder)) {
                 return false;
             }
-            holders.keysOf[holder].remove(key);
+            KeyLog log = holders.keysOf[holder];
+            log.evicted();
+            if (log.needsCompaction()) {
+                log.compact(k -> forward.contains(k, holder));
+            }
             holders.instanceEntries[holders.instanceOf[holder]]--;
             entries--;
             return true;
@@ -169,22 +185,25 @@ public final class ChunkIndex {
 
     /** Deletes a dead holder's forward entries in slices, then frees its id. */
     private long removeDead(int id) {
-        LongHashSet keys = holders.keysOf[id]; // a dead holder's set is read by this method alone
-        LongHashSet.LongIterator it = keys.iterator();
+        KeyLog keys = holders.keysOf[id]; // a dead holder's log is read by this method alone
         long removed = 0;
+        int next = 0;
         boolean more = true;
         while (more) {
             long stamp = lock.writeLock();
             try {
+                int end = (int) Math.min(keys.length(), (long) next + REMOVE_SLICE);
                 int slice = 0;
-                while (slice < REMOVE_SLICE && (more = it.hasNext())) {
-                    forward.remove(it.nextValue(), id);
-                    slice++;
+                for (; next < end; next++) {
+                    if (forward.remove(keys.at(next), id)) { // false for a stale entry or a repeat
+                        slice++;
+                    }
                 }
                 removed += slice;
                 entries -= slice;
+                more = next < keys.length();
                 if (!more) {
-                    holders.instanceEntries[holders.instanceOf[id]] -= keys.size();
+                    holders.instanceEntries[holders.instanceOf[id]] -= removed;
                     holders.release(id);
                 }
             } finally {
@@ -265,14 +284,15 @@ public final class ChunkIndex {
             if (id < 0) {
                 return new long[0];
             }
-            LongHashSet set = holders.keysOf[id];
-            long[] out = new long[set.size()];
-            int i = 0;
-            LongHashSet.LongIterator it = set.iterator();
-            while (it.hasNext()) {
-                out[i++] = it.nextValue();
-            }
-            return out;
+            LongHashSet seen = new LongHashSet();
+            long[] out = new long[holders.keysOf[id].live()];
+            int[] n = {0};
+            holders.keysOf[id].forEach(k -> {
+                if (forward.contains(k, id) && seen.add(k)) {
+                    out[n[0]++] = k;
+                }
+            });
+            return n[0] == out.length ? out : java.util.Arrays.copyOf(out, n[0]);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -284,7 +304,7 @@ public final class ChunkIndex {
         try {
             List<HolderEntries> out = new ArrayList<>();
             for (int id : holders.liveHolderIds()) {
-                out.add(new HolderEntries(holders.holders[id], holders.keysOf[id].size()));
+                out.add(new HolderEntries(holders.holders[id], holders.keysOf[id].live()));
             }
             out.sort(Comparator.comparing(HolderEntries::holder, HOLDER_ORDER));
             return out;

@@ -4,11 +4,9 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 
-import org.agrona.collections.LongHashSet;
-
 /**
  * Interns holders, instances and locations into small ints and keeps, per holder, the reverse
- * index (the set of its chunk keys) and, per instance, its entry count. Arrays are indexed by id.
+ * index (the log of its chunk keys, {@link KeyLog}) and, per instance, its entry count. Arrays are indexed by id.
  * Every change happens under {@link ChunkIndex}'s write lock, so an optimistic reader that saw one
  * fails validation; readers only have to survive a torn read (bounds are checked).
  *
@@ -32,7 +30,7 @@ final class HolderTable {
     int[] locationOf = new int[8];
     /** 1 while the holder's entries count; 0 once it is being removed (readers skip it). */
     byte[] live = new byte[8];
-    LongHashSet[] keysOf = new LongHashSet[8];
+    KeyLog[] keysOf = new KeyLog[8];
     private int[] freeHolders = new int[8];
     private int freeHolderCount;
     private int holderHighWater;
@@ -62,7 +60,7 @@ final class HolderTable {
         holders[holder] = h;
         instanceOf[holder] = instance;
         locationOf[holder] = location;
-        keysOf[holder] = new LongHashSet();
+        keysOf[holder] = new KeyLog();
         live[holder] = 1;
         instanceHolderCount[instance]++;
         holderIds.put(h, holder);
@@ -111,12 +109,12 @@ final class HolderTable {
         return instanceIds.size();
     }
 
-    /** Bytes of the reverse index (its sets' arrays) and of these tables. */
+    /** Bytes of the reverse index (its logs' arrays) and of these tables. */
     long memoryBytes() {
         long bytes = (long) holders.length * (8 + 4 + 4 + 1 + 8) + (long) instanceNames.length * (8 + 8 + 4);
-        for (LongHashSet s : keysOf) {
-            if (s != null) {
-                bytes += (long) s.capacity() * Long.BYTES;
+        for (KeyLog log : keysOf) {
+            if (log != null) {
+                bytes += log.memoryBytes();
             }
         }
         return bytes;

@@ -123,4 +123,36 @@ class ChunkIndexTest {
             writer.join();
         }
     }
+
+    @Test
+    void aHolderChurningOverFewKeysKeepsItsReverseIndexExactAndSmall() {
+        ChunkIndex index = new ChunkIndex(1 << 10);
+        Holder h = new Holder("churn", 0, "LocalCPUBackend");
+        Holder other = new Holder("other", 0, "LocalCPUBackend");
+        java.util.TreeSet<Long> model = new java.util.TreeSet<>();
+        java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+        for (int op = 1; op <= 60_000; op++) {
+            long key = random.nextInt(200);
+            if (random.nextBoolean()) {
+                assertEquals(model.add(key), index.admit(h, key), "admit " + key + " at op " + op);
+            } else {
+                assertEquals(model.remove(key), index.evict(h, key), "evict " + key + " at op " + op);
+            }
+            index.admit(other, key); // another holder of the same keys, never evicted
+            if (op % 5_000 == 0) {
+                long[] keys = index.keysOf(h);
+                java.util.Arrays.sort(keys);
+                assertEquals(model.stream().mapToLong(Long::longValue).boxed().toList(),
+                        java.util.Arrays.stream(keys).boxed().toList(), "the reverse index at op " + op);
+                assertEquals(model.size() + 200, index.entries());
+                // Compaction keeps the log near its live keys: here well under the 60,000 entries it was appended.
+                assertTrue(index.memoryBytes() < 1 << 20, "index bytes " + index.memoryBytes() + " at op " + op);
+            }
+        }
+        assertEquals(model.size(), index.removeHolder(h), "removal removes exactly the live entries, stale ones skipped");
+        assertEquals(200, index.entries());
+        for (long key = 0; key < 200; key++) {
+            assertEquals(java.util.List.of(other), index.holdersOf(key));
+        }
+    }
 }

@@ -42,7 +42,7 @@ public final class ExtraConfigKeys {
                     + "(LMCache's <key>kv_bytes + <key>metadata, readable by LMCache) or split (parts of "
                     + "redis_split_part_mb plus a manifest written last, fetched over redis_split_connections connections "
                     + "and spread over a cluster's masters; lmcache4j only, beside LMCache's keys in one Redis)");
-    public static final ExtraConfigKey<Integer> REDIS_SPLIT_PART_MB = ExtraConfigKey.countIn("redis_split_part_mb", 1, 8, 4,
+    public static final ExtraConfigKey<Integer> REDIS_SPLIT_PART_MB = ExtraConfigKey.countIn("redis_split_part_mb", 1, 8, lmcache4j.engine.remote.redis.RedisLayout.DEFAULT_PART_MB,
             "lmcache4j: the part size in MiB of redis_layout split (1..8)");
     public static final ExtraConfigKey<Integer> REDIS_SPLIT_CONNECTIONS = ExtraConfigKey.countIn("redis_split_connections",
             1, 16, 4, "lmcache4j: connections over which redis_layout split sends a chunk's parts (1..16)");

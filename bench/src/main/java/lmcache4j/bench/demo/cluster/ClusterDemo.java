@@ -104,8 +104,7 @@ public final class ClusterDemo {
                 int target;
                 if (policy.kvAware()) {
                     Route route = router.route(request.prompt());
-                    target = specs.indexOf(specs.stream().filter(s -> s.instanceId().equals(route.instanceId()))
-                            .findFirst().orElseThrow());
+                    target = router.instances().indexOf(route.instanceId()); // the specs' order
                     routedToPrefix += route.cachedTokens() > 0 ? 1 : 0;
                 } else {
                     target = r % n;

@@ -31,9 +31,4 @@ public record ClusterSettings(int instances, int requests, double cpuGb, double 
         new Settings(requests, cpuGb, layers, Settings.DEFAULT_KV_HEADS, Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_BLOCK_SIZE,
                 Settings.DEFAULT_CHUNK_SIZE, seed, lmcache4j.bench.demo.Workload.Shape.defaults(seed), workDir, diskGb, null, null);
     }
-
-    /** Bytes of KV per token. */
-    long bytesPerToken() {
-        return 2L * layers * Settings.DEFAULT_KV_HEADS * Settings.DEFAULT_HEAD_SIZE * 2;
-    }
 }

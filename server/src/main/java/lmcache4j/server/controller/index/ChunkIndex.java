@@ -284,15 +284,17 @@ public final class ChunkIndex {
             if (id < 0) {
                 return new long[0];
             }
+            KeyLog log = holders.keysOf[id];
             LongHashSet seen = new LongHashSet();
-            long[] out = new long[holders.keysOf[id].live()];
-            int[] n = {0};
-            holders.keysOf[id].forEach(k -> {
-                if (forward.contains(k, id) && seen.add(k)) {
-                    out[n[0]++] = k;
+            long[] out = new long[log.live()];
+            int n = 0;
+            for (int i = 0; i < log.length(); i++) {
+                long k = log.at(i);
+                if (forward.contains(k, id) && seen.add(k)) { // skips stale entries and repeats
+                    out[n++] = k;
                 }
-            });
-            return n[0] == out.length ? out : java.util.Arrays.copyOf(out, n[0]);
+            }
+            return n == out.length ? out : java.util.Arrays.copyOf(out, n);
         } finally {
             lock.unlockRead(stamp);
         }

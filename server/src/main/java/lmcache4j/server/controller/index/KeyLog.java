@@ -14,8 +14,9 @@ import org.agrona.collections.LongHashSet;
  * about twice the live keys plus the doubling slack, and compaction costs one forward probe per
  * entry, paid once per at least as many evicts.
  *
- * <p>Readers go through {@link #forEach}, which may see a stale key or a key twice: callers check
- * the forward table (removal does, as {@code remove(key, holder)} answers false for those).
+ * <p>Readers walk {@link #at} up to {@link #length}, which may give a stale key or a key twice:
+ * callers check the forward table (removal does, as {@code remove(key, holder)} answers false for
+ * those).
  *
  * <p>Not thread-safe: {@link ChunkIndex}'s write lock guards it.
  */
@@ -78,14 +79,7 @@ final class KeyLog {
         keys = Arrays.copyOf(keys, Math.max(16, out + out / 2));
     }
 
-    /** Every entry, stale ones and repeats included, oldest first. */
-    void forEach(java.util.function.LongConsumer action) {
-        for (int i = 0; i < length; i++) {
-            action.accept(keys[i]);
-        }
-    }
-
-    /** The entry at {@code i}, for sliced iteration. */
+    /** The entry at {@code i} (below {@link #length}), stale or a repeat perhaps, oldest first. */
     long at(int i) {
         return keys[i];
     }

@@ -46,7 +46,8 @@ import picocli.CommandLine.Option;
  * or the run failed; 2 for bad arguments (a malformed {@code --remote} URL, a {@code --cpu-gb}
  * beyond the machine's available memory included); 3 when {@code --remote} was given and the
  * remote stored nothing (no put acknowledged and no chunk read back) or never answered; 4 when
- * {@code --controller} was given and the controller never acknowledged the engine's registration. Every
+ * {@code --controller} was given and the controller never acknowledged the engine's registration. With
+ * {@code --instances N} the demo runs a cluster instead ({@link ClusterDemo}) and exits 1 when its report fails. Every
  * failure ends with one line on stderr saying why. The progress bar goes to stderr; the report
  * (or JSON) to stdout.
  */
@@ -61,7 +62,9 @@ import picocli.CommandLine.Option;
                 + "check, or when the run failed (one line says why); 2 for bad arguments, including a malformed --remote URL and "
                 + "a --cpu-gb larger than the machine's available memory; 3 when --remote was given and the remote stored nothing "
                 + "(no put acknowledged, no chunk read back) or never answered; 4 when --controller was given and the controller "
-                + "never acknowledged the engine's registration."})
+                + "never acknowledged the engine's registration. With --instances: 0 when all three policies verified every byte; 1 "
+                + "when a byte was wrong, a retrieve fell short of its lookup, an instance leaked, died or did not close, round "
+                + "robin with P2P fetched nothing from a peer, or KV-aware routing did not beat round robin."})
 public final class DemoCommand implements CliMain.Command {
     private final PrintStream out;
     private final PrintStream err;

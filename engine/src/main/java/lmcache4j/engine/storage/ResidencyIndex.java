@@ -127,6 +127,17 @@ public final class ResidencyIndex<V> {
         });
     }
 
+    /** For each of {@code keys}, whether it is held: one lock acquisition for all of them. */
+    public boolean[] containsEach(List<? extends CacheKey> keys) {
+        return locked(() -> {
+            boolean[] held = new boolean[keys.size()];
+            for (int i = 0; i < held.length; i++) {
+                held[i] = entries.containsKey(keys.get(i));
+            }
+            return held;
+        });
+    }
+
     /** How many of {@code keys}, from the first, are held (a prefix); with {@code pin} as {@link #contains}. */
     public int prefixHits(List<? extends CacheKey> keys, boolean pin) {
         return locked(() -> StorageBackend.leadingHits(keys, key -> contains(key, pin)));

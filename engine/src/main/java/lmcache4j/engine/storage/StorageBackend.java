@@ -44,6 +44,18 @@ public interface StorageBackend extends AutoCloseable, MetricsSource {
         return leadingHits(keys, key -> contains(key, pin));
     }
 
+    /**
+     * For each of {@code keys}, whether the tier holds it (no pinning, no recency change): one call
+     * for a whole store's chunks, which a tier under a lock answers under one acquisition.
+     */
+    default boolean[] containsEach(List<? extends CacheKey> keys) {
+        boolean[] held = new boolean[keys.size()];
+        for (int i = 0; i < held.length; i++) {
+            held[i] = contains(keys.get(i), false);
+        }
+        return held;
+    }
+
     /** How many of {@code keys}, from the first, {@code hit} accepts before the first it does not. */
     static int leadingHits(List<? extends CacheKey> keys, Predicate<? super CacheKey> hit) {
         int hits = 0;

@@ -295,14 +295,33 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
         return Optional.empty();
     }
 
-    /** Whether a local tier (memory or disk, not a remote store) holds {@code key}. */
-    public boolean containsLocally(CacheKey key) {
+    /**
+     * For each of {@code keys}, whether a local tier (memory or disk, not a remote store) holds it:
+     * each local tier is asked once for the keys no tier above it holds.
+     */
+    public boolean[] containedLocally(List<? extends CacheKey> keys) {
+        boolean[] held = new boolean[keys.size()];
         for (StorageBackend tier : active()) {
-            if (tier.isLocal() && tier.contains(key, false)) {
-                return true;
+            if (!tier.isLocal()) {
+                continue;
+            }
+            List<CacheKey> asked = new ArrayList<>();
+            List<Integer> at = new ArrayList<>();
+            for (int i = 0; i < held.length; i++) {
+                if (!held[i]) {
+                    asked.add(keys.get(i));
+                    at.add(i);
+                }
+            }
+            if (asked.isEmpty()) {
+                break;
+            }
+            boolean[] answer = tier.containsEach(asked);
+            for (int j = 0; j < answer.length; j++) {
+                held[at.get(j)] |= answer[j];
             }
         }
-        return false;
+        return held;
     }
 
     /**

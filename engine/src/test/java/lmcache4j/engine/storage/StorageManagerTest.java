@@ -41,6 +41,23 @@ class StorageManagerTest {
     }
 
     @Test
+    void containedLocallyAsksEachLocalTierOnceForWhatTheTiersAboveLack() {
+        LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
+        SecondaryTier lower = new SecondaryTier("LowerTier", null);
+        try (StorageManager storage = new StorageManager(cpu, List.of(lower))) {
+            List<MemoryObj> inCpu = chunks(cpu, 0, 2);
+            storage.batchedPut(keys(0, 2), inCpu, Optional.of("LocalCPUBackend"));
+            List<MemoryObj> below = chunks(cpu, 3, 4);
+            storage.batchedPut(keys(3, 4), below, Optional.of("LowerTier"));
+            long before = cpu.lock().acquisitions();
+            boolean[] held = storage.containedLocally(keys(0, 5));
+            assertEquals(1, cpu.lock().acquisitions() - before, "the CPU tier answered all five under one acquisition");
+            assertEquals("[true, true, false, true, false]", java.util.Arrays.toString(held));
+            assertEquals(0, storage.containedLocally(List.of()).length);
+        }
+    }
+
+    @Test
     void tieredPrefixLookupAsksEachTierForTheRemainderAndGetsWriteBack() {
         LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
         SecondaryTier lower = new SecondaryTier("LowerTier", null);

@@ -107,6 +107,11 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     @Override
+    public boolean[] containsEach(List<? extends CacheKey> keys) {
+        return hot.containsEach(keys);
+    }
+
+    @Override
     public Optional<MemoryObj> getBlocking(CacheKey key) {
         lock.lock();
         try {

@@ -20,6 +20,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
@@ -162,7 +163,7 @@ class ControllerWorkerTest {
             ZMQ.Socket req = zmq.createSocket(SocketType.REQ);
             req.setLinger(0);
             req.setReceiveTimeOut(10_000);
-            req.connect("tcp://" + worker.controlIp() + ":" + worker.controlPort());
+            ZmqConnect.connect(req, "tcp://" + worker.controlIp() + ":" + worker.controlPort());
             store(engine, arena, 256, 5);
             int[] tokens = SyntheticKv.tokens(256, 5);
 

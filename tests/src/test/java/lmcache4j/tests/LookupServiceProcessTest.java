@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.lookup.LookupClient;
 import org.junit.jupiter.api.Test;
@@ -96,7 +97,7 @@ class LookupServiceProcessTest {
         try (ZContext context = new ZContext()) {
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(5000);
-            push.connect(url);
+            ZmqConnect.connect(push, url);
             for (int m = 0; m < messages; m++) {
                 int n = 1 + random.nextInt(8);
                 List<byte[]> frames = new ArrayList<>();

@@ -18,6 +18,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ErrorMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
@@ -90,7 +91,7 @@ class ControllerFuzzTest {
             assertEquals(requests, errors);
             ZMQ.Socket raw = ctx.createSocket(SocketType.DEALER);
             raw.setReceiveTimeOut(30_000);
-            raw.connect(controller.replyEndpoint().connectAddress());
+            ZmqConnect.connect(raw, controller.replyEndpoint().connectAddress());
             raw.send("x", ZMQ.SNDMORE); // not an empty delimiter: a broken envelope
             raw.send("y", ZMQ.SNDMORE);
             raw.send("z", 0);

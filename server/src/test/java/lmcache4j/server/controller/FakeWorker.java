@@ -11,6 +11,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControlMsg;
 import lmcache4j.engine.controller.message.ControlRetMsg;
 import lmcache4j.engine.controller.message.ControllerCodec;
@@ -48,7 +49,7 @@ final class FakeWorker implements AutoCloseable {
         this.workerId = workerId;
         push = context.createSocket(SocketType.PUSH);
         push.setLinger(1000);
-        push.connect(controller.pullEndpoint().connectAddress());
+        ZmqConnect.connect(push, controller.pullEndpoint().connectAddress());
         dealer = dealer(controller.replyEndpoint());
         heartbeatDealer = dealer(controller.advertisedHeartbeat());
         rep = repContext.createSocket(SocketType.REP);
@@ -65,7 +66,7 @@ final class FakeWorker implements AutoCloseable {
         ZMQ.Socket s = context.createSocket(SocketType.DEALER);
         s.setLinger(0);
         s.setReceiveTimeOut(30_000); // generous: a loaded 2-core CI machine slows round trips 20-fold
-        s.connect(at.connectAddress());
+        ZmqConnect.connect(s, at.connectAddress());
         return s;
     }
 

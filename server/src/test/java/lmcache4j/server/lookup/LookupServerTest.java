@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.allocator.DType;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
@@ -100,6 +101,12 @@ class LookupServerTest {
             assertEquals(TOKENS, client.lookupBlocking(tokens, "req-2", Map.of(), Duration.ofSeconds(10)),
                     "still serving after the junk");
             engine.releasePrefetch("req-2");
+            // The sender thread counts an answer after handing it to its socket, which can be after the
+            // client already read it: wait (bounded) for the count rather than race it.
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (server.stats().answered() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
             LookupServer.Stats stats = server.stats();
             assertTrue(stats.malformed() >= junk * 9 / 10, stats + " after " + junk + " junk messages");
             assertEquals(2, stats.answered(), stats.toString());
@@ -129,7 +136,7 @@ class LookupServerTest {
         try (ZContext context = new ZContext()) {
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(5000);
-            push.connect(url);
+            ZmqConnect.connect(push, url); // a burst right after connect: the handshake timer matters (ZmqConnect)
             List<byte[]> valid = LookupWire.encodeRequest(new lmcache4j.engine.lookup.LookupRequest("junk",
                     new long[]{1, 2}, new int[]{64, 64}, Map.of()));
             for (int m = 0; m < messages; m++) {

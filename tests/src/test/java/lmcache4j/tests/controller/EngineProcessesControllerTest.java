@@ -57,9 +57,14 @@ class EngineProcessesControllerTest {
             controller.kill9();
             ControllerProcess restarted = ControllerProcess.start("controller-2", ports, CHUNK, WORKER_TIMEOUT, tmp);
             processes.add(restarted);
-            assertEquals(0L, ControllerHttp.tokensOf(restarted.http().lookup(promptB), "engine-b"), "a new index starts empty");
             restarted.http().awaitLookup(promptB, r -> "engine-b".equals(r.get("best_instance")), Duration.ofSeconds(60),
                     "engine-b back in the restarted controller's index through its full sync");
+            // The new process started with an empty index, so the entries can only have come from the engine's full
+            // sync (asking "is it empty?" first would race a fast re-registration): its batches were counted.
+            String metrics = restarted.http().metrics();
+            assertTrue(metrics.lines().anyMatch(l -> l.startsWith("lmcache4j_controller_messages_total{")
+                    && l.contains("type=\"FullSyncBatchMsg\"") && Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1)) >= 1),
+                    "the restarted controller received the engine's full sync: " + metrics);
             assertTrue(b.process.isAlive(), "the engine served on through the controller's death: " + b.process.output());
         } finally {
             for (int i = processes.size() - 1; i >= 0; i--) {

@@ -13,7 +13,7 @@ import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
 
 /**
- * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N]}: the engine's store
+ * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N] [--no-streaming-stores]}: the engine's store
  * and retrieve bandwidth against memcpy of the same bytes ({@link StoreBench}), as a table or one
  * JSON object; {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
  * exit status 2 for a usage error, 1 when the benchmark fails or the retrieved KV is wrong.
@@ -71,6 +71,10 @@ public final class StoreBenchCommand implements CliMain.Command {
         copyThreads = intArg("--copy-threads", value, 1, 1024);
     }
 
+    @Option(names = "--no-streaming-stores", order = 5, description = "write the engine's copies with ordinary cached "
+            + "stores (copy_streaming_stores: false) instead of the streaming stores the machine offers")
+    private boolean noStreamingStores;
+
     /** Runs {@code bench store} with these arguments (those after {@code store}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         return BenchCommand.run("store", args, out, err);
@@ -80,7 +84,8 @@ public final class StoreBenchCommand implements CliMain.Command {
     public Integer call() {
         Result r;
         try {
-            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads), err);
+            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads)
+                    .withStreamingStores(!noStreamingStores), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench store", "the benchmark failed", e);
         }
@@ -123,6 +128,7 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .bool("store_meets_chunk_memcpy_target", r.storeVsChunkMemcpy() >= TARGET_RATIO)
                 .bool("retrieve_meets_chunk_memcpy_target", r.retrieveVsChunkMemcpy() >= TARGET_RATIO)
                 .integer("copy_threads", r.copyThreads())
+                .string("copy_streaming_stores", r.streamingStores())
                 .number("target_ratio", TARGET_RATIO, 2)
                 .bool("store_meets_target", r.storeVsMemcpy() >= TARGET_RATIO)
                 .bool("retrieve_meets_target", r.retrieveVsMemcpy() >= TARGET_RATIO)
@@ -158,7 +164,8 @@ public final class StoreBenchCommand implements CliMain.Command {
                         + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps; "
                         + "chunk_memcpy_gbps: one MemorySegment.copy of all the run's bytes, contiguous -> contiguous, "
                         + "store_vs_chunk_memcpy and retrieve_vs_chunk_memcpy divide by it; store and retrieve copy each "
-                        + "chunk on copy_threads threads, every memcpy baseline runs on one")
+                        + "chunk on copy_threads threads, with the copy_streaming_stores it names (avx2/sse2 streaming stores, or off), "
+                        + "every memcpy baseline runs on one with MemorySegment.copy")
                 .toString();
     }
 
@@ -181,9 +188,9 @@ public final class StoreBenchCommand implements CliMain.Command {
                 r.storeVsMemcpy(), r.retrieveVsMemcpy(), TARGET_RATIO,
                 r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "NOT met",
                 r.storeGbps() / r.memcpyWholeGbps(), r.retrieveGbps() / r.memcpyWholeGbps()));
-        sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d; against one contiguous copy: store_vs_chunk_memcpy %.3f, "
-                        + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.storeVsChunkMemcpy(),
-                r.retrieveVsChunkMemcpy(), TARGET_RATIO,
+        sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d, streaming stores %s; against one contiguous copy: store_vs_chunk_memcpy %.3f, "
+                        + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.streamingStores(),
+                r.storeVsChunkMemcpy(), r.retrieveVsChunkMemcpy(), TARGET_RATIO,
                 r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "NOT met"));
         sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
                 + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),

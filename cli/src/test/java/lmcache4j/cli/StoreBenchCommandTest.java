@@ -39,6 +39,15 @@ class StoreBenchCommandTest {
     }
 
     @Test
+    void theStreamingStoresAreNamedAndCanBeTurnedOff() {
+        String on = run(0, "--json", "--chunks", "1", "--runs", "1", "--warmup", "0")[0];
+        String expected = lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label()).orElse("off \\(.*\\)");
+        assertTrue(on.matches("(?s).*\"copy_streaming_stores\": \"" + expected + "\", .*\"mismatches\": 0, .*"), on);
+        String off = run(0, "--json", "--chunks", "1", "--runs", "1", "--warmup", "0", "--no-streaming-stores")[0];
+        assertTrue(off.matches("(?s).*\"copy_streaming_stores\": \"off \\(turned off\\)\", .*\"mismatches\": 0, .*"), off);
+    }
+
+    @Test
     void theTableNamesTheLimitAndTheTarget() {
         String table = run(0, "--chunks", "1", "--runs", "1", "--warmup", "0")[0];
         assertTrue(table.contains("memcpy gather") && table.contains("target >= 0.85")

@@ -188,7 +188,7 @@ public final class LMCacheEngine implements AutoCloseable {
         }
         LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
                 + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()
-                + " bytes, copies on " + connector.executorName() + " (" + connector.copyThreads() + " thread(s) per chunk), chunk " + config.chunkSize() + " tokens");
+                + " bytes, copies on " + connector.executorName() + " (" + connector.copyThreads() + " thread(s) per chunk, streaming stores " + connector.streamingStores() + "), chunk " + config.chunkSize() + " tokens");
         return engine;
     }
 

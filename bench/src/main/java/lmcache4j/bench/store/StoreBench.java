@@ -68,9 +68,11 @@ public final class StoreBench {
      * @param chunkSize tokens per chunk (256)
      * @param seed      tokens' and block tables' seed
      * @param copyThreads threads, the caller included, that copy one chunk ({@code copy_threads})
+     * @param streamingStores whether the engine writes copies with streaming stores where the machine
+     *                        offers them ({@code copy_streaming_stores})
      */
     public record Settings(int chunks, int runs, int warmup, int layers, int kvHeads, int headSize, int blockSize,
-                           int chunkSize, long seed, int copyThreads) {
+                           int chunkSize, long seed, int copyThreads, boolean streamingStores) {
         public static final int DEFAULT_CHUNKS = 16;
         public static final int DEFAULT_RUNS = 9;
         public static final int DEFAULT_WARMUP = 3;
@@ -87,19 +89,23 @@ public final class StoreBench {
         /** Llama-3-8B: 32 layers, 8 KV heads × 128, bf16, 16-token blocks, 256-token chunks; copy threads sized from the machine. */
         public static Settings defaults() {
             return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 8, 128, 16, 256, 42,
-                    HostCopyPool.machineThreads());
+                    HostCopyPool.machineThreads(), true);
         }
 
         public Settings withChunks(int n) {
-            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads);
+            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streamingStores);
         }
 
         public Settings withRuns(int runs, int warmup) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads);
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streamingStores);
         }
 
         public Settings withCopyThreads(int threads) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, threads);
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, threads, streamingStores);
+        }
+
+        public Settings withStreamingStores(boolean streaming) {
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streaming);
         }
 
         public long vectorBytes() {
@@ -126,7 +132,7 @@ public final class StoreBench {
     /** Per measured run, GB/s of each operation. */
     public record Result(Settings settings, double[] store, double[] retrieve, double[] memcpyGather,
                          double[] memcpyScatter, double[] memcpyWhole, double[] memcpyContiguous, long runBytes,
-                         long cpuTierBytes, int copyThreads,
+                         long cpuTierBytes, int copyThreads, String streamingStores,
                          double engineStoreCopyGbps, double engineRetrieveCopyGbps, long verifiedBytes, long mismatches) {
         public double storeGbps() {
             return median(store);
@@ -217,8 +223,9 @@ public final class StoreBench {
             double cpuGb = (s.totalBytes() + s.chunkBytes()) / (double) (1L << 30);
             LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of())
                     .set("chunk_size", s.chunkSize()).set("max_local_cpu_size", cpuGb).set("hash_seed", "0")
-                    .set("copy_threads", s.copyThreads()).build();
-            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), KvConnector.host(config), List.of())) {
+                    .set("copy_threads", s.copyThreads()).set("copy_streaming_stores", s.streamingStores()).build();
+            KvConnector connector = KvConnector.host(config);
+            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), connector, List.of())) {
                 int n = s.runs();
                 double[] store = new double[n];
                 double[] retrieve = new double[n];
@@ -271,7 +278,7 @@ public final class StoreBench {
                 long mismatches = KvModel.mismatchingBytes(kv, hashes, retrieveSlots, 0, tokens);
                 MetricsSnapshot after = engine.metrics().snapshot();
                 return new Result(s, store, retrieve, memGather, memScatter, memWhole, memContiguous, bytes,
-                        engine.storage().memoryCapacityBytes(), KvConnector.copyThreads(config),
+                        engine.storage().memoryCapacityBytes(), KvConnector.copyThreads(config), connector.streamingStores(),
                         ServingSimulator.copyGbps(before.storedBytes(), before.storeGbps(), after.storedBytes(), after.storeGbps()),
                         ServingSimulator.copyGbps(before.retrievedBytes(), before.retrieveGbps(), after.retrievedBytes(), after.retrieveGbps()),
                         (long) tokens * KvModel.bytesPerToken(kv), mismatches);

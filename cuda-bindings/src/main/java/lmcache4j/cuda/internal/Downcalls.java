@@ -135,6 +135,22 @@ public final class Downcalls {
     /** {@code long syscall(long number, ...)} with six variadic {@code long} arguments (mbind, get_mempolicy). */
     public static final Downcall syscall6WithErrno = new Downcall("syscall",
             FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG), true, OptionalInt.of(1));
+    /**
+     * {@code int mprotect(void *addr, size_t len, int prot)}, relinked by Posix to report errno: it
+     * turns {@code StreamingCopy}'s code page from writable to executable. Outside the jextract
+     * subset, so looked up by name ({@link #libcSymbol}).
+     */
+    public static final Downcall mprotectWithErrno = new Downcall("mprotect",
+            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT), true, OptionalInt.empty());
+
+    // lmcache4j's own machine code.
+    /**
+     * {@code void copy(const char *src, char *dst, const long *runs, long count)}: the streaming-store
+     * copy routine {@code lmcache4j.cuda.cpu.StreamingCopy} writes into an executable page and links
+     * at that page's address. The symbol is a name for messages only; it is never looked up.
+     */
+    public static final Downcall lmcache4jStreamingCopy = plain("lmcache4j_streaming_copy",
+            FunctionDescriptor.ofVoid(C_POINTER, C_POINTER, C_POINTER, C_LONG));
 
     /** Every downcall above, in declaration order. */
     public static final List<Downcall> ALL = List.of(
@@ -193,7 +209,9 @@ public final class Downcalls {
             munlockWithErrno,
             getcpuWithErrno,
             getrlimitWithErrno,
-            syscall6WithErrno);
+            syscall6WithErrno,
+            mprotectWithErrno,
+            lmcache4jStreamingCopy);
 
     private Downcalls() {
     }
@@ -201,6 +219,11 @@ public final class Downcalls {
     /** The handle for {@code downcall} at {@code address}, linked with the downcall's own options. */
     public static MethodHandle link(MemorySegment address, Downcall downcall) {
         return Linker.nativeLinker().downcallHandle(address, downcall.descriptor(), downcall.linkerOptions());
+    }
+
+    /** The address of the C library function {@code symbol}, for the few calls outside the jextract subset. */
+    public static MemorySegment libcSymbol(String symbol) {
+        return Linker.nativeLinker().defaultLookup().findOrThrow(symbol);
     }
 
     private static Downcall plain(String symbol, FunctionDescriptor descriptor) {

@@ -21,6 +21,8 @@ import lmcache4j.cuda.internal.libc.rlimit;
  */
 public final class Posix {
     public static final int PROT_NONE = libc_h.PROT_NONE();
+    /** {@code PROT_EXEC}: 4 on every Linux architecture (outside the jextract subset, like {@link #mprotect}). */
+    public static final int PROT_EXEC = 4;
     public static final int PROT_READ = libc_h.PROT_READ();
     public static final int PROT_WRITE = libc_h.PROT_WRITE();
     public static final int MAP_PRIVATE = libc_h.MAP_PRIVATE();
@@ -45,6 +47,8 @@ public final class Posix {
     public static final int EAGAIN = libc_h.EAGAIN();
     public static final int ENOSYS = libc_h.ENOSYS();
     public static final int EFAULT = libc_h.EFAULT();
+    /** {@code EACCES}: 13 on every Linux architecture (outside the jextract subset). */
+    public static final int EACCES = 13;
 
     /** Bits in the node masks passed to mbind: Linux's MAX_NUMNODES on the largest configurations. */
     private static final int MAX_NODES = 1024;
@@ -60,6 +64,7 @@ public final class Posix {
         static final MethodHandle MLOCK = Downcalls.link(libc_h.mlock$address(), Downcalls.mlockWithErrno);
         static final MethodHandle MUNLOCK = Downcalls.link(libc_h.munlock$address(), Downcalls.munlockWithErrno);
         static final MethodHandle GETCPU = Downcalls.link(libc_h.getcpu$address(), Downcalls.getcpuWithErrno);
+        static final MethodHandle MPROTECT = Downcalls.link(Downcalls.libcSymbol("mprotect"), Downcalls.mprotectWithErrno);
         static final MethodHandle GETRLIMIT = Downcalls.link(libc_h.getrlimit$address(), Downcalls.getrlimitWithErrno);
         /** {@code long syscall(long number, ...)} with six variadic {@code long} arguments. */
         static final MethodHandle SYSCALL6 = Downcalls.link(libc_h.syscall.address(), Downcalls.syscall6WithErrno);
@@ -142,6 +147,31 @@ public final class Posix {
                     + "or turn mlock off"
                     : null;
             throw new PosixException("mlock(" + hex(region) + ", " + region.byteSize() + ")", errno[0], hint);
+        }
+    }
+
+    /**
+     * Sets the protection of {@code region}, which must start on a page boundary
+     * ({@code mprotect(2)}), to {@code prot}: a combination of {@link #PROT_READ},
+     * {@link #PROT_WRITE}, {@link #PROT_EXEC}, or {@link #PROT_NONE}. A region made unwritable must
+     * not be written from Java afterwards: the write would fault.
+     */
+    public static void mprotect(MemorySegment region, int prot) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CapturedErrno.allocateCaptureState(arena);
+            int rc = (int) Calls.MPROTECT.invokeExact(state, region, region.byteSize(), prot);
+            if (rc != 0) {
+                int errno = CapturedErrno.errno(state);
+                throw new PosixException("mprotect(" + hex(region) + ", " + region.byteSize() + ", prot=0x"
+                        + Integer.toHexString(prot) + ")", errno,
+                        (prot & PROT_EXEC) != 0 && (errno == EACCES || errno == EPERM)
+                                ? "the system forbids executable anonymous memory (SELinux execmem, PaX or a seccomp policy)"
+                                : null);
+            }
+        } catch (PosixException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError("mprotect downcall failed", t);
         }
     }
 

@@ -30,6 +30,21 @@ class PosixTest {
     }
 
     @Test
+    void mprotectChangesAPageAndNamesItsErrors() {
+        try (AnonymousMapping mapping = AnonymousMapping.map(2 * Posix.pageSize(), false, false)) {
+            MemorySegment page = mapping.segment().asSlice(0, Posix.pageSize());
+            Posix.mprotect(page, Posix.PROT_READ);
+            assertEquals(0L, page.get(ValueLayout.JAVA_LONG, 0), "still readable");
+            Posix.mprotect(page, Posix.PROT_READ | Posix.PROT_WRITE);
+            page.set(ValueLayout.JAVA_LONG, 0, 42L);
+            assertEquals(42L, page.get(ValueLayout.JAVA_LONG, 0));
+            PosixException e = assertThrows(PosixException.class,
+                    () -> Posix.mprotect(mapping.segment().asSlice(1, 64), Posix.PROT_READ));
+            assertTrue(e.getMessage().contains("mprotect") && e.getMessage().contains("EINVAL"), e.getMessage());
+        }
+    }
+
+    @Test
     void accessAfterCloseThrowsInsteadOfTouchingUnmappedMemory() {
         AnonymousMapping mapping = AnonymousMapping.map(8192, false, false);
         MemorySegment memory = mapping.segment();

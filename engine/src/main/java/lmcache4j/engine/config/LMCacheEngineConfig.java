@@ -198,6 +198,11 @@ public final class LMCacheEngineConfig {
         return Optional.ofNullable((Integer) values.get("copy_threads"));
     }
 
+    /** {@code copy_streaming_stores} (lmcache4j only, default true): host copies use streaming stores where offered. */
+    public boolean copyStreamingStores() {
+        return bool("copy_streaming_stores");
+    }
+
     // --- blending -----------------------------------------------------------------------------
 
     /** {@code enable_blending} (default false). */

@@ -111,6 +111,11 @@ final class LMCacheFieldTable {
                         + "KV cache and host memory (store gathers, retrieve scatters); helpers join only for plans of "
                         + "at least 1 MiB per thread and only while idle. Ignored by the CUDA connector. Unset: the "
                         + "machine's cores, at most 8.").build());
+        f.add(define("copy_streaming_stores", BOOL).defaultValue(true).lmcache4jOnly()
+                .description("lmcache4j only: write host copies of at least 1 MiB with non-temporal (streaming) stores "
+                        + "where the machine offers them (x86-64 Linux: AVX2, else SSE2), so a gather's short runs do "
+                        + "not first read every destination line from memory. false: ordinary cached stores "
+                        + "(MemorySegment.copy) everywhere. Ignored by the CUDA connector.").build());
         f.add(define("enable_blending", BOOL).defaultValue(false)
                 .description("CacheBlend: reuse non-prefix segments split at blend_special_str. Forces save_unfull_chunk.").build());
         f.add(define("blend_recompute_ratios", DOUBLE_LIST).nullable()

@@ -24,6 +24,14 @@ public interface CopyExecutor extends AutoCloseable {
         return 1;
     }
 
+    /**
+     * How host copies write their destination: {@code avx2} or {@code sse2} streaming stores, or
+     * {@code off (why)}; {@code none} for an executor that does not copy on the host.
+     */
+    default String streamingStores() {
+        return "none";
+    }
+
     @Override
     void close();
 }

@@ -3,8 +3,9 @@ package lmcache4j.engine.connector;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Copies with {@link MemorySegment#copy}, for KV caches in host memory: each plan is split across
- * the calling thread and the helpers of a {@link HostCopyPool}. Synchronous: a plan is copied when
+ * Copies for KV caches in host memory, with streaming stores where the machine offers them and
+ * {@link MemorySegment#copy} otherwise: each plan is split across the calling thread and the
+ * helpers of a {@link HostCopyPool}. Synchronous: a plan is copied when
  * {@code gather} or {@code scatter} returns.
  */
 public final class HostCopyExecutor implements CopyExecutor {
@@ -15,9 +16,17 @@ public final class HostCopyExecutor implements CopyExecutor {
         this(1);
     }
 
-    /** An executor that splits each plan across up to {@code threads} threads, the caller included. */
+    /**
+     * An executor that splits each plan across up to {@code threads} threads, the caller included,
+     * writing with streaming stores where the machine offers them.
+     */
     public HostCopyExecutor(int threads) {
-        this.pool = new HostCopyPool(threads);
+        this(threads, true);
+    }
+
+    /** As {@link #HostCopyExecutor(int)}; {@code streamingStores} false writes with ordinary cached stores. */
+    public HostCopyExecutor(int threads, boolean streamingStores) {
+        this.pool = new HostCopyPool(threads, streamingStores);
     }
 
     @Override
@@ -43,6 +52,11 @@ public final class HostCopyExecutor implements CopyExecutor {
     @Override
     public int threads() {
         return pool.threads();
+    }
+
+    @Override
+    public String streamingStores() {
+        return pool.streamingStores();
     }
 
     /** The pool the copies run on. */

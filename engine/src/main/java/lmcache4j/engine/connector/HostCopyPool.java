@@ -11,6 +11,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
+import lmcache4j.cuda.cpu.StreamingCopy;
+import lmcache4j.cuda.cpu.StreamingCopyBatch;
+
 /**
  * Carries out one {@link CopyPlan} on several threads: the calling thread and up to
  * {@code threads - 1} helper threads (daemons, started on first need, stopped by {@link #close()}).
@@ -23,6 +26,12 @@ import java.util.concurrent.locks.LockSupport;
  * itself. Helpers are asked only while idle, and only as many as the plan's bytes justify
  * ({@link #MIN_BYTES_PER_THREAD} each), so a small plan or a busy pool costs nothing but the caller's
  * own copy.
+ *
+ * <p>Each participant writes with streaming stores ({@link StreamingCopy}) where the machine offers
+ * them and the plan is at least {@link #MIN_STREAMING_PLAN_BYTES}: a gather's 32 KiB runs written
+ * through the cache cost a read of every destination line first, which is what kept one thread at
+ * half of a large copy. Runs the routine cannot take (misaligned, not a whole number of its steps)
+ * are copied with {@link MemorySegment#copy}, in plan order.
  *
  * <p>Thread-safe: many callers may run plans at once (they share the helpers). A closed pool, or a
  * plan whose memory other threads cannot access (a confined arena), runs on the caller alone.
@@ -37,12 +46,20 @@ public final class HostCopyPool implements AutoCloseable {
     private static final long PIECE_BYTES = 256L << 10;
     /** The most threads a pool sized from the machine gets: a few saturate a socket's memory bandwidth. */
     public static final int MAX_DEFAULT_THREADS = 8;
+    /**
+     * The smallest plan copied with streaming stores: below it the destination may well still be in
+     * the cache when it is next read, which streaming stores would have pushed out to memory.
+     */
+    public static final long MIN_STREAMING_PLAN_BYTES = 1L << 20;
+    /** Runs a participant hands to the streaming routine in one downcall. */
+    private static final int STREAMING_BATCH_RUNS = 64;
     /** How long a waiting caller spins before it parks (the last pieces usually end within this). */
     private static final long SPIN_NANOS = 20_000;
 
     private static final AtomicInteger POOLS = new AtomicInteger();
 
     private final int threads;
+    private final StreamingCopy streaming;
     private final ThreadFactory helperFactory;
     private final BlockingQueue<Batch> tickets = new LinkedBlockingQueue<>();
     private final AtomicInteger idleHelpers = new AtomicInteger();
@@ -52,18 +69,33 @@ public final class HostCopyPool implements AutoCloseable {
 
     /**
      * A pool in which a plan runs on at most {@code threads} threads, the caller included
-     * ({@code 1}: the caller alone, no thread is ever started).
+     * ({@code 1}: the caller alone, no thread is ever started), with streaming stores where the
+     * machine offers them.
      */
     public HostCopyPool(int threads) {
-        this(threads, daemonThreads("lmcache4j-copy-" + POOLS.incrementAndGet() + "-"));
+        this(threads, true);
+    }
+
+    /**
+     * As {@link #HostCopyPool(int)}; {@code streamingStores} false copies every run with
+     * {@link MemorySegment#copy} (ordinary, cached stores).
+     */
+    public HostCopyPool(int threads, boolean streamingStores) {
+        this(threads, streamingStores ? StreamingCopy.machine().orElse(null) : null,
+                daemonThreads("lmcache4j-copy-" + POOLS.incrementAndGet() + "-"));
     }
 
     /** As {@link #HostCopyPool(int)} with helpers made by {@code helperFactory} (tests hold them back with it). */
     HostCopyPool(int threads, ThreadFactory helperFactory) {
+        this(threads, StreamingCopy.machine().orElse(null), helperFactory);
+    }
+
+    private HostCopyPool(int threads, StreamingCopy streaming, ThreadFactory helperFactory) {
         if (threads < 1 || threads > 1024) {
             throw new IllegalArgumentException("copy threads must be from 1 to 1024, was " + threads);
         }
         this.threads = threads;
+        this.streaming = streaming;
         this.helperFactory = Objects.requireNonNull(helperFactory, "helperFactory");
     }
 
@@ -79,6 +111,18 @@ public final class HostCopyPool implements AutoCloseable {
     /** The most threads, the caller included, one plan runs on. */
     public int threads() {
         return threads;
+    }
+
+    /**
+     * The streaming stores this pool writes with: {@code avx2} or {@code sse2}, or {@code off} with
+     * the reason (turned off, or what the machine lacks).
+     */
+    public String streamingStores() {
+        if (streaming != null) {
+            return streaming.isa().label();
+        }
+        String reason = StreamingCopy.unavailableReason();
+        return reason.isEmpty() ? "off (turned off)" : "off (" + reason + ")";
     }
 
     /** How many threads a plan of {@code bytes} bytes would use at most: never more than its bytes justify. */
@@ -105,17 +149,20 @@ public final class HostCopyPool implements AutoCloseable {
     private void run(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather) {
         int wanted = Math.min(threadsFor(plan.totalBytes()), plan.runs());
         int asked = wanted <= 1 || closed ? 0 : askHelpers(wanted - 1, kv, object);
-        if (asked == 0) {
-            copyRuns(plan, kv, object, gather, 0, plan.runs());
-            return;
+        boolean stream = streaming != null && plan.totalBytes() >= MIN_STREAMING_PLAN_BYTES;
+        try (StreamingCopyBatch own = stream ? streaming.newBatch(STREAMING_BATCH_RUNS) : null) {
+            if (asked == 0) {
+                copyRuns(plan, kv, object, gather, 0, plan.runs(), own);
+                return;
+            }
+            int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
+            Batch batch = new Batch(plan, kv, object, gather, pieces, stream);
+            for (int i = 0; i < asked; i++) {
+                tickets.add(batch);
+            }
+            batch.work(own);
+            batch.awaitClaimedPieces();
         }
-        int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
-        Batch batch = new Batch(plan, kv, object, gather, pieces);
-        for (int i = 0; i < asked; i++) {
-            tickets.add(batch);
-        }
-        batch.work();
-        batch.awaitClaimedPieces();
     }
 
     /**
@@ -170,7 +217,8 @@ public final class HostCopyPool implements AutoCloseable {
     }
 
     private void helperLoop() {
-        try {
+        // The helper's own run list for streaming stores (confined to it), freed when it stops.
+        try (StreamingCopyBatch own = streaming != null ? streaming.newBatch(STREAMING_BATCH_RUNS) : null) {
             while (!closed) {
                 Batch batch = tickets.poll(1, TimeUnit.SECONDS);
                 if (batch == null) {
@@ -178,7 +226,7 @@ public final class HostCopyPool implements AutoCloseable {
                 }
                 idleHelpers.decrementAndGet();
                 try {
-                    batch.work();
+                    batch.work(batch.stream ? own : null);
                 } finally {
                     idleHelpers.incrementAndGet();
                 }
@@ -225,16 +273,37 @@ public final class HostCopyPool implements AutoCloseable {
         }
     }
 
-    private static void copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to) {
+    /**
+     * Copies runs {@code [from, to)}, through {@code streaming} when it is given and takes the run;
+     * every run is written when this returns. A run the routine refuses is copied after the runs
+     * queued before it, so writes land in plan order.
+     */
+    private static void copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to,
+                                 StreamingCopyBatch streaming) {
         List<MemorySegment> layers = kv.layers();
-        if (gather) {
+        try {
             for (int i = from; i < to; i++) {
-                MemorySegment.copy(layers.get(plan.layer(i)), plan.pagedOffset(i), object, plan.objectOffset(i), plan.length(i));
+                MemorySegment paged = layers.get(plan.layer(i));
+                MemorySegment src = gather ? paged : object;
+                MemorySegment dst = gather ? object : paged;
+                long srcOffset = gather ? plan.pagedOffset(i) : plan.objectOffset(i);
+                long dstOffset = gather ? plan.objectOffset(i) : plan.pagedOffset(i);
+                long length = plan.length(i);
+                if (streaming == null || !streaming.add(src, srcOffset, dst, dstOffset, length)) {
+                    if (streaming != null) {
+                        streaming.flush();
+                    }
+                    MemorySegment.copy(src, srcOffset, dst, dstOffset, length);
+                }
             }
-        } else {
-            for (int i = from; i < to; i++) {
-                MemorySegment.copy(object, plan.objectOffset(i), layers.get(plan.layer(i)), plan.pagedOffset(i), plan.length(i));
+            if (streaming != null) {
+                streaming.flush();
             }
+        } catch (RuntimeException | Error e) {
+            if (streaming != null) {
+                streaming.discard(); // a helper's batch outlives this plan: nothing of it may be copied later
+            }
+            throw e;
         }
     }
 
@@ -244,27 +313,33 @@ public final class HostCopyPool implements AutoCloseable {
         private final PagedKvCache kv;
         private final MemorySegment object;
         private final boolean gather;
+        private final boolean stream;
         private final int pieces;
         private final Thread caller = Thread.currentThread();
         private final AtomicInteger nextPiece = new AtomicInteger();
         private final AtomicInteger donePieces = new AtomicInteger();
         private volatile Throwable failure;
 
-        Batch(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int pieces) {
+        Batch(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int pieces, boolean stream) {
             this.plan = plan;
             this.kv = kv;
             this.object = object;
             this.gather = gather;
             this.pieces = pieces;
+            this.stream = stream;
         }
 
-        /** Claims and copies pieces until none is left; a helper arriving after the last claim does nothing. */
-        void work() {
+        /**
+         * Claims and copies pieces until none is left, through the participant's own
+         * {@code streaming} batch (null: cached stores); a helper arriving after the last claim does nothing.
+         */
+        void work(StreamingCopyBatch streaming) {
             int p;
             while ((p = nextPiece.getAndIncrement()) < pieces) {
                 try {
                     int runs = plan.runs();
-                    copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces), (int) ((long) (p + 1) * runs / pieces));
+                    copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces), (int) ((long) (p + 1) * runs / pieces),
+                            streaming);
                 } catch (Throwable t) {
                     failure = t;
                 } finally {

@@ -40,9 +40,12 @@ public final class KvConnector implements AutoCloseable {
         return new KvConnector(new HostCopyExecutor(copyThreads));
     }
 
-    /** A connector for KV in host memory with the config's {@code copy_threads} (machine-sized when unset). */
+    /**
+     * A connector for KV in host memory with the config's {@code copy_threads} (machine-sized when
+     * unset) and {@code copy_streaming_stores}.
+     */
     public static KvConnector host(LMCacheEngineConfig config) {
-        return host(copyThreads(config));
+        return new KvConnector(new HostCopyExecutor(copyThreads(config), config.copyStreamingStores()));
     }
 
     /** The CUDA executor when {@code cuda} is available, else the host one with machine-sized copy threads. */
@@ -68,6 +71,11 @@ public final class KvConnector implements AutoCloseable {
     /** The most host threads one chunk's copies run on, the caller included (1 on CUDA: its copy engine does them). */
     public int copyThreads() {
         return executor.threads();
+    }
+
+    /** How host copies write: {@code avx2}/{@code sse2} streaming stores, {@code off (why)}, or {@code none} on CUDA. */
+    public String streamingStores() {
+        return executor.streamingStores();
     }
 
     /** The shape of a whole-chunk object of {@code tokens} tokens for {@code kv}. */

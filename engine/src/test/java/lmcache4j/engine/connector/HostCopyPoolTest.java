@@ -81,7 +81,7 @@ class HostCopyPoolTest {
             long[] slots = slots(tokens, 17 * threads);
             CopyPlan plan = plan(source, slots, tokens);
             MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
-            new HostCopyPool(1).gather(plan, source, expected);
+            new HostCopyPool(1, false).gather(plan, source, expected);
             MemorySegment object = arena.allocate(plan.totalBytes(), 64);
             for (int round = 0; round < 5; round++) { // helpers join some rounds and not others
                 object.fill((byte) round);
@@ -94,7 +94,7 @@ class HostCopyPoolTest {
             long[] targetSlots = slots(tokens, 99 * threads);
             CopyPlan back = plan(target, targetSlots, tokens);
             pool.scatter(back, object, target);
-            new HostCopyPool(1).scatter(back, object, reference);
+            new HostCopyPool(1, false).scatter(back, object, reference);
             for (int l = 0; l < LAYERS; l++) {
                 assertEquals(-1, reference.layers().get(l).mismatch(target.layers().get(l)), "layer " + l);
             }
@@ -116,7 +116,7 @@ class HostCopyPoolTest {
                         long[] slots = slots(tokens, seed);
                         CopyPlan plan = plan(source, slots, tokens);
                         MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
-                        new HostCopyPool(1).gather(plan, source, expected);
+                        new HostCopyPool(1, false).gather(plan, source, expected);
                         MemorySegment object = arena.allocate(plan.totalBytes(), 64);
                         for (int round = 0; round < 10; round++) {
                             object.fill((byte) 0);
@@ -159,7 +159,7 @@ class HostCopyPoolTest {
             PagedKvCache source = cache(arena, 3);
             CopyPlan plan = plan(source, slots(tokens, 3), tokens);
             MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
-            new HostCopyPool(1).gather(plan, source, expected);
+            new HostCopyPool(1, false).gather(plan, source, expected);
             MemorySegment object = arena.allocate(plan.totalBytes(), 64);
             pool.gather(plan, source, object); // returns although no helper has run
             assertEquals(-1, expected.mismatch(object));
@@ -193,7 +193,7 @@ class HostCopyPoolTest {
             PagedKvCache source = cache(confined, 8);
             CopyPlan plan = plan(source, slots(tokens, 8), tokens);
             MemorySegment expected = confined.allocate(plan.totalBytes(), 64);
-            new HostCopyPool(1).gather(plan, source, expected);
+            new HostCopyPool(1, false).gather(plan, source, expected);
             MemorySegment object = confined.allocate(plan.totalBytes(), 64);
             pool.gather(plan, source, object);
             assertEquals(-1, expected.mismatch(object));
@@ -208,7 +208,7 @@ class HostCopyPoolTest {
             PagedKvCache source = cache(arena, 2);
             CopyPlan plan = plan(source, slots(tokens, 2), tokens);
             MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
-            new HostCopyPool(1).gather(plan, source, expected);
+            new HostCopyPool(1, false).gather(plan, source, expected);
             MemorySegment object = arena.allocate(plan.totalBytes(), 64);
             pool.gather(plan, source, object);
             assertEquals(3, pool.startedHelpers(), "an 8 MiB plan on a 4-thread pool starts its 3 helpers");
@@ -220,6 +220,98 @@ class HostCopyPoolTest {
             assertEquals(-1, expected.mismatch(object));
             assertEquals(0, pool.startedHelpers());
         }
+    }
+
+    /**
+     * Streaming stores against cached ones over an awkward cache: 120-byte token vectors (runs are no
+     * whole number of the routine's steps), layers and object at misaligned addresses, partial first
+     * and last blocks. The routine takes what it can and MemorySegment.copy the rest, in plan order.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 4})
+    void streamingAndCachedStoresMoveTheSameBytes(int threads) {
+        try (Arena arena = Arena.ofShared(); HostCopyPool streaming = new HostCopyPool(threads, true)) {
+            for (int variant = 0; variant < 3; variant++) {
+                int heads = variant == 0 ? 8 : 3;
+                int head = variant == 0 ? 64 : 20; // 1 KiB or 120 bytes a token vector in fp16
+                long skew = variant == 2 ? 8 : 0; // variant 2: every layer and the object 8 bytes off alignment
+                int blocks = 512;
+                long layerBytes = PagedKvCache.layerBytes(PagedLayout.FLASH_ATTENTION, blocks, BLOCK, heads, head, DType.FLOAT16);
+                Random random = new Random(40 + variant);
+                List<MemorySegment> layers = new ArrayList<>();
+                for (int l = 0; l < LAYERS; l++) {
+                    MemorySegment s = arena.allocate(layerBytes + skew, 64).asSlice(skew, layerBytes);
+                    for (long b = 0; b + 8 <= layerBytes; b += 8) {
+                        s.set(ValueLayout.JAVA_LONG_UNALIGNED, b, random.nextLong());
+                    }
+                    layers.add(s);
+                }
+                PagedKvCache kv = new PagedKvCache(layers, PagedLayout.FLASH_ATTENTION, blocks, BLOCK, heads, head, DType.FLOAT16);
+                int start = 5;
+                int tokens = 4000; // 2 × 4 × 4000 × 120 B = 3.7 MiB at the smallest: streamed
+                List<Integer> order = new ArrayList<>();
+                for (int b = 0; b < blocks; b++) {
+                    order.add(b);
+                }
+                Collections.shuffle(order, random);
+                long[] slots = new long[start + tokens];
+                for (int t = 0; t < slots.length; t++) {
+                    slots[t] = (long) order.get(t / BLOCK) * BLOCK + t % BLOCK;
+                }
+                CopyPlan plan = new CopyPlan();
+                CopyPlanner.planChunk(kv, slots, start, start + tokens, CopyPlanner.Unmapped.REJECT, plan);
+                assertTrue(plan.totalBytes() >= HostCopyPool.MIN_STREAMING_PLAN_BYTES);
+                MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
+                new HostCopyPool(1, false).gather(plan, kv, expected);
+                MemorySegment object = arena.allocate(plan.totalBytes() + skew, 64).asSlice(skew, plan.totalBytes());
+                streaming.gather(plan, kv, object);
+                assertEquals(-1, expected.mismatch(object), "gather, variant " + variant);
+
+                // Scatter it back over zeroed layers: the same bytes land in the same slots.
+                for (MemorySegment layer : layers) {
+                    layer.fill((byte) 0);
+                }
+                streaming.scatter(plan, object, kv);
+                MemorySegment again = arena.allocate(plan.totalBytes(), 64);
+                new HostCopyPool(1, false).gather(plan, kv, again);
+                assertEquals(-1, expected.mismatch(again), "scatter, variant " + variant);
+            }
+        }
+    }
+
+    @Test
+    void aFailedPlanLeavesNothingQueuedThatALaterPlanCouldWrite() {
+        int tokens = 1024;
+        try (Arena arena = Arena.ofShared(); HostCopyPool pool = new HostCopyPool(2, true)) {
+            PagedKvCache source = cache(arena, 5);
+            CopyPlan plan = plan(source, slots(tokens, 5), tokens);
+            // An object one run short: the last run is out of bounds after earlier runs were queued.
+            MemorySegment shortObject = arena.allocate(plan.totalBytes() - BLOCK * 1024, 64);
+            assertThrows(IndexOutOfBoundsException.class, () -> pool.gather(plan, source, shortObject));
+            shortObject.fill((byte) 0x33);
+            MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
+            new HostCopyPool(1, false).gather(plan, source, expected);
+            MemorySegment object = arena.allocate(plan.totalBytes(), 64);
+            for (int round = 0; round < 4; round++) {
+                object.fill((byte) 0);
+                pool.gather(plan, source, object);
+                assertEquals(-1, expected.mismatch(object));
+            }
+            for (long b = 0; b < shortObject.byteSize(); b++) {
+                if (shortObject.get(ValueLayout.JAVA_BYTE, b) != 0x33) {
+                    throw new AssertionError("the failed plan's object was written after it failed, at byte " + b);
+                }
+            }
+        }
+    }
+
+    @Test
+    void theStreamingModeIsReported() {
+        String off = new HostCopyPool(1, false).streamingStores();
+        assertTrue(off.startsWith("off ("), off);
+        String on = new HostCopyPool(1, true).streamingStores();
+        assertEquals(lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label())
+                .orElse("off (" + lmcache4j.cuda.cpu.StreamingCopy.unavailableReason() + ")"), on);
     }
 
     @Test

@@ -73,6 +73,10 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
         copyThreads = StoreBenchCommand.intArg("--copy-threads", value, 1, 1024);
     }
 
+    @Option(names = "--no-streaming-stores", order = 5, description = "write the engine's copies with ordinary cached "
+            + "stores (copy_streaming_stores: false) instead of the streaming stores the machine offers")
+    private boolean noStreamingStores;
+
     /** Runs {@code bench concurrent} with these arguments (those after {@code concurrent}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         return BenchCommand.run("concurrent", args, out, err);
@@ -82,7 +86,8 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
     public Integer call() {
         Result r;
         try {
-            r = ConcurrentBench.run(Settings.defaults(copyThreads).withThreadCounts(threads).withTime(warmupMillis, millis), err);
+            r = ConcurrentBench.run(Settings.defaults(copyThreads).withThreadCounts(threads).withTime(warmupMillis, millis)
+                    .withStreamingStores(!noStreamingStores), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench concurrent", "the benchmark failed", e);
         }
@@ -115,6 +120,7 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
                 .integer("verified_bytes", r.verifiedBytes())
                 .integer("mismatches", r.mismatches())
                 .integer("copy_threads", r.copyThreads())
+                .string("copy_streaming_stores", r.streamingStores())
                 .integer("chunk_bytes", s.chunkBytes())
                 .integer("chunk_size", s.chunkSize())
                 .integer("shared_chunks", s.sharedChunks())
@@ -140,8 +146,9 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "concurrent bench: one engine, N threads each lookup -> retrieve -> store; request = "
                         + "%d shared + %d own + 1 fresh chunk of %d tokens (%d KiB); %d ms per N after %d ms warmup; %d copy "
-                        + "thread(s), %d cores%n", s.sharedChunks(), s.distinctChunks(), s.chunkSize(), s.chunkBytes() >> 10,
-                s.millis(), s.warmupMillis(), r.copyThreads(), Runtime.getRuntime().availableProcessors()));
+                        + "thread(s), streaming stores %s, %d cores%n", s.sharedChunks(), s.distinctChunks(), s.chunkSize(),
+                s.chunkBytes() >> 10, s.millis(), s.warmupMillis(), r.copyThreads(), r.streamingStores(),
+                Runtime.getRuntime().availableProcessors()));
         sb.append(String.format(Locale.ROOT, "  %7s %11s %9s %14s %14s %10s %10s%n", "threads", "ops/s", "vs 1", "lock held us/op",
                 "lock wait us/op", "lock busy", "contended"));
         double base = r.steps().getFirst().opsPerSecond();

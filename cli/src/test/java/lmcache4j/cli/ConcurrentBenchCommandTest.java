@@ -34,6 +34,15 @@ class ConcurrentBenchCommandTest {
     }
 
     @Test
+    void theStreamingStoresAreNamedAndCanBeTurnedOff() {
+        String off = run(0, "--json", "--threads", "1", "--millis", "100", "--warmup-millis", "0", "--no-streaming-stores")[0];
+        assertTrue(off.matches("(?s).*\"mismatches\": 0, .*\"copy_streaming_stores\": \"off \\(turned off\\)\", .*"), off);
+        String table = run(0, "--threads", "1", "--millis", "100", "--warmup-millis", "0")[0];
+        String mode = lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label()).orElse("off");
+        assertTrue(table.contains("streaming stores " + mode), table);
+    }
+
+    @Test
     void theTableHasOneRowPerN() {
         String table = run(0, "--threads", "1,2", "--millis", "100", "--warmup-millis", "0")[0];
         assertTrue(table.contains("scaling_2_vs_1") && table.contains("0 mismatching bytes")

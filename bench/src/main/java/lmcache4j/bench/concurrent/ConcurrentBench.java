@@ -64,10 +64,11 @@ public final class ConcurrentBench {
      * @param cpuTierChunks  chunks the CPU tier holds (at least every shared and distinct chunk, and some fresh ones)
      * @param copyThreads    the engine's {@code copy_threads}
      * @param seed           token seed
+     * @param streamingStores the engine's {@code copy_streaming_stores}
      */
     public record Settings(int[] threadCounts, long warmupMillis, long millis, int layers, int kvHeads, int headSize,
                            int blockSize, int chunkSize, int sharedChunks, int distinctChunks, int cpuTierChunks,
-                           int copyThreads, long seed) {
+                           int copyThreads, long seed, boolean streamingStores) {
         public static final int[] DEFAULT_THREAD_COUNTS = {1, 2, 4, 8, 16};
         public static final long DEFAULT_MILLIS = 2000;
         public static final long DEFAULT_WARMUP_MILLIS = 500;
@@ -93,17 +94,22 @@ public final class ConcurrentBench {
          */
         public static Settings defaults(int copyThreads) {
             return new Settings(DEFAULT_THREAD_COUNTS, DEFAULT_WARMUP_MILLIS, DEFAULT_MILLIS, 4, 4, 64, 16, 256, 2, 1, 256,
-                    copyThreads, 42);
+                    copyThreads, 42, true);
         }
 
         public Settings withTime(long warmupMillis, long millis) {
             return new Settings(threadCounts, warmupMillis, millis, layers, kvHeads, headSize, blockSize, chunkSize,
-                    sharedChunks, distinctChunks, cpuTierChunks, copyThreads, seed);
+                    sharedChunks, distinctChunks, cpuTierChunks, copyThreads, seed, streamingStores);
+        }
+
+        public Settings withStreamingStores(boolean streaming) {
+            return new Settings(threadCounts, warmupMillis, millis, layers, kvHeads, headSize, blockSize, chunkSize,
+                    sharedChunks, distinctChunks, cpuTierChunks, copyThreads, seed, streaming);
         }
 
         public Settings withThreadCounts(int[] counts) {
             return new Settings(counts, warmupMillis, millis, layers, kvHeads, headSize, blockSize, chunkSize,
-                    sharedChunks, distinctChunks, cpuTierChunks, copyThreads, seed);
+                    sharedChunks, distinctChunks, cpuTierChunks, copyThreads, seed, streamingStores);
         }
 
         @Override
@@ -187,7 +193,8 @@ public final class ConcurrentBench {
     }
 
     /** Every N's step, and the verification of what the last retrieves loaded. */
-    public record Result(Settings settings, List<Step> steps, int copyThreads, long verifiedBytes, long mismatches) {
+    public record Result(Settings settings, List<Step> steps, int copyThreads, String streamingStores, long verifiedBytes,
+                         long mismatches) {
         /** ops/s at 2 threads over ops/s at 1, or NaN when either was not measured. */
         public double scaling(int threads, int base) {
             Step a = step(threads);
@@ -223,14 +230,16 @@ public final class ConcurrentBench {
             PagedKvCache kv = new PagedKvCache(layers, LAYOUT, numBlocks, s.blockSize(), s.kvHeads(), s.headSize(), DTYPE);
             LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of())
                     .set("chunk_size", s.chunkSize()).set("max_local_cpu_size", cpuGb).set("hash_seed", "0")
-                    .set("copy_threads", s.copyThreads()).build();
+                    .set("copy_threads", s.copyThreads())
+                    .set("copy_streaming_stores", s.streamingStores()).build();
             Client[] clients = new Client[maxThreads];
             SplittableRandom random = new SplittableRandom(s.seed());
             int[] shared = random.ints(s.sharedChunks() * s.chunkSize(), 0, 128_000).toArray();
             for (int c = 0; c < maxThreads; c++) {
                 clients[c] = new Client(s, kv, c, blocksPerThread, shared, random.split());
             }
-            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), KvConnector.host(config), List.of())) {
+            KvConnector connector = KvConnector.host(config);
+            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), connector, List.of())) {
                 List<Step> steps = new ArrayList<>();
                 for (int n : s.threadCounts()) {
                     // Untimed: chunks of clients idle in the previous step may have been evicted by LRU since.
@@ -252,7 +261,7 @@ public final class ConcurrentBench {
                         mismatches += c.mismatchesInKnownPrefix();
                     }
                 }
-                return new Result(s, steps, KvConnector.copyThreads(config), verified, mismatches);
+                return new Result(s, steps, KvConnector.copyThreads(config), connector.streamingStores(), verified, mismatches);
             }
         }
     }

@@ -112,6 +112,9 @@ public final class StreamingCopy {
                     loaded = loadNow(isa);
                 } catch (UnsupportedOperationException e) {
                     loaded = e.getMessage();
+                } catch (RuntimeException | AssertionError e) {
+                    // e.g. IllegalCallerException without native access: no routine, and the reason why
+                    loaded = "the " + isa.label() + " streaming copy could not be loaded: " + e;
                 }
                 LOADED.put(isa, loaded);
             }

@@ -112,7 +112,7 @@ final class LMCacheFieldTable {
                         + "at least 1 MiB per thread and only while idle. Ignored by the CUDA connector. Unset: the "
                         + "machine's cores, at most 8.").build());
         f.add(define("copy_streaming_stores", BOOL).defaultValue(true).lmcache4jOnly()
-                .description("lmcache4j only: write host copies of at least 1 MiB with non-temporal (streaming) stores "
+                .description("lmcache4j only: write host copies of at least 4 MiB (a chunk of most models) with non-temporal (streaming) stores "
                         + "where the machine offers them (x86-64 Linux: AVX2, else SSE2), so a gather's short runs do "
                         + "not first read every destination line from memory. false: ordinary cached stores "
                         + "(MemorySegment.copy) everywhere. Ignored by the CUDA connector.").build());

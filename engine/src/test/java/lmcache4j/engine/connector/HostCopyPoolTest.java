@@ -248,7 +248,7 @@ class HostCopyPoolTest {
                 }
                 PagedKvCache kv = new PagedKvCache(layers, PagedLayout.FLASH_ATTENTION, blocks, BLOCK, heads, head, DType.FLOAT16);
                 int start = 5;
-                int tokens = 4000; // 2 × 4 × 4000 × 120 B = 3.7 MiB at the smallest: streamed
+                int tokens = 8000; // 2 × 4 × 8000 × 120 B = 7.3 MiB at the smallest: streamed
                 List<Integer> order = new ArrayList<>();
                 for (int b = 0; b < blocks; b++) {
                     order.add(b);

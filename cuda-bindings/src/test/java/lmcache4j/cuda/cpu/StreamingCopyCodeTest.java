@@ -93,6 +93,6 @@ class StreamingCopyCodeTest {
             assertTrue(boundaries.contains((int) target), routine + ": " + in.text() + " lands inside an instruction");
             branches++;
         }
-        assertEquals(4, branches, routine + ": je done, je step, jne step, jne run");
+        assertEquals(5, branches, routine + ": je done, je step twice, jne step, jne run");
     }
 }

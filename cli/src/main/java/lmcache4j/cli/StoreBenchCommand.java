@@ -129,6 +129,7 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .bool("retrieve_meets_chunk_memcpy_target", r.retrieveVsChunkMemcpy() >= TARGET_RATIO)
                 .integer("copy_threads", r.copyThreads())
                 .string("copy_streaming_stores", r.streamingStores())
+                .number("streamed_fraction", r.streamedFraction(), 3)
                 .number("target_ratio", TARGET_RATIO, 2)
                 .bool("store_meets_target", r.storeVsMemcpy() >= TARGET_RATIO)
                 .bool("retrieve_meets_target", r.retrieveVsMemcpy() >= TARGET_RATIO)
@@ -188,9 +189,9 @@ public final class StoreBenchCommand implements CliMain.Command {
                 r.storeVsMemcpy(), r.retrieveVsMemcpy(), TARGET_RATIO,
                 r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "NOT met",
                 r.storeGbps() / r.memcpyWholeGbps(), r.retrieveGbps() / r.memcpyWholeGbps()));
-        sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d, streaming stores %s; against one contiguous copy: store_vs_chunk_memcpy %.3f, "
+        sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d, streaming stores %s (%.0f%% of the copied bytes); against one contiguous copy: store_vs_chunk_memcpy %.3f, "
                         + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.streamingStores(),
-                r.storeVsChunkMemcpy(), r.retrieveVsChunkMemcpy(), TARGET_RATIO,
+                100 * r.streamedFraction(), r.storeVsChunkMemcpy(), r.retrieveVsChunkMemcpy(), TARGET_RATIO,
                 r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "NOT met"));
         sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
                 + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),

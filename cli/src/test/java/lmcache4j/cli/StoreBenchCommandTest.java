@@ -43,8 +43,12 @@ class StoreBenchCommandTest {
         String on = run(0, "--json", "--chunks", "1", "--runs", "1", "--warmup", "0")[0];
         String expected = lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label()).orElse("off \\(.*\\)");
         assertTrue(on.matches("(?s).*\"copy_streaming_stores\": \"" + expected + "\", .*\"mismatches\": 0, .*"), on);
+        // 32 MiB chunks: every run is streamed when the machine streams at all (the engine's own counters say so).
+        String fraction = lmcache4j.cuda.cpu.StreamingCopy.machine().isPresent() ? "1\\.000" : "0\\.000";
+        assertTrue(on.matches("(?s).*\"streamed_fraction\": " + fraction + ", .*"), on);
         String off = run(0, "--json", "--chunks", "1", "--runs", "1", "--warmup", "0", "--no-streaming-stores")[0];
         assertTrue(off.matches("(?s).*\"copy_streaming_stores\": \"off \\(turned off\\)\", .*\"mismatches\": 0, .*"), off);
+        assertTrue(off.matches("(?s).*\"streamed_fraction\": 0\\.000, .*"), off);
     }
 
     @Test

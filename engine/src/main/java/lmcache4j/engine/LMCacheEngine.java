@@ -115,6 +115,12 @@ public final class LMCacheEngine implements AutoCloseable {
         this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
         this.foldedHashes = config.enableAsyncLoading() ? new FoldedHashIndex(FOLDED_HASH_CAPACITY) : null;
         storage.publishMetrics(metrics);
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:host_copy_bytes",
+                "Bytes the connector copied between the paged KV cache and host memory on the host (lmcache4j)", true,
+                connector::hostCopiedBytes));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:host_copy_streamed_bytes",
+                "Of lmcache4j:host_copy_bytes, the bytes written with streaming (non-temporal) stores (lmcache4j)", true,
+                connector::streamedBytes));
     }
 
     /**

@@ -132,7 +132,7 @@ public final class StoreBench {
     /** Per measured run, GB/s of each operation. */
     public record Result(Settings settings, double[] store, double[] retrieve, double[] memcpyGather,
                          double[] memcpyScatter, double[] memcpyWhole, double[] memcpyContiguous, long runBytes,
-                         long cpuTierBytes, int copyThreads, String streamingStores,
+                         long cpuTierBytes, int copyThreads, String streamingStores, double streamedFraction,
                          double engineStoreCopyGbps, double engineRetrieveCopyGbps, long verifiedBytes, long mismatches) {
         public double storeGbps() {
             return median(store);
@@ -279,11 +279,27 @@ public final class StoreBench {
                 MetricsSnapshot after = engine.metrics().snapshot();
                 return new Result(s, store, retrieve, memGather, memScatter, memWhole, memContiguous, bytes,
                         engine.storage().memoryCapacityBytes(), KvConnector.copyThreads(config), connector.streamingStores(),
+                        streamedFraction(before, after),
                         ServingSimulator.copyGbps(before.storedBytes(), before.storeGbps(), after.storedBytes(), after.storeGbps()),
                         ServingSimulator.copyGbps(before.retrievedBytes(), before.retrieveGbps(), after.retrievedBytes(), after.retrieveGbps()),
                         (long) tokens * KvModel.bytesPerToken(kv), mismatches);
             }
         }
+    }
+
+    /** The share of the measured runs' host-copied bytes that were written with streaming stores. */
+    private static double streamedFraction(MetricsSnapshot before, MetricsSnapshot after) {
+        long copied = reading(after, "lmcache4j:host_copy_bytes") - reading(before, "lmcache4j:host_copy_bytes");
+        long streamed = reading(after, "lmcache4j:host_copy_streamed_bytes") - reading(before, "lmcache4j:host_copy_streamed_bytes");
+        return copied == 0 ? 0 : streamed / (double) copied;
+    }
+
+    private static long reading(MetricsSnapshot snapshot, String metric) {
+        Long value = snapshot.tierReadings().get(metric);
+        if (value == null) {
+            throw new IllegalStateException("the engine's metrics lack " + metric + ": " + snapshot.tierReadings().keySet());
+        }
+        return value;
     }
 
     /**

@@ -32,6 +32,16 @@ public interface CopyExecutor extends AutoCloseable {
         return "none";
     }
 
+    /** Bytes this executor has copied on the host (0 for one that copies on a device). */
+    default long hostCopiedBytes() {
+        return 0;
+    }
+
+    /** Of {@link #hostCopiedBytes()}, the bytes written with streaming stores. */
+    default long streamedBytes() {
+        return 0;
+    }
+
     @Override
     void close();
 }

@@ -59,6 +59,16 @@ public final class HostCopyExecutor implements CopyExecutor {
         return pool.streamingStores();
     }
 
+    @Override
+    public long hostCopiedBytes() {
+        return pool.copiedBytes();
+    }
+
+    @Override
+    public long streamedBytes() {
+        return pool.streamedBytes();
+    }
+
     /** The pool the copies run on. */
     HostCopyPool pool() {
         return pool;

@@ -9,6 +9,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 import lmcache4j.cuda.cpu.StreamingCopy;
@@ -67,6 +68,8 @@ public final class HostCopyPool implements AutoCloseable {
     private final StreamingCopy streaming;
     private final ThreadFactory helperFactory;
     private final BlockingQueue<Batch> tickets = new LinkedBlockingQueue<>();
+    private final LongAdder copiedBytes = new LongAdder();
+    private final LongAdder streamedBytes = new LongAdder();
     private final AtomicInteger idleHelpers = new AtomicInteger();
     private final Object startLock = new Object();
     private volatile Thread[] helpers;
@@ -130,6 +133,16 @@ public final class HostCopyPool implements AutoCloseable {
         return reason.isEmpty() ? "off (turned off)" : "off (" + reason + ")";
     }
 
+    /** Bytes of every plan this pool has copied, however they were written. */
+    public long copiedBytes() {
+        return copiedBytes.sum();
+    }
+
+    /** Of {@link #copiedBytes()}, the bytes written with streaming stores (the rest went through the cache). */
+    public long streamedBytes() {
+        return streamedBytes.sum();
+    }
+
     /** How many threads a plan of {@code bytes} bytes would use at most: never more than its bytes justify. */
     public int threadsFor(long bytes) {
         return (int) Math.clamp(bytes / MIN_BYTES_PER_THREAD, 1, threads);
@@ -157,17 +170,18 @@ public final class HostCopyPool implements AutoCloseable {
         boolean stream = streaming != null && plan.totalBytes() >= MIN_STREAMING_PLAN_BYTES;
         try (StreamingCopyBatch own = stream ? streaming.newBatch(STREAMING_BATCH_RUNS) : null) {
             if (asked == 0) {
-                copyRuns(plan, kv, object, gather, 0, plan.runs(), own);
-                return;
+                streamedBytes.add(copyRuns(plan, kv, object, gather, 0, plan.runs(), own));
+            } else {
+                int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
+                Batch batch = new Batch(plan, kv, object, gather, pieces, stream, streamedBytes);
+                for (int i = 0; i < asked; i++) {
+                    tickets.add(batch);
+                }
+                batch.work(own);
+                batch.awaitClaimedPieces();
             }
-            int pieces = (int) Math.clamp(plan.totalBytes() / PIECE_BYTES, asked + 1, plan.runs());
-            Batch batch = new Batch(plan, kv, object, gather, pieces, stream);
-            for (int i = 0; i < asked; i++) {
-                tickets.add(batch);
-            }
-            batch.work(own);
-            batch.awaitClaimedPieces();
         }
+        copiedBytes.add(plan.totalBytes());
     }
 
     /**
@@ -281,11 +295,12 @@ public final class HostCopyPool implements AutoCloseable {
     /**
      * Copies runs {@code [from, to)}, through {@code streaming} when it is given and takes the run;
      * every run is written when this returns. A run the routine refuses is copied after the runs
-     * queued before it, so writes land in plan order.
+     * queued before it, so writes land in plan order. Returns the bytes written with streaming stores.
      */
-    private static void copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to,
+    private static long copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to,
                                  StreamingCopyBatch streaming) {
         List<MemorySegment> layers = kv.layers();
+        long streamed = 0;
         try {
             for (int i = from; i < to; i++) {
                 MemorySegment paged = layers.get(plan.layer(i));
@@ -294,7 +309,9 @@ public final class HostCopyPool implements AutoCloseable {
                 long srcOffset = gather ? plan.pagedOffset(i) : plan.objectOffset(i);
                 long dstOffset = gather ? plan.objectOffset(i) : plan.pagedOffset(i);
                 long length = plan.length(i);
-                if (streaming == null || !streaming.add(src, srcOffset, dst, dstOffset, length)) {
+                if (streaming != null && streaming.add(src, srcOffset, dst, dstOffset, length)) {
+                    streamed += length;
+                } else {
                     if (streaming != null) {
                         streaming.flush();
                     }
@@ -304,6 +321,7 @@ public final class HostCopyPool implements AutoCloseable {
             if (streaming != null) {
                 streaming.flush();
             }
+            return streamed;
         } catch (RuntimeException | Error e) {
             if (streaming != null) {
                 streaming.discard(); // a helper's batch outlives this plan: nothing of it may be copied later
@@ -319,19 +337,22 @@ public final class HostCopyPool implements AutoCloseable {
         private final MemorySegment object;
         private final boolean gather;
         private final boolean stream;
+        private final LongAdder streamedBytes;
         private final int pieces;
         private final Thread caller = Thread.currentThread();
         private final AtomicInteger nextPiece = new AtomicInteger();
         private final AtomicInteger donePieces = new AtomicInteger();
         private volatile Throwable failure;
 
-        Batch(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int pieces, boolean stream) {
+        Batch(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int pieces, boolean stream,
+              LongAdder streamedBytes) {
             this.plan = plan;
             this.kv = kv;
             this.object = object;
             this.gather = gather;
             this.pieces = pieces;
             this.stream = stream;
+            this.streamedBytes = streamedBytes;
         }
 
         /**
@@ -343,8 +364,8 @@ public final class HostCopyPool implements AutoCloseable {
             while ((p = nextPiece.getAndIncrement()) < pieces) {
                 try {
                     int runs = plan.runs();
-                    copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces), (int) ((long) (p + 1) * runs / pieces),
-                            streaming);
+                    streamedBytes.add(copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces),
+                            (int) ((long) (p + 1) * runs / pieces), streaming));
                 } catch (Throwable t) {
                     failure = t;
                 } finally {

@@ -78,6 +78,16 @@ public final class KvConnector implements AutoCloseable {
         return executor.streamingStores();
     }
 
+    /** Bytes copied on the host so far (0 on CUDA). */
+    public long hostCopiedBytes() {
+        return executor.hostCopiedBytes();
+    }
+
+    /** Of {@link #hostCopiedBytes()}, the bytes written with streaming stores. */
+    public long streamedBytes() {
+        return executor.streamedBytes();
+    }
+
     /** The shape of a whole-chunk object of {@code tokens} tokens for {@code kv}. */
     public static TensorShape chunkShape(PagedKvCache kv, int tokens) {
         return TensorShape.of(kv.layout().kvPlanes(), kv.layerCount(), tokens, kv.hidden());

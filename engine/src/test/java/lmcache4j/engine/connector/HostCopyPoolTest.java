@@ -264,8 +264,27 @@ class HostCopyPoolTest {
                 MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
                 new HostCopyPool(1, false).gather(plan, kv, expected);
                 MemorySegment object = arena.allocate(plan.totalBytes() + skew, 64).asSlice(skew, plan.totalBytes());
+                long copiedBefore = streaming.copiedBytes();
+                long streamedBefore = streaming.streamedBytes();
                 streaming.gather(plan, kv, object);
                 assertEquals(-1, expected.mismatch(object), "gather, variant " + variant);
+                long copied = streaming.copiedBytes() - copiedBefore;
+                long streamed = streaming.streamedBytes() - streamedBefore;
+                assertEquals(plan.totalBytes(), copied, "every byte counted once");
+                // Streamed: exactly the runs the routine can take (variant 0: all; 1: none, the partial first
+                // block leaves every later object offset 8 bytes off; 2: none, everything is misaligned).
+                long expectedStreamed = 0;
+                var routine = lmcache4j.cuda.cpu.StreamingCopy.machine();
+                for (int i = 0; i < plan.runs() && routine.isPresent(); i++) {
+                    if (routine.get().canStream(layers.get(plan.layer(i)), plan.pagedOffset(i), object, plan.objectOffset(i),
+                            plan.length(i))) {
+                        expectedStreamed += plan.length(i);
+                    }
+                }
+                assertEquals(expectedStreamed, streamed, "variant " + variant);
+                if (variant == 0 && routine.isPresent()) {
+                    assertEquals(copied, streamed, "1 KiB vectors, aligned: every run streams");
+                }
 
                 // Scatter it back over zeroed layers: the same bytes land in the same slots.
                 for (MemorySegment layer : layers) {

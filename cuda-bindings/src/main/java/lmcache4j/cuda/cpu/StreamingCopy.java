@@ -202,7 +202,12 @@ public final class StreamingCopy {
         }
         StreamingCopy copy = new StreamingCopy(isa, Downcalls.link(MemorySegment.ofAddress(mapped.address()),
                 Downcalls.lmcache4jStreamingCopy));
-        copy.selfCheck();
+        try {
+            copy.selfCheck();
+        } catch (RuntimeException | AssertionError e) {
+            Posix.munmap(mapped, page); // a routine that copied wrongly is never called again
+            throw e;
+        }
         return copy;
     }
 

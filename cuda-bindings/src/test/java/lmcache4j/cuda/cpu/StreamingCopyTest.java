@@ -51,9 +51,13 @@ class StreamingCopyTest {
     }
 
     @Test
-    void anInstructionSetTheCpuLacksIsRefusedWithItsReason() {
+    void eachInstructionSetLoadsExactlyWhereTheCpuRunsIt() {
         for (StreamingCopy.Isa isa : StreamingCopy.Isa.values()) {
-            if (!StreamingCopy.supportedIsas().contains(isa)) {
+            if (StreamingCopy.supportedIsas().contains(isa)) {
+                StreamingCopy copy = StreamingCopy.load(isa);
+                assertEquals(isa, copy.isa());
+                assertTrue(copy == StreamingCopy.load(isa), "loaded once per process");
+            } else {
                 UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> StreamingCopy.load(isa));
                 assertTrue(e.getMessage().contains(isa.label()), e.getMessage());
             }

@@ -24,6 +24,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
@@ -268,7 +269,20 @@ public final class LMCacheEngine implements AutoCloseable {
     public int store(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("store");
         checkRequest(request, kv, slotMapping);
-        return storeRanges(request.chunksToProcess(), kv, slotMapping);
+        return storeRanges(request.chunksToProcess(), new ChunkTransfer.Paged(connector, kv, slotMapping));
+    }
+
+    /**
+     * Stores the KV of a prepared request's chunks (those at or after its mask's {@code False}
+     * prefix), copied out of a KV cache in its owner's layout: token {@code t} is position {@code t}.
+     *
+     * @return the number of tokens newly stored: chunks already cached are skipped, and when memory
+     *         runs out only the chunks before that point are stored
+     */
+    public int store(PreparedRequest request, ExternalKvCache kv) {
+        ensureOpen("store");
+        checkRequest(request, kv);
+        return storeRanges(request.chunksToProcess(), new ChunkTransfer.External(kv));
     }
 
     /**
@@ -285,10 +299,10 @@ public final class LMCacheEngine implements AutoCloseable {
             throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
         }
         checkCache(kv);
-        return storeRanges(ranges, kv, slotMapping);
+        return storeRanges(ranges, new ChunkTransfer.Paged(connector, kv, slotMapping));
     }
 
-    private int storeRanges(List<ChunkRange> ranges, PagedKvCache kv, long[] slots) {
+    private int storeRanges(List<ChunkRange> ranges, ChunkTransfer kv) {
         long started = System.nanoTime();
         List<CacheKey> keys = new ArrayList<>(ranges.size());
         List<MemoryObj> objs = new ArrayList<>(ranges.size());
@@ -307,8 +321,8 @@ public final class LMCacheEngine implements AutoCloseable {
                     // cost a round trip per chunk on every store (it drops duplicates itself).
                     continue;
                 }
-                TensorShape shape = KvConnector.chunkShape(kv, range.length());
-                Optional<MemoryObj> obj = storage.allocate(shape, kv.dtype(), KvConnector.chunkFormat(kv), storeMode);
+                TensorShape shape = kv.shape(range.length());
+                Optional<MemoryObj> obj = storage.allocate(shape, kv.dtype(), kv.format(), storeMode);
                 if (obj.isEmpty()) {
                     LOG.log(Level.WARNING, "store of " + ranges.size() + " chunk(s) stopped at token " + range.start()
                             + ": no memory for more (kept the " + keys.size() + " chunk(s) before it)");
@@ -317,12 +331,12 @@ public final class LMCacheEngine implements AutoCloseable {
                 objs.add(obj.get());
                 keys.add(range.key());
                 long t0 = System.nanoTime();
-                copied += connector.fromPaged(kv, slots, range.start(), range.end(), obj.get());
+                copied += kv.gather(range.start(), range.end(), obj.get());
                 copyNanos += System.nanoTime() - t0;
                 storedTokens += range.length();
             }
             long t0 = System.nanoTime();
-            connector.finish();
+            kv.finish();
             copyNanos += System.nanoTime() - t0;
             handedOff = true;
             storage.batchedPut(keys, objs, config.storeLocation());
@@ -349,7 +363,8 @@ public final class LMCacheEngine implements AutoCloseable {
                               Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieve");
         checkRequest(tokens, mask, kv, slotMapping);
-        return retrieveChunks(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping, lookupId);
+        return retrieveChunks(prepareNullable(tokens, mask, requestConfigs), new ChunkTransfer.Paged(connector, kv, slotMapping),
+                lookupId);
     }
 
     /**
@@ -361,7 +376,7 @@ public final class LMCacheEngine implements AutoCloseable {
     public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("retrieve");
         checkRequest(request, kv, slotMapping);
-        return retrieveChunks(request, kv, slotMapping, null);
+        return retrieveChunks(request, new ChunkTransfer.Paged(connector, kv, slotMapping), null);
     }
 
     /**
@@ -373,10 +388,24 @@ public final class LMCacheEngine implements AutoCloseable {
         ensureOpen("retrieve");
         checkRequest(request, kv, slotMapping);
         Objects.requireNonNull(requestId, "requestId");
-        return retrieveChunks(request, kv, slotMapping, requestId);
+        return retrieveChunks(request, new ChunkTransfer.Paged(connector, kv, slotMapping), requestId);
     }
 
-    private boolean[] retrieveChunks(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String lookupId) {
+    /**
+     * Loads the longest stored prefix of a prepared request's chunks (from its mask's {@code False}
+     * prefix on) into a KV cache in its owner's layout, token {@code t} at position {@code t}; then
+     * releases what a {@link #lookup(PreparedRequest, String)} or {@link #prefetch(PreparedRequest, String)}
+     * naming {@code requestId} holds, when {@code requestId} is not null.
+     *
+     * @return one entry per token: true where KV was loaded
+     */
+    public boolean[] retrieve(PreparedRequest request, ExternalKvCache kv, String requestId) {
+        ensureOpen("retrieve");
+        checkRequest(request, kv);
+        return retrieveChunks(request, new ChunkTransfer.External(kv), requestId);
+    }
+
+    private boolean[] retrieveChunks(PreparedRequest request, ChunkTransfer kv, String lookupId) {
         long started = System.nanoTime();
         boolean[] loaded = new boolean[request.tokenCount()];
         List<ChunkRange> ranges = request.chunksToProcess();
@@ -403,15 +432,15 @@ public final class LMCacheEngine implements AutoCloseable {
                 }
                 MemoryObj obj = found.get();
                 try {
-                    TensorShape expected = KvConnector.chunkShape(kv, range.length());
-                    if (!obj.shape().equals(expected) || obj.dtype() != kv.dtype() || obj.format() != KvConnector.chunkFormat(kv)) {
+                    if (!kv.fits(obj, range.length())) {
                         LOG.log(Level.WARNING, "retrieve stops at token " + range.start() + ": stored " + obj
-                                + " does not fit this cache (expected " + expected + ")");
+                                + " does not fit this cache (expected " + kv.format() + " " + kv.shape(range.length())
+                                + " " + kv.dtype().torchName() + ")");
                         break;
                     }
                     long t0 = System.nanoTime();
-                    copied += connector.toPaged(obj, kv, slotMapping, range.start(), range.end());
-                    connector.finish(); // the object goes back below: its copy must be done
+                    copied += kv.scatter(obj, range.start(), range.end());
+                    kv.finish(); // the object goes back below: its copy must be done
                     copyNanos += System.nanoTime() - t0;
                 } finally {
                     obj.release();
@@ -1033,6 +1062,21 @@ public final class LMCacheEngine implements AutoCloseable {
     private static void checkSlots(long[] slotMapping, int tokenCount) {
         if (slotMapping.length < tokenCount) {
             throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + tokenCount + " tokens");
+        }
+    }
+
+    private void checkRequest(PreparedRequest request, ExternalKvCache kv) {
+        checkPrepared(request);
+        Objects.requireNonNull(kv, "kv");
+        if (kv.dtype() != metadata.kvDtype() || kv.layerCount() != metadata.numLayers()
+                || kv.numKvHeads() != metadata.numKvHeads() || kv.headSize() != metadata.headSize() || metadata.mla()) {
+            throw new IllegalArgumentException("the KV cache (" + kv.layerCount() + " layers, " + kv.numKvHeads()
+                    + " heads × " + kv.headSize() + ", " + kv.dtype().torchName() + ") does not match the model ("
+                    + metadata + ")");
+        }
+        if (request.tokenCount() > kv.capacity()) {
+            throw new IllegalArgumentException(request + " has " + request.tokenCount() + " tokens, the KV cache holds "
+                    + kv.capacity() + " positions");
         }
     }
 

@@ -9,6 +9,7 @@ import java.lang.module.ModuleDescriptor;
 import java.lang.module.ModuleFinder;
 import java.lang.module.ModuleReference;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -46,7 +47,7 @@ class ModuleGraphTest {
 
     /** The descriptor of every lmcache4j module, read from each module's compiled classes (cli and bench are not in this layer). */
     private static final Map<String, ModuleDescriptor> DESCRIPTORS = ModuleFinder.of(
-                    Stream.of("cuda-bindings", "allocator", "engine", "server", "bench", "cli")
+                    Stream.of("cuda-bindings", "allocator", "engine", "server", "integrations/jlama", "bench", "cli")
                             .map(folder -> Path.of("..", folder, "target", "classes")).toArray(Path[]::new))
             .findAll().stream().map(ModuleReference::descriptor)
             .collect(Collectors.toMap(ModuleDescriptor::name, d -> d));
@@ -65,6 +66,10 @@ class ModuleGraphTest {
         assertEquals(Set.of("lmcache4j.cuda"), requires("lmcache4j.allocator"));
         assertEquals(Set.of("lmcache4j.allocator"), requires("lmcache4j.engine"), "the engine knows no server and no command");
         assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.server"));
+        assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.jlama"), "an integration uses the engine's API only");
+        for (String core : List.of("lmcache4j.cuda", "lmcache4j.allocator", "lmcache4j.engine", "lmcache4j.server")) {
+            assertFalse(requires(core).contains("lmcache4j.jlama"), core + " depends on an inference engine");
+        }
         assertEquals(Set.of("lmcache4j.server"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
         assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.engine"), requires("lmcache4j.cli"));
         DESCRIPTORS.keySet().forEach(m -> assertFalse(requires(m).contains("lmcache4j.cli"), m + " requires the commands"));

@@ -13,7 +13,10 @@ module lmcache4j.bench {
     requires org.zeromq.jeromq; // the controller benchmark's baseline: a bare PULL socket
     requires java.logging; // the benchmarks quiet the engine's INFO logs while they measure
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT for the disk benchmark's raw baseline
-    requires static jmh.core; // only JMH, from the class path, loads the JMH benchmarks
+    requires static jmh.core;
+    // The model demo and bench ttft (package lmcache4j.bench.model) only: resolved when the launcher
+    // adds it (--add-modules lmcache4j.jlama,jdk.incubator.vector), so no other command loads Jlama.
+    requires static lmcache4j.jlama; // only JMH, from the class path, loads the JMH benchmarks
 
     exports lmcache4j.bench.allocator;
     exports lmcache4j.bench.concurrent;
@@ -23,6 +26,7 @@ module lmcache4j.bench {
     exports lmcache4j.bench.disk;
     exports lmcache4j.bench.hash;
     exports lmcache4j.bench.json;
+    exports lmcache4j.bench.model;
     exports lmcache4j.bench.p2p;
     exports lmcache4j.bench.remote;
     exports lmcache4j.bench.store;

@@ -54,6 +54,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new RedisBenchCommand(out, err))
                 .addSubcommand(new P2pBenchCommand(out, err))
                 .addSubcommand(new ControllerBenchCommand(out, err))
+                .addSubcommand(new TtftBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
                 .addSubcommand(new CommandLine.HelpCommand());
         return CliMain.execute(bench, out, err, args);
@@ -71,12 +72,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, ttft or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, controller, p2p, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, controller, p2p, ttft, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -93,6 +93,8 @@ public final class DemoCommand implements CliMain.Command {
     private boolean quiet;
 
     private Integer instances;
+    private Optional<Path> model;
+    private boolean layersGiven;
     private boolean requestsGiven;
     private boolean cpuGbGiven;
 
@@ -129,7 +131,22 @@ public final class DemoCommand implements CliMain.Command {
             + Settings.DEFAULT_LAYERS + "; " + Settings.DEFAULT_KV_HEADS + " KV heads × " + Settings.DEFAULT_HEAD_SIZE + ", bf16)")
     private void layers(String value) {
         layers = (int) OptionValues.wholeNumber("--layers", value, 1, 1024);
+        layersGiven = true;
     }
+
+    @Option(names = "--model", paramLabel = "DIR", arity = "0..1", fallbackValue = "", order = 15, description = "a real "
+            + "transformer instead of the KV model: Jlama runs the prefill, lmcache4j caches its KV. Without DIR, a Llama-"
+            + "architecture model with seeded random weights, written on first use under ~/.cache/lmcache4j (nothing is "
+            + "downloaded); with DIR, any Hugging Face model directory Jlama loads. Each request looks up, retrieves into "
+            + "Jlama's KV buffer, prefills the rest, greedy-decodes, stores; every warm request is checked against the cold "
+            + "path (tokens equal, logits compared). Reports time to first token per class: cold, warm from CPU, from disk, "
+            + "from --remote. Takes --cpu-gb, --disk, --no-disk, --disk-gb, --remote, --seed, --json, --quiet")
+    private void model(String value) {
+        model = value.isEmpty() ? Optional.empty() : Optional.of(Path.of(value));
+        modelGiven = true;
+    }
+
+    private boolean modelGiven;
 
     @Option(names = "--seed", paramLabel = "S", order = 3, description = "the workload's random seed (default " + Settings.DEFAULT_SEED + ")")
     private void seed(String value) {
@@ -232,6 +249,9 @@ public final class DemoCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        if (modelGiven) {
+            return modelDemo();
+        }
         if (instances != null) {
             return cluster();
         }
@@ -269,6 +289,33 @@ public final class DemoCommand implements CliMain.Command {
         } finally {
             deleteQuietly(temporaryDisk, err);
         }
+    }
+
+    /** {@code demo --model}: the workload on a real transformer (Jlama). */
+    private int modelDemo() {
+        if (instances != null || controllerPull != null || instanceId != null || holdSeconds != 0 || promptOut != null
+                || layersGiven || requestsGiven) {
+            return CliMain.usageError(err, "demo", "--model takes --cpu-gb, --disk, --no-disk, --disk-gb, --remote, --seed, "
+                    + "--json and --quiet; not --instances, --controller, --instance-id, --hold, --prompt-out, --layers or --requests");
+        }
+        if (disk != null && noDisk) {
+            return CliMain.usageError(err, "demo", "--disk and --no-disk exclude each other");
+        }
+        double modelCpuGb = cpuGbGiven ? cpuGb : 1.0;
+        if (!(modelCpuGb > 0) || !(diskGb > 0)) {
+            return CliMain.usageError(err, "demo", "--cpu-gb and --disk-gb must be positive");
+        }
+        if (disk != null) {
+            try {
+                Files.createDirectories(disk);
+            } catch (IOException e) {
+                err.println("lmcache4j demo: cannot create the disk tier's directory: " + CliText.oneLine(e));
+                return EXIT_USAGE;
+            }
+        }
+        lmcache4j.bench.model.ModelDemo.Settings s = new lmcache4j.bench.model.ModelDemo.Settings(modelCpuGb,
+                Optional.ofNullable(disk), noDisk ? 0 : diskGb, Optional.ofNullable(remote), seed, 8, ModelRuns.shape());
+        return ModelRuns.demo(model, s, json, quiet, out, err);
     }
 
     private int serve(Settings s) {

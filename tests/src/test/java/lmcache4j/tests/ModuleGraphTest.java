@@ -70,8 +70,13 @@ class ModuleGraphTest {
         for (String core : List.of("lmcache4j.cuda", "lmcache4j.allocator", "lmcache4j.engine", "lmcache4j.server")) {
             assertFalse(requires(core).contains("lmcache4j.jlama"), core + " depends on an inference engine");
         }
-        assertEquals(Set.of("lmcache4j.server"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
-        assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.engine"), requires("lmcache4j.cli"));
+        assertEquals(Set.of("lmcache4j.server", "lmcache4j.jlama"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
+        assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.engine", "lmcache4j.jlama"), requires("lmcache4j.cli"));
+        for (String app : List.of("lmcache4j.bench", "lmcache4j.cli")) {
+            assertTrue(DESCRIPTORS.get(app).requires().stream().anyMatch(r -> r.name().equals("lmcache4j.jlama")
+                    && r.modifiers().contains(ModuleDescriptor.Requires.Modifier.STATIC)),
+                    app + " requires Jlama only statically: no other command resolves it");
+        }
         DESCRIPTORS.keySet().forEach(m -> assertFalse(requires(m).contains("lmcache4j.cli"), m + " requires the commands"));
     }
 }

@@ -61,6 +61,12 @@ public final class ReportJson {
         return this;
     }
 
+    /** An array of objects. */
+    public ReportJson objects(String key, List<ReportJson> values) {
+        fields.put(key, values.stream().map(v -> (Object) v.fields).toList());
+        return this;
+    }
+
     /** A nested object. */
     public ReportJson object(String key, ReportJson value) {
         fields.put(key, value.fields);

@@ -1,0 +1,49 @@
+package lmcache4j.bench.model;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+
+import com.github.tjake.jlama.model.AbstractModel;
+import com.github.tjake.jlama.model.ModelSupport;
+import com.github.tjake.jlama.safetensors.DType;
+
+import lmcache4j.jlama.SyntheticLlama;
+
+/**
+ * The model the demo and {@code bench ttft} run: a Hugging Face model directory the user names, or
+ * lmcache4j's synthetic Llama ({@link SyntheticLlama#demo()}), written on first use under
+ * {@code $XDG_CACHE_HOME/lmcache4j} (else {@code ~/.cache/lmcache4j}) and reused after.
+ *
+ * @param directory the model directory
+ * @param name      the name the cache keys carry
+ * @param synthetic whether it is the synthetic model
+ */
+public record ModelSource(Path directory, String name, boolean synthetic) {
+    /** The user's directory, or the synthetic model's (written now if missing). */
+    public static ModelSource resolve(Optional<Path> userDirectory) {
+        if (userDirectory.isPresent()) {
+            Path dir = userDirectory.get().toAbsolutePath().normalize();
+            if (!Files.isRegularFile(dir.resolve("config.json"))) {
+                throw new IllegalArgumentException("--model " + dir + " is not a Hugging Face model directory (no config.json)");
+            }
+            return new ModelSource(dir, dir.getFileName().toString(), false);
+        }
+        String cache = System.getenv("XDG_CACHE_HOME");
+        Path root = cache != null && !cache.isBlank() ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache");
+        Path dir = root.resolve("lmcache4j").resolve("synthetic-llama-256x4");
+        try {
+            SyntheticLlama.demo().writeTo(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the synthetic model into " + dir + ": " + e.getMessage(), e);
+        }
+        return new ModelSource(dir, "lmcache4j/synthetic-llama-256x4", true);
+    }
+
+    /** Loads it with F32 working memory (Jlama's KV is then F32). */
+    public AbstractModel load() {
+        return ModelSupport.loadModel(directory.toFile(), DType.F32, DType.F32);
+    }
+}

@@ -1,0 +1,194 @@
+package lmcache4j.cli;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.stream.Stream;
+
+import com.github.tjake.jlama.model.AbstractModel;
+
+import lmcache4j.bench.json.ReportJson;
+import lmcache4j.bench.model.ModelDemo;
+import lmcache4j.bench.model.ModelDemoReport;
+import lmcache4j.bench.model.ModelSource;
+import lmcache4j.bench.model.ModelWorkload;
+import lmcache4j.bench.model.TtftBench;
+
+/**
+ * {@code demo --model [DIR]} and {@code bench ttft}: the commands that run a real transformer
+ * (Jlama). They need the modules {@code lmcache4j.jlama} and {@code jdk.incubator.vector}, which the
+ * launcher adds for these two commands only (no other command loads Jlama or prints the incubator
+ * warning).
+ */
+final class ModelRuns {
+    /** Exit status: a warm request's tokens differed from the cold path's, or the run failed. */
+    static final int EXIT_FAILED = 1;
+
+    private ModelRuns() {
+    }
+
+    /** Why a model command cannot run in this JVM, or empty when it can. */
+    static Optional<String> missingModules() {
+        for (String module : List.of("lmcache4j.jlama", "jdk.incubator.vector")) {
+            if (ModuleLayer.boot().findModule(module).isEmpty()) {
+                return Optional.of("module " + module + " is not in this JVM: run the command through ./lmcache4j, which "
+                        + "adds --add-modules lmcache4j.jlama,jdk.incubator.vector and Jlama's jars");
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The model demo: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int demo(Optional<Path> modelDir, ModelDemo.Settings base, boolean json, boolean quiet, PrintStream out,
+                    PrintStream err) {
+        Optional<String> missing = missingModules();
+        if (missing.isPresent()) {
+            err.println("lmcache4j demo: " + missing.get());
+            return EXIT_FAILED;
+        }
+        Path temporaryDisk = null;
+        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+        Level previous = lmcacheLogs.getLevel();
+        lmcacheLogs.setLevel(Level.WARNING);
+        try {
+            ModelDemo.Settings s = base;
+            if (base.disk().isEmpty() && base.diskGb() > 0) {
+                temporaryDisk = Files.createTempDirectory("lmcache4j-model-demo-disk-");
+                s = new ModelDemo.Settings(base.cpuGb(), Optional.of(temporaryDisk), base.diskGb(), base.remote(),
+                        base.seed(), base.decodeTokens(), base.shape());
+            }
+            ModelSource source = ModelSource.resolve(modelDir);
+            if (!json) {
+                out.println("== lmcache4j demo --model: a real transformer's KV through the cache ==");
+                out.println(DemoCommand.machine());
+                out.printf(Locale.ROOT, "model      %s (%s)%n", source.name(), source.directory());
+                out.printf(Locale.ROOT, "engine     Jlama %s, chunk 256 tokens, CPU tier %.2f GiB%s%s%n", jlamaVersion(),
+                        s.cpuGb(), s.disk().map(d -> ", disk tier " + d).orElse(", no disk tier"),
+                        s.remote().map(r -> ", remote " + r).orElse(""));
+                out.println();
+                out.flush();
+            }
+            long started = System.nanoTime();
+            AbstractModel model = source.load();
+            try {
+                boolean progress = !quiet && !json;
+                List<ModelDemo.Served> served = ModelDemo.run(s, model, source.name(), (r, done, total) -> {
+                    if (progress) {
+                        err.printf(Locale.ROOT, "[%2d/%d] %-28s %5d tokens, %5d from the cache (%s): first token in %.0f ms%s%n",
+                                done, total, r.name(), r.promptTokens(), r.cachedTokens(), r.source().name().toLowerCase(Locale.ROOT),
+                                r.ttftNanos() / 1e6, r.source() == ModelDemo.Source.COLD ? ""
+                                        : String.format(Locale.ROOT, ", cold path %.0f ms, tokens %s", r.coldTtftNanos() / 1e6,
+                                        r.tokensEqual() ? "equal" : "DIFFER"));
+                    }
+                });
+                ModelDemoReport report = new ModelDemoReport(source.name(), served, System.nanoTime() - started);
+                out.println(json ? report.json() : report.table());
+                return report.passed() ? 0 : EXIT_FAILED;
+            } finally {
+                model.close();
+            }
+        } catch (IOException e) {
+            err.println("lmcache4j demo: " + CliText.oneLine(e));
+            return EXIT_FAILED;
+        } finally {
+            lmcacheLogs.setLevel(previous);
+            deleteTree(temporaryDisk, err);
+        }
+    }
+
+    /** {@code bench ttft}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int ttft(Optional<Path> modelDir, int[] lengths, int runs, long seed, boolean json, PrintStream out,
+                    PrintStream err) {
+        Optional<String> missing = missingModules();
+        if (missing.isPresent()) {
+            err.println("lmcache4j bench ttft: " + missing.get());
+            return EXIT_FAILED;
+        }
+        Path disk = null;
+        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+        Level previous = lmcacheLogs.getLevel();
+        lmcacheLogs.setLevel(Level.WARNING);
+        try {
+            disk = Files.createTempDirectory("lmcache4j-bench-ttft-disk-");
+            ModelSource source = ModelSource.resolve(modelDir);
+            AbstractModel model = source.load();
+            try {
+                List<TtftBench.Row> rows = TtftBench.run(new TtftBench.Settings(lengths, runs, disk, seed), model,
+                        source.name(), err);
+                out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));
+                return 0;
+            } finally {
+                model.close();
+            }
+        } catch (IOException e) {
+            err.println("lmcache4j bench ttft: " + CliText.oneLine(e));
+            return EXIT_FAILED;
+        } finally {
+            lmcacheLogs.setLevel(previous);
+            deleteTree(disk, err);
+        }
+    }
+
+    private static String ttftTable(ModelSource source, List<TtftBench.Row> rows) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "model %s, Jlama %s, %d CPUs%n", source.name(), jlamaVersion(),
+                Runtime.getRuntime().availableProcessors()));
+        b.append(String.format(Locale.ROOT, "%8s %10s %10s %10s %10s %12s %9s %9s %9s %10s%n", "tokens", "cold ms", "miss ms",
+                "miss ovh", "added ms", "warm ms", "disk ms", "speedup", "from disk", "store ovh"));
+        for (TtftBench.Row r : rows) {
+            b.append(String.format(Locale.ROOT, "%8d %10.1f %10.1f %10.4f %10.2f %12.2f %9.2f %8.1fx %8.1fx %10.5f%n",
+                    r.tokens(), r.coldMs(), r.missMs(), r.missOverhead(), r.missAddedMs(), r.warmMs(), r.warmDiskMs(),
+                    r.speedup(), r.speedupDisk(), r.storeOverhead()));
+        }
+        b.append(String.format(Locale.ROOT, "miss_overhead over every length: %.4f (time through lmcache4j on a miss over plain "
+                + "Jlama, the same prompts; target <= %.2f)", TtftBench.missOverhead(rows), TtftBenchCommand.TARGET_MISS_OVERHEAD));
+        return b.toString();
+    }
+
+    private static String ttftJson(ModelSource source, List<TtftBench.Row> rows) {
+        List<ReportJson> lengths = rows.stream().map(r -> new ReportJson().integer("tokens", r.tokens())
+                .number("ttft_cold_ms", r.coldMs(), 2).number("ttft_miss_ms", r.missMs(), 2)
+                .number("miss_overhead", r.missOverhead(), 4).number("miss_added_ms", r.missAddedMs(), 3)
+                .number("ttft_warm_ms", r.warmMs(), 2).number("ttft_warm_disk_ms", r.warmDiskMs(), 2)
+                .integer("cached_tokens", r.cachedTokens()).number("speedup", r.speedup(), 2)
+                .number("speedup_disk", r.speedupDisk(), 2)
+                .number("store_overhead", r.storeOverhead(), 5)).toList();
+        return new ReportJson().string("model", source.name()).string("jlama", jlamaVersion())
+                .integer("cpus", Runtime.getRuntime().availableProcessors())
+                .number("miss_overhead", TtftBench.missOverhead(rows), 4).objects("lengths", lengths).toString();
+    }
+
+    private static String jlamaVersion() {
+        return ModuleLayer.boot().findModule("jlama.core").flatMap(m -> m.getDescriptor().rawVersion()).orElse("0.8.4");
+    }
+
+    private static void deleteTree(Path dir, PrintStream err) {
+        if (dir == null) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(f -> {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (IOException | UncheckedIOException e) {
+            err.println("lmcache4j: could not delete the temporary directory " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /** The demo's workload shape. */
+    static ModelWorkload.Shape shape() {
+        return ModelWorkload.Shape.demo();
+    }
+}

@@ -1,0 +1,68 @@
+package lmcache4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code demo --model} and {@code bench ttft} as a user meets them outside the launcher: options
+ * they do not take are usage errors, and a JVM without the Jlama modules gets a clear error naming
+ * the launcher (this test JVM has none: the cli module requires lmcache4j.jlama only statically).
+ * The commands themselves run in the bench module's ModelDemoTest.
+ */
+class ModelCommandsTest {
+    private record Run(int exit, String out, String err) {
+    }
+
+    private static Run demo(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int exit = DemoCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static Run bench(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int exit = BenchCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void demoModelRefusesTheOptionsOfTheOtherDemos() {
+        for (String[] args : new String[][] {{"--model", "--instances"}, {"--model", "--layers", "4"},
+                {"--model", "--requests", "5"}, {"--model", "--hold", "3"}, {"--model", "--disk", "/tmp/x", "--no-disk"},
+                {"--model", "--cpu-gb", "0"}}) {
+            Run r = demo(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().contains("lmcache4j demo"), r.err());
+        }
+    }
+
+    @Test
+    void withoutTheJlamaModulesBothCommandsSayHowToRunThem() {
+        assertTrue(ModelRuns.missingModules().isPresent(), "this JVM has no lmcache4j.jlama");
+        Run demo = demo("--model", "--quiet");
+        assertEquals(ModelRuns.EXIT_FAILED, demo.exit());
+        assertTrue(demo.err().contains("./lmcache4j"), demo.err());
+        assertTrue(demo.err().contains("lmcache4j.jlama"), demo.err());
+        Run ttft = bench("ttft", "--lengths", "300");
+        assertEquals(ModelRuns.EXIT_FAILED, ttft.exit());
+        assertTrue(ttft.err().contains("--add-modules lmcache4j.jlama,jdk.incubator.vector"), ttft.err());
+    }
+
+    @Test
+    void benchTtftRefusesBadLengthsAndRuns() {
+        assertEquals(2, bench("ttft", "--lengths", "1").exit());
+        assertEquals(2, bench("ttft", "--lengths", "300,x").exit());
+        assertEquals(2, bench("ttft", "--runs", "0").exit());
+        assertEquals(2, bench("ttft", "--model", " ").exit());
+    }
+}

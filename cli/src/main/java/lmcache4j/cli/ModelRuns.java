@@ -157,6 +157,7 @@ final class ModelRuns {
         List<ReportJson> lengths = rows.stream().map(r -> new ReportJson().integer("tokens", r.tokens())
                 .number("ttft_cold_ms", r.coldMs(), 2).number("ttft_miss_ms", r.missMs(), 2)
                 .number("miss_overhead", r.missOverhead(), 4).number("miss_added_ms", r.missAddedMs(), 3)
+                .number("miss_added_fraction", r.missAddedMs() / r.coldMs(), 6)
                 .number("ttft_warm_ms", r.warmMs(), 2).number("ttft_warm_disk_ms", r.warmDiskMs(), 2)
                 .integer("cached_tokens", r.cachedTokens()).number("speedup", r.speedup(), 2)
                 .number("speedup_disk", r.speedupDisk(), 2)

@@ -37,7 +37,7 @@ import lmcache4j.jlama.CachedPrefill;
 public final class TtftBench {
     /**
      * @param lengths prompt lengths in tokens
-     * @param runs    cold and miss prompts per length (each a fresh prompt)
+     * @param runs    cold and miss prompts per length (each a fresh prompt; more for short prompts, see {@link #pairs})
      * @param disk    the disk tier's directory
      * @param seed    the prompts' seed
      */
@@ -100,13 +100,14 @@ public final class TtftBench {
                 close(prefill.prefill(p));
             }
             for (int length : s.lengths()) {
-                double[] cold = new double[s.runs()];
-                double[] miss = new double[s.runs()];
-                double[] store = new double[s.runs()];
-                double[] ratio = new double[s.runs()];
-                double[] added = new double[s.runs()];
+                int pairs = pairs(s.runs(), length);
+                double[] cold = new double[pairs];
+                double[] miss = new double[pairs];
+                double[] store = new double[pairs];
+                double[] ratio = new double[pairs];
+                double[] added = new double[pairs];
                 int[] last = null;
-                for (int r = 0; r < s.runs(); r++) {
+                for (int r = 0; r < pairs; r++) {
                     int[] prompt = random.ints(length, 3, vocabulary).toArray();
                     // Alternate the order, so a drift of the machine's speed falls on both sides.
                     if (r % 2 == 0) {
@@ -169,6 +170,15 @@ public final class TtftBench {
             cold += r.coldMs();
         }
         return weighted / cold;
+    }
+
+    /**
+     * Cold and miss pairs for a length: {@code runs}, scaled up for short prompts (as many pairs as
+     * fit the time of {@code runs} pairs of 8,192 tokens, at most 16), whose run-to-run spread on a
+     * busy 2-core machine is larger than the 1 % being measured.
+     */
+    static int pairs(int runs, int length) {
+        return Math.max(runs, Math.min(16, runs * Math.max(1, 8_192 / length)));
     }
 
     private static double plain(CachedPrefill prefill, int[] prompt) {

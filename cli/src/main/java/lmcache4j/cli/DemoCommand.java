@@ -281,13 +281,13 @@ public final class DemoCommand implements CliMain.Command {
         } catch (IOException | IllegalArgumentException e) {
             err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "")
                     + CliText.oneLine(e));
-            deleteQuietly(temporaryDisk, err);
+            deleteQuietly(temporaryDisk, err, "lmcache4j demo");
             return EXIT_USAGE;
         }
         try {
             return serve(s);
         } finally {
-            deleteQuietly(temporaryDisk, err);
+            deleteQuietly(temporaryDisk, err, "lmcache4j demo");
         }
     }
 
@@ -478,7 +478,7 @@ public final class DemoCommand implements CliMain.Command {
         } catch (IOException | RuntimeException e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
-            deleteQuietly(work, err); // the instances' disk tiers and logs
+            deleteQuietly(work, err, "lmcache4j demo"); // the instances' disk tiers and logs
         }
     }
 
@@ -541,7 +541,8 @@ public final class DemoCommand implements CliMain.Command {
     }
 
     /** Deletes a temporary directory and everything in it. */
-    private static void deleteQuietly(Path dir, PrintStream err) {
+    /** Deletes a temporary directory tree; says on {@code err} (as {@code who}) when it cannot. */
+    static void deleteQuietly(Path dir, PrintStream err, String who) {
         if (dir == null) {
             return;
         }
@@ -554,9 +555,10 @@ public final class DemoCommand implements CliMain.Command {
                 }
             });
         } catch (IOException | UncheckedIOException e) {
-            err.println("lmcache4j demo: could not delete the temporary disk directory " + dir + ": " + e.getMessage());
+            err.println(who + ": could not delete the temporary directory " + dir + ": " + e.getMessage());
         }
     }
+
 
     /** Two lines of the machine report: the JDK and the CUDA runtime. */
     static String machine() {

@@ -2,16 +2,13 @@ package lmcache4j.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import java.util.stream.Stream;
 
 import com.github.tjake.jlama.model.AbstractModel;
 
@@ -46,26 +43,57 @@ final class ModelRuns {
         return Optional.empty();
     }
 
-    /** The model demo: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
-    static int demo(Optional<Path> modelDir, ModelDemo.Settings base, boolean json, boolean quiet, PrintStream out,
-                    PrintStream err) {
+    /** What a model command does once its model is loaded; {@code scratch} is a temporary directory, deleted after. */
+    private interface Body {
+        int run(ModelSource source, AbstractModel model, Path scratch);
+    }
+
+    /**
+     * The frame of both commands: the modules are there, lmcache4j's INFO logs are quiet (the
+     * report says the same), the model is resolved (a bad {@code --model} is a usage error) and
+     * loaded, and the model and the scratch directory are gone afterwards.
+     */
+    private static int withModel(String who, Optional<Path> modelDir, PrintStream err, Body body) {
         Optional<String> missing = missingModules();
         if (missing.isPresent()) {
-            err.println("lmcache4j demo: " + missing.get());
+            err.println(who + ": " + missing.get());
             return EXIT_FAILED;
         }
-        Path temporaryDisk = null;
+        ModelSource source;
+        try {
+            source = ModelSource.resolve(modelDir);
+        } catch (IllegalArgumentException e) {
+            return CliMain.usageError(err, who.substring(who.indexOf(' ') + 1), e.getMessage());
+        }
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previous = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
+        Path scratch = null;
         try {
-            ModelDemo.Settings s = base;
-            if (base.disk().isEmpty() && base.diskGb() > 0) {
-                temporaryDisk = Files.createTempDirectory("lmcache4j-model-demo-disk-");
-                s = new ModelDemo.Settings(base.cpuGb(), Optional.of(temporaryDisk), base.diskGb(), base.remote(),
-                        base.seed(), base.decodeTokens(), base.shape());
+            scratch = Files.createTempDirectory("lmcache4j-model-");
+            AbstractModel model = source.load();
+            try {
+                return body.run(source, model, scratch);
+            } finally {
+                model.close();
             }
-            ModelSource source = ModelSource.resolve(modelDir);
+        } catch (IOException e) {
+            err.println(who + ": " + CliText.oneLine(e));
+            return EXIT_FAILED;
+        } finally {
+            lmcacheLogs.setLevel(previous);
+            DemoCommand.deleteQuietly(scratch, err, who);
+        }
+    }
+
+    /** The model demo: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int demo(Optional<Path> modelDir, ModelDemo.Settings base, boolean json, boolean quiet, PrintStream out,
+                    PrintStream err) {
+        return withModel("lmcache4j demo", modelDir, err, (source, model, scratch) -> {
+            ModelDemo.Settings s = base.disk().isEmpty() && base.diskGb() > 0
+                    ? new ModelDemo.Settings(base.cpuGb(), Optional.of(scratch.resolve("disk")), base.diskGb(), base.remote(),
+                    base.seed(), base.decodeTokens(), base.shape())
+                    : base;
             if (!json) {
                 out.println("== lmcache4j demo --model: a real transformer's KV through the cache ==");
                 out.println(DemoCommand.machine());
@@ -77,64 +105,31 @@ final class ModelRuns {
                 out.flush();
             }
             long started = System.nanoTime();
-            AbstractModel model = source.load();
-            try {
-                boolean progress = !quiet && !json;
-                List<ModelDemo.Served> served = ModelDemo.run(s, model, source.name(), (r, done, total) -> {
-                    if (progress) {
-                        err.printf(Locale.ROOT, "[%2d/%d] %-28s %5d tokens, %5d from the cache (%s): first token in %.0f ms%s%n",
-                                done, total, r.name(), r.promptTokens(), r.cachedTokens(), r.source().name().toLowerCase(Locale.ROOT),
-                                r.ttftNanos() / 1e6, r.source() == ModelDemo.Source.COLD ? ""
-                                        : String.format(Locale.ROOT, ", cold path %.0f ms, tokens %s", r.coldTtftNanos() / 1e6,
-                                        r.tokensEqual() ? "equal" : "DIFFER"));
-                    }
-                });
-                ModelDemoReport report = new ModelDemoReport(source.name(), served, System.nanoTime() - started);
-                out.println(json ? report.json() : report.table());
-                return report.passed() ? 0 : EXIT_FAILED;
-            } finally {
-                model.close();
-            }
-        } catch (IOException e) {
-            err.println("lmcache4j demo: " + CliText.oneLine(e));
-            return EXIT_FAILED;
-        } finally {
-            lmcacheLogs.setLevel(previous);
-            deleteTree(temporaryDisk, err);
-        }
+            boolean progress = !quiet && !json;
+            List<ModelDemo.Served> served = ModelDemo.run(s, model, source.name(), (r, done, total) -> {
+                if (progress) {
+                    err.printf(Locale.ROOT, "[%2d/%d] %-28s %5d tokens, %5d from the cache (%s): first token in %.0f ms%s%n",
+                            done, total, r.name(), r.promptTokens(), r.cachedTokens(), r.source().name().toLowerCase(Locale.ROOT),
+                            r.ttftNanos() / 1e6, r.source() == ModelDemo.Source.COLD ? ""
+                                    : String.format(Locale.ROOT, ", cold path %.0f ms, tokens %s", r.coldTtftNanos() / 1e6,
+                                    r.tokensEqual() ? "equal" : "DIFFER"));
+                }
+            });
+            ModelDemoReport report = new ModelDemoReport(source.name(), served, System.nanoTime() - started);
+            out.println(json ? report.json() : report.table());
+            return report.passed() ? 0 : EXIT_FAILED;
+        });
     }
 
     /** {@code bench ttft}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
     static int ttft(Optional<Path> modelDir, int[] lengths, int runs, long seed, boolean json, PrintStream out,
                     PrintStream err) {
-        Optional<String> missing = missingModules();
-        if (missing.isPresent()) {
-            err.println("lmcache4j bench ttft: " + missing.get());
-            return EXIT_FAILED;
-        }
-        Path disk = null;
-        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
-        Level previous = lmcacheLogs.getLevel();
-        lmcacheLogs.setLevel(Level.WARNING);
-        try {
-            disk = Files.createTempDirectory("lmcache4j-bench-ttft-disk-");
-            ModelSource source = ModelSource.resolve(modelDir);
-            AbstractModel model = source.load();
-            try {
-                List<TtftBench.Row> rows = TtftBench.run(new TtftBench.Settings(lengths, runs, disk, seed), model,
-                        source.name(), err);
-                out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));
-                return 0;
-            } finally {
-                model.close();
-            }
-        } catch (IOException e) {
-            err.println("lmcache4j bench ttft: " + CliText.oneLine(e));
-            return EXIT_FAILED;
-        } finally {
-            lmcacheLogs.setLevel(previous);
-            deleteTree(disk, err);
-        }
+        return withModel("lmcache4j bench ttft", modelDir, err, (source, model, scratch) -> {
+            List<TtftBench.Row> rows = TtftBench.run(new TtftBench.Settings(lengths, runs, scratch, seed), model,
+                    source.name(), err);
+            out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));
+            return 0;
+        });
     }
 
     private static String ttftTable(ModelSource source, List<TtftBench.Row> rows) {
@@ -169,23 +164,6 @@ final class ModelRuns {
 
     private static String jlamaVersion() {
         return ModuleLayer.boot().findModule("jlama.core").flatMap(m -> m.getDescriptor().rawVersion()).orElse("0.8.4");
-    }
-
-    private static void deleteTree(Path dir, PrintStream err) {
-        if (dir == null) {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(f -> {
-                try {
-                    Files.deleteIfExists(f);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-        } catch (IOException | UncheckedIOException e) {
-            err.println("lmcache4j: could not delete the temporary directory " + dir + ": " + e.getMessage());
-        }
     }
 
     /** The demo's workload shape. */

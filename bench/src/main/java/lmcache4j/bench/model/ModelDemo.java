@@ -10,13 +10,10 @@ import java.util.Optional;
 import com.github.tjake.jlama.model.AbstractModel;
 
 import lmcache4j.engine.LMCacheEngine;
-import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
-import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.jlama.CachedPrefill;
 
@@ -83,8 +80,6 @@ public final class ModelDemo {
     public interface Progress {
         void served(Served request, int done, int total);
     }
-
-    private static final long TIER_WAIT_NANOS = 60_000_000_000L;
 
     private ModelDemo() {
     }
@@ -196,36 +191,11 @@ public final class ModelDemo {
         return words[0] + " " + words[1];
     }
 
-    /**
-     * Waits until {@code tier} holds every full chunk of the replayed prompts (writes to lower tiers
-     * are asynchronous), then empties the CPU tier, so the replays read from {@code tier}.
-     */
+    /** Waits until {@code tier} holds the replayed prompts' chunks, then empties the CPU tier, so the replays read from {@code tier}. */
     private static void keepOnlyIn(LMCacheEngine engine, List<ModelWorkload.Request> replays, String tier) {
-        StorageBackend backend = engine.storage().tier(tier)
-                .orElseThrow(() -> new IllegalStateException("the engine has no " + tier));
-        long deadline = System.nanoTime() + TIER_WAIT_NANOS;
         for (ModelWorkload.Request r : replays) {
-            int full = r.tokens().length / engine.config().chunkSize() * engine.config().chunkSize();
-            PreparedRequest request = engine.prepare(Arrays.copyOf(r.tokens(), full), Map.of());
-            for (ChunkRange chunk : request.chunks()) {
-                while (!backend.contains(chunk.key(), false)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException(tier + " did not hold the stored chunks of '" + r.name() + "' within "
-                                + TIER_WAIT_NANOS / 1_000_000_000L + " s");
-                    }
-                    sleepBriefly();
-                }
-            }
+            TierWait.untilHeld(engine, r.tokens(), tier);
         }
-        engine.storage().cpu().clear();
-    }
-
-    private static void sleepBriefly() {
-        try {
-            Thread.sleep(5);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for a tier", e);
-        }
+        TierWait.emptyCpuTier(engine);
     }
 }

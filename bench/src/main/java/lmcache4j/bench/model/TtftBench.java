@@ -11,11 +11,8 @@ import java.util.SplittableRandom;
 import com.github.tjake.jlama.model.AbstractModel;
 
 import lmcache4j.engine.LMCacheEngine;
-import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.connector.KvConnector;
-import lmcache4j.engine.key.ChunkRange;
-import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.jlama.CachedPrefill;
 
@@ -122,7 +119,7 @@ public final class TtftBench {
                         store[r] = (double) p.storeNanos() / p.computeNanos();
                     }
                     // The store's disk writes finish before anything else is timed.
-                    awaitDisk(engine, prompt);
+                    TierWait.untilHeld(engine, prompt, LocalDiskBackend.NAME);
                     if (r % 2 == 1) {
                         cold[r] = plain(prefill, prompt);
                     }
@@ -139,10 +136,10 @@ public final class TtftBench {
                         cached = p.cachedTokens();
                     }
                 }
-                awaitDisk(engine, last);
+                TierWait.untilHeld(engine, last, LocalDiskBackend.NAME);
                 double[] warmDisk = new double[2];
                 for (int i = 0; i < warmDisk.length; i++) {
-                    engine.storage().cpu().clear();
+                    TierWait.emptyCpuTier(engine);
                     try (CachedPrefill.Prefill p = prefill.prefill(last)) {
                         warmDisk[i] = p.timeToFirstTokenNanos() / 1e6;
                         if (p.cachedTokens() != cached) {
@@ -189,25 +186,6 @@ public final class TtftBench {
 
     private static void close(CachedPrefill.Prefill p) {
         p.close();
-    }
-
-    private static void awaitDisk(LMCacheEngine engine, int[] prompt) {
-        StorageBackend disk = engine.storage().tier(LocalDiskBackend.NAME).orElseThrow();
-        PreparedRequest request = engine.prepare(Arrays.copyOf(prompt, prompt.length / 256 * 256), Map.of());
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        for (ChunkRange chunk : request.chunks()) {
-            while (!disk.contains(chunk.key(), false)) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the disk tier did not hold the prompt's chunks within 60 s");
-                }
-                try {
-                    Thread.sleep(5);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted", e);
-                }
-            }
-        }
     }
 
     static double median(double[] values) {

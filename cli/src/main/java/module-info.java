@@ -10,6 +10,7 @@ module lmcache4j.cli {
     requires java.logging; // the demo quiets the engine's INFO logs while it prints its own report
     // demo --model and bench ttft only; the launcher adds the module for those two commands.
     requires static lmcache4j.jlama;
+    requires jdk.unsupported; // sun.misc.Signal: server and controller exit 0 after a graceful stop on SIGTERM
     requires info.picocli; // options, help text and usage errors of every command
 
     opens lmcache4j.cli to info.picocli; // picocli sets the annotated option fields and calls the setters

@@ -160,14 +160,7 @@ public final class ControllerCommand implements CliMain.Command {
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
         if (stop == null) {
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                stopSignal.countDown();
-                try {
-                    done.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }, "controller-shutdown"));
+            StopSignals.install(stopSignal, done, "controller-shutdown");
         }
         out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
                 + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()

@@ -143,17 +143,8 @@ public final class ServerCommand implements CliMain.Command {
         }
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
-        Thread hook = null;
         if (stop == null) {
-            hook = new Thread(() -> {
-                stopSignal.countDown();
-                try {
-                    done.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }, "lm-server-shutdown");
-            Runtime.getRuntime().addShutdownHook(hook);
+            StopSignals.install(stopSignal, done, "lm-server-shutdown");
         }
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()
                 + " (max " + maxBytes + " bytes, max frame " + maxFrameBytes + " bytes"

@@ -135,6 +135,12 @@ final class ChildProcess implements AutoCloseable {
         return process.exitValue();
     }
 
+    /** SIGTERM, as an operator's {@code kill} or a service manager stops a process; its exit status. */
+    int sigterm(Duration within) throws InterruptedException {
+        process.destroy();
+        return awaitExit(within);
+    }
+
     /** SIGKILL: no shutdown hook, no deregistration, sockets dropped by the kernel. */
     void kill9() throws InterruptedException {
         process.destroyForcibly();

@@ -137,7 +137,7 @@ final class ChildProcess implements AutoCloseable {
 
     /** SIGTERM, as an operator's {@code kill} or a service manager stops a process; its exit status. */
     int sigterm(Duration within) throws InterruptedException {
-        process.destroy();
+        process.toHandle().destroy(); // Process.destroy() would also close the pipe of what it prints while stopping
         return awaitExit(within);
     }
 

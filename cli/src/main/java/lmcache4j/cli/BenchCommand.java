@@ -226,7 +226,7 @@ public final class BenchCommand implements CliMain.Command {
                     r.kind().displayName(), r.median(), r.min(), r.max(), r.wholeMedian(),
                     malloc.map(m -> String.format(Locale.ROOT, "%.2fx", r.median() / m.median())).orElse("-"),
                     r.kind().targetNs().isPresent() ? "<= " + r.kind().targetNs().getAsInt() : "-",
-                    r.kind().targetNs().isPresent() ? (r.meetsTarget() ? "pass" : "FAIL") : "-",
+                    r.kind().targetNs().isPresent() ? (r.meetsTarget() ? "met" : "missed") : "-",
                     r.fragmentsMax() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsMax()) : "-",
                     r.fragmentsEnd() >= 0 ? String.format(Locale.ROOT, "%,d", r.fragmentsEnd()) : "-",
                     r.largestFreeEnd() >= 0 ? HostArenas.formatBytes(r.largestFreeEnd()) : "-");

@@ -1,5 +1,8 @@
 package lmcache4j.cli;
 
+import java.nio.file.FileSystemException;
+import java.util.Locale;
+
 /**
  * Text a command prints that did not come from the command itself: user input echoed in an error
  * and the messages of exceptions. Control characters are escaped (an ESC sequence from stdin must
@@ -90,7 +93,7 @@ final class CliText {
 
     /** A file system error names what happened, not only the file ({@code no such file: /x}, not {@code /x}). */
     private static String message(Throwable t) {
-        if (t instanceof java.nio.file.FileSystemException fs && fs.getReason() == null && fs.getFile() != null) {
+        if (t instanceof FileSystemException fs && fs.getReason() == null && fs.getFile() != null) {
             return words(t) + ": " + fs.getFile() + (fs.getOtherFile() == null ? "" : " -> " + fs.getOtherFile());
         }
         return t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName() : t.getMessage().strip();
@@ -99,6 +102,6 @@ final class CliText {
     /** {@code NoSuchFileException} as {@code no such file}. */
     private static String words(Throwable t) {
         String name = t.getClass().getSimpleName().replaceFirst("(Exception|Error)$", "");
-        return name.replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(java.util.Locale.ROOT);
+        return name.replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT);
     }
 }

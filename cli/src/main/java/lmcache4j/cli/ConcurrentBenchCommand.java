@@ -3,6 +3,7 @@ package lmcache4j.cli;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.function.ToDoubleFunction;
 
 import lmcache4j.bench.concurrent.ConcurrentBench;
 import lmcache4j.bench.concurrent.ConcurrentBench.Result;
@@ -50,7 +51,7 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
         String[] parts = value.split(",", -1);
         int[] counts = new int[parts.length];
         for (int i = 0; i < parts.length; i++) {
-            counts[i] = StoreBenchCommand.intArg("--threads", parts[i].strip(), 1, 1024);
+            counts[i] = OptionValues.intInRange("--threads", parts[i].strip(), 1, 1024);
         }
         threads = counts;
     }
@@ -58,19 +59,19 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
     @Option(names = "--millis", paramLabel = "N", order = 2, description = "measured milliseconds at each N (default "
             + Settings.DEFAULT_MILLIS + ")")
     private void millis(String value) {
-        millis = StoreBenchCommand.intArg("--millis", value, 1, 600_000);
+        millis = OptionValues.intInRange("--millis", value, 1, 600_000);
     }
 
     @Option(names = "--warmup-millis", paramLabel = "N", order = 3, description = "unmeasured milliseconds at each N first "
             + "(default " + Settings.DEFAULT_WARMUP_MILLIS + ")")
     private void warmupMillis(String value) {
-        warmupMillis = StoreBenchCommand.intArg("--warmup-millis", value, 0, 600_000);
+        warmupMillis = OptionValues.intInRange("--warmup-millis", value, 0, 600_000);
     }
 
     @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "the engine's copy_threads (default: the "
             + "machine's cores, at most " + HostCopyPool.MAX_DEFAULT_THREADS + ")")
     private void copyThreads(String value) {
-        copyThreads = StoreBenchCommand.intArg("--copy-threads", value, 1, 1024);
+        copyThreads = OptionValues.intInRange("--copy-threads", value, 1, 1024);
     }
 
     @Option(names = "--no-streaming-stores", order = 5, description = "write the engine's copies with ordinary cached "
@@ -99,7 +100,7 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
         return 0;
     }
 
-    private static double[] each(Result r, java.util.function.ToDoubleFunction<Step> f) {
+    private static double[] each(Result r, ToDoubleFunction<Step> f) {
         return r.steps().stream().mapToDouble(f).toArray();
     }
 

@@ -5,10 +5,14 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -322,7 +326,7 @@ public final class DemoCommand implements CliMain.Command {
         boolean bar = !quiet && !json;
         DemoReport report;
         boolean reportPrinted = false;
-        java.util.concurrent.CountDownLatch engineClosed = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch engineClosed = new CountDownLatch(1);
         // The engine logs its start at INFO; the demo prints the same facts in its header, so only
         // warnings and errors of lmcache4j's loggers get through while it runs.
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
@@ -392,7 +396,7 @@ public final class DemoCommand implements CliMain.Command {
 
     /** {@code --instances}: the multi-instance demo. */
     private int cluster() {
-        List<String> excluded = new java.util.ArrayList<>();
+        List<String> excluded = new ArrayList<>();
         if (disk != null) {
             excluded.add("--disk");
         }
@@ -487,12 +491,12 @@ public final class DemoCommand implements CliMain.Command {
      * hold short and waits (at most 10 s) for the engine to close, so that it deregisters from the controller instead
      * of leaving its entries there until the heartbeat timeout.
      */
-    private static void hold(long seconds, java.util.concurrent.CountDownLatch engineClosed) {
+    private static void hold(long seconds, CountDownLatch engineClosed) {
         Thread holder = Thread.currentThread();
         Thread hook = new Thread(() -> {
             holder.interrupt();
             try {
-                engineClosed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                engineClosed.await(10, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -519,8 +523,8 @@ public final class DemoCommand implements CliMain.Command {
         // Written beside, then renamed: whoever waits for the file never reads half of it.
         Path partial = promptOut.resolveSibling(promptOut.getFileName() + ".partial");
         Files.writeString(partial, sb.append("]}\n").toString());
-        Files.move(partial, promptOut, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        Files.move(partial, promptOut, StandardCopyOption.REPLACE_EXISTING,
+                StandardCopyOption.ATOMIC_MOVE);
     }
 
     /**

@@ -1,6 +1,7 @@
 package lmcache4j.cli;
 
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 
@@ -48,30 +49,30 @@ public final class DiskBenchCommand implements CliMain.Command {
 
     @Option(names = "--chunks", paramLabel = "N", order = 1, description = "chunks per write and read (default " + Settings.DEFAULT_CHUNKS + ")")
     private void chunks(String value) {
-        chunks = StoreBenchCommand.intArg("--chunks", value, 1, 4096);
+        chunks = OptionValues.intInRange("--chunks", value, 1, 4096);
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
     private void runs(String value) {
-        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+        runs = OptionValues.intInRange("--runs", value, 1, 1000);
     }
 
     @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
     private void warmup(String value) {
-        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
     }
 
     @Option(names = "--threads", paramLabel = "N", order = 4, description = "concurrent transfers, and the tier's io_threads "
             + "(default " + Settings.DEFAULT_THREADS + ", the engine's)")
     private void threads(String value) {
-        threads = StoreBenchCommand.intArg("--threads", value, 1, 256);
+        threads = OptionValues.intInRange("--threads", value, 1, 256);
     }
 
     @Option(names = "--dir", paramLabel = "DIR", order = 5, description = "where the files go (a temporary directory under DIR, "
             + "deleted at the end; default java.io.tmpdir)")
     private void dir(String value) {
         dir = Path.of(value);
-        if (!java.nio.file.Files.isDirectory(dir)) {
+        if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException("--dir '" + CliText.echo(value) + "' is not a directory");
         }
     }

@@ -4,8 +4,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.engine.key.ChunkHasher;
@@ -73,7 +75,7 @@ public final class KeysCommand implements CliMain.Command {
             dtype = DType.fromKeyName(value);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--dtype: unknown dtype '" + CliText.echo(value) + "'; valid: "
-                    + java.util.Arrays.stream(DType.values()).map(DType::keyName).collect(java.util.stream.Collectors.joining(", ")));
+                    + Arrays.stream(DType.values()).map(DType::keyName).collect(Collectors.joining(", ")));
         }
     }
 
@@ -152,7 +154,7 @@ public final class KeysCommand implements CliMain.Command {
             tokens[n] = token(w, n);
             n++;
         }
-        return java.util.Arrays.copyOf(tokens, n);
+        return Arrays.copyOf(tokens, n);
     }
 
     private static int token(String word, int index) {

@@ -34,4 +34,17 @@ final class OptionValues {
         }
         throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer of at least " + min);
     }
+
+    /** {@code value} as an int from {@code min} to {@code max} (the benchmarks' counts). */
+    static int intInRange(String option, String value, int min, int max) {
+        try {
+            int v = Integer.parseInt(value);
+            if (v >= min && v <= max) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer from " + min + " to " + max);
+    }
 }

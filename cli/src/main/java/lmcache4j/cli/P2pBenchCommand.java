@@ -45,23 +45,23 @@ public final class P2pBenchCommand implements CliMain.Command {
 
     @Option(names = "--chunks", paramLabel = "N", order = 1, description = "32 MiB chunks per run (default " + Settings.DEFAULT_CHUNKS + ")")
     private void chunks(String value) {
-        chunks = StoreBenchCommand.intArg("--chunks", value, 1, 256);
+        chunks = OptionValues.intInRange("--chunks", value, 1, 256);
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
     private void runs(String value) {
-        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+        runs = OptionValues.intInRange("--runs", value, 1, 1000);
     }
 
     @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
     private void warmup(String value) {
-        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
     }
 
     @Option(names = "--connections", paramLabel = "N", order = 4, description = "connections to the peer, the tier's "
             + "p2p_connections and the ceiling's pool (default " + Settings.DEFAULT_CONNECTIONS + ")")
     private void connections(String value) {
-        connections = StoreBenchCommand.intArg("--connections", value, 1, 64);
+        connections = OptionValues.intInRange("--connections", value, 1, 64);
     }
 
     public static int run(String[] args, PrintStream out, PrintStream err) {

@@ -75,34 +75,34 @@ public final class RedisBenchCommand implements CliMain.Command {
     @Option(names = "--chunks", paramLabel = "N", order = 1, description = "chunks per put and get (default "
             + Settings.DEFAULT_CHUNKS + ", 1.." + Settings.MAX_CHUNKS + ")")
     private void chunks(String value) {
-        chunks = StoreBenchCommand.intArg("--chunks", value, 1, Settings.MAX_CHUNKS);
+        chunks = OptionValues.intInRange("--chunks", value, 1, Settings.MAX_CHUNKS);
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
     private void runs(String value) {
-        runs = StoreBenchCommand.intArg("--runs", value, 1, 1000);
+        runs = OptionValues.intInRange("--runs", value, 1, 1000);
     }
 
     @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
     private void warmup(String value) {
-        warmup = StoreBenchCommand.intArg("--warmup", value, 0, 1000);
+        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
     }
 
     @Option(names = "--tokens", paramLabel = "N", order = 4, description = "tokens per chunk (default 256; smaller for quick checks)")
     private void tokens(String value) {
-        tokens = StoreBenchCommand.intArg("--tokens", value, 1, 256);
+        tokens = OptionValues.intInRange("--tokens", value, 1, 256);
     }
 
     @Option(names = "--split-part-mb", paramLabel = "N", order = 7, description = "the split layout's part size in MiB (default "
             + RedisLayout.DEFAULT_PART_MB + ", " + RedisLayout.MIN_PART_MB + ".." + RedisLayout.MAX_PART_MB + ")")
     private void splitPartMb(String value) {
-        splitPartMb = StoreBenchCommand.intArg("--split-part-mb", value, RedisLayout.MIN_PART_MB, RedisLayout.MAX_PART_MB);
+        splitPartMb = OptionValues.intInRange("--split-part-mb", value, RedisLayout.MIN_PART_MB, RedisLayout.MAX_PART_MB);
     }
 
     @Option(names = "--split-connections", paramLabel = "N", order = 8, description = "the split layout's connections (default "
             + RedisLayout.DEFAULT_CONNECTIONS + ", 1.." + RedisLayout.MAX_CONNECTIONS + ")")
     private void splitConnections(String value) {
-        splitConnections = StoreBenchCommand.intArg("--split-connections", value, 1, RedisLayout.MAX_CONNECTIONS);
+        splitConnections = OptionValues.intInRange("--split-connections", value, 1, RedisLayout.MAX_CONNECTIONS);
     }
 
     @Option(names = "--cluster-masters", paramLabel = "N,N|none", order = 9, description = "sizes of the Redis Clusters to "
@@ -114,7 +114,7 @@ public final class RedisBenchCommand implements CliMain.Command {
         }
         List<Integer> sizes = new ArrayList<>();
         for (String v : value.split(",", -1)) {
-            sizes.add(StoreBenchCommand.intArg("--cluster-masters", v, 1, 8));
+            sizes.add(OptionValues.intInRange("--cluster-masters", v, 1, 8));
         }
         clusterMasters = List.copyOf(sizes);
     }
@@ -287,6 +287,6 @@ public final class RedisBenchCommand implements CliMain.Command {
     private static void row(StringBuilder sb, String name, double gbps, double ratio, double target) {
         sb.append(String.format(Locale.ROOT, "  %-50s %8.2f %8s %s%n", name, gbps,
                 Double.isNaN(ratio) ? "" : String.format(Locale.ROOT, "%.3f", ratio),
-                Double.isNaN(ratio) || target <= 0 ? "" : (ratio >= target ? "pass" : "FAIL") + " (target >= " + target + ")"));
+                Double.isNaN(ratio) || target <= 0 ? "" : (ratio >= target ? "met" : "missed") + " (target >= " + target + ")"));
     }
 }

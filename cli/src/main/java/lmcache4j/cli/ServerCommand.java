@@ -7,6 +7,7 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.ToDoubleFunction;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.server.lm.LmCacheServer;
@@ -201,7 +202,7 @@ public final class ServerCommand implements CliMain.Command {
     }
 
     /** {@code value} parsed, or the problem that it is no number. */
-    private static double number(String name, String value, java.util.function.ToDoubleFunction<String> parse) {
+    private static double number(String name, String value, ToDoubleFunction<String> parse) {
         try {
             return parse.applyAsDouble(value);
         } catch (NumberFormatException e) {

@@ -51,24 +51,24 @@ public final class StoreBenchCommand implements CliMain.Command {
             + Settings.DEFAULT_CHUNKS + ", 32 MiB each; memory used is about 5 x chunks x 32 MiB: paged cache twice, CPU tier, "
             + "two memcpy buffers)")
     private void chunks(String value) {
-        chunks = intArg("--chunks", value, 1, 4096);
+        chunks = OptionValues.intInRange("--chunks", value, 1, 4096);
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
     private void runs(String value) {
-        runs = intArg("--runs", value, 1, 1000);
+        runs = OptionValues.intInRange("--runs", value, 1, 1000);
     }
 
     @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
     private void warmup(String value) {
-        warmup = intArg("--warmup", value, 0, 1000);
+        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
     }
 
     @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "threads, the caller included, that copy "
             + "one chunk (the engine's copy_threads; default: the machine's cores, at most " + HostCopyPool.MAX_DEFAULT_THREADS
             + ")")
     private void copyThreads(String value) {
-        copyThreads = intArg("--copy-threads", value, 1, 1024);
+        copyThreads = OptionValues.intInRange("--copy-threads", value, 1, 1024);
     }
 
     @Option(names = "--no-streaming-stores", order = 5, description = "write the engine's copies with ordinary cached "
@@ -97,18 +97,6 @@ public final class StoreBenchCommand implements CliMain.Command {
         return 0;
     }
 
-    /** {@code value} as an int from {@code min} to {@code max}, or the problem (the benchmarks' counts). */
-    static int intArg(String option, String value, int min, int max) {
-        try {
-            int v = Integer.parseInt(value);
-            if (v >= min && v <= max) {
-                return v;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer from " + min + " to " + max);
-    }
 
     static String json(Result r) {
         Settings s = r.settings();
@@ -187,12 +175,12 @@ public final class StoreBenchCommand implements CliMain.Command {
         sb.append(String.format(Locale.ROOT, "  store_vs_memcpy %.3f, retrieve_vs_memcpy %.3f (target >= %.2f: %s); "
                         + "against whole-chunk memcpy: store %.3f, retrieve %.3f%n",
                 r.storeVsMemcpy(), r.retrieveVsMemcpy(), TARGET_RATIO,
-                r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "NOT met",
+                r.storeVsMemcpy() >= TARGET_RATIO && r.retrieveVsMemcpy() >= TARGET_RATIO ? "met" : "missed",
                 r.storeGbps() / r.memcpyWholeGbps(), r.retrieveGbps() / r.memcpyWholeGbps()));
         sb.append(String.format(Locale.ROOT, "  copy threads per chunk %d, streaming stores %s (%.0f%% of the copied bytes); against one contiguous copy: store_vs_chunk_memcpy %.3f, "
                         + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.streamingStores(),
                 100 * r.streamedFraction(), r.storeVsChunkMemcpy(), r.retrieveVsChunkMemcpy(), TARGET_RATIO,
-                r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "NOT met"));
+                r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "missed"));
         sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
                 + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),
                 HostArenas.formatBytes(r.verifiedBytes()), r.mismatches()));

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.function.Function;
 
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.host.HostArena;
@@ -52,7 +53,7 @@ final class EngineTiers {
      * through the controller's {@code BatchedP2PLookupMsg}. Serving this engine's tiers to peers is
      * the server module's transfer server.
      */
-    static Optional<java.util.function.Function<MemoryProvider, StorageBackend>> controllerP2pTier(
+    static Optional<Function<MemoryProvider, StorageBackend>> controllerP2pTier(
             LMCacheEngineConfig config, ModelMetadata metadata) {
         Optional<lmcache4j.engine.config.P2pSettings> p2p = config.p2p();
         if (p2p.isEmpty() || !config.enableController()) {
@@ -72,7 +73,7 @@ final class EngineTiers {
      * tier of this engine holds is looked for on peers.
      */
     static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers,
-                               Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
+                               Optional<Function<MemoryProvider, StorageBackend>> lowest) {
         LocalCpuBackend cpu = new LocalCpuBackend(cpuPool(config, metadata), config.cachePolicy(), config.localCpu(),
                 config.blockingTimeoutSecs());
         List<StorageBackend> tiers = new ArrayList<>();

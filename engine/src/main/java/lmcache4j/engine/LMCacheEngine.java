@@ -10,15 +10,18 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
 
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
@@ -86,7 +89,7 @@ public final class LMCacheEngine implements AutoCloseable {
     /** Lookup pins the pin monitor released because no retrieve or unpin came within {@code pin_timeout_sec}. */
     private final LongAdder lookupPinsExpired = new LongAdder();
     /** Whether the scan for expired lookup pins is scheduled (on the first pinning lookup). */
-    private final java.util.concurrent.atomic.AtomicBoolean pinMonitorStarted = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean pinMonitorStarted = new AtomicBoolean();
     private final Map<String, RequestPrefetch> prefetches = new ConcurrentHashMap<>();
     /** Folded chunk hashes → digests, for the lookup service; null unless {@code enable_async_loading}. */
     private final FoldedHashIndex foldedHashes;
@@ -180,7 +183,7 @@ public final class LMCacheEngine implements AutoCloseable {
 
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                         List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
-                                        Optional<java.util.function.Function<MemoryProvider, StorageBackend>> lowest) {
+                                        Optional<Function<MemoryProvider, StorageBackend>> lowest) {
         StorageManager storage = EngineTiers.open(config, metadata, extraTiers, lowest);
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
         if (config.enableController()) {
@@ -889,7 +892,7 @@ public final class LMCacheEngine implements AutoCloseable {
 
     /** What the controller may do to this engine (its control messages). */
     private final class Controls implements WorkerControls {
-        private final java.util.concurrent.atomic.AtomicLong moves = new java.util.concurrent.atomic.AtomicLong();
+        private final AtomicLong moves = new AtomicLong();
 
         @Override
         public void setResidencyListener(ResidencyListener listener) {

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.function.LongConsumer;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.connector.KvConnector;
@@ -27,14 +28,14 @@ public final class LayerwiseRetrieve implements AutoCloseable {
     private final List<List<MemoryObj>> objs;
     private final Executor copier;
     private final boolean[] loaded;
-    private final java.util.function.LongConsumer onDone;
+    private final LongConsumer onDone;
     private int nextLayer;
     private CompletableFuture<Long> inFlight;
     private long copiedBytes;
     private boolean released;
 
     LayerwiseRetrieve(KvConnector connector, PagedKvCache kv, long[] slots, int tokenCount, List<ChunkRange> chunks,
-                      List<List<MemoryObj>> objs, Executor copier, java.util.function.LongConsumer onDone) {
+                      List<List<MemoryObj>> objs, Executor copier, LongConsumer onDone) {
         this.connector = connector;
         this.kv = kv;
         this.slots = slots;

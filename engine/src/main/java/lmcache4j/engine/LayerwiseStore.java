@@ -2,6 +2,7 @@ package lmcache4j.engine;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -135,7 +136,7 @@ public final class LayerwiseStore implements AutoCloseable {
         }
         List<MemoryObj> handed = List.copyOf(layerObjs);
         layerObjs.clear(); // from here the tiers own these references
-        storage.batchedPut(keys, handed, java.util.Optional.empty());
+        storage.batchedPut(keys, handed, Optional.empty());
     }
 
     /** Releases every object not handed to the tiers (an abandoned or failed store). */

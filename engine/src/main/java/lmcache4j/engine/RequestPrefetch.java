@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
@@ -21,7 +22,7 @@ final class RequestPrefetch {
     private final CompletableFuture<Integer> ready;
     private boolean released;
     /** The timer that expires this prefetch; cancelled when it ends otherwise, so no timer outlives it. */
-    private java.util.concurrent.Future<?> expiry;
+    private Future<?> expiry;
 
     RequestPrefetch() {
         this.ready = new CompletableFuture<>();
@@ -53,7 +54,7 @@ final class RequestPrefetch {
     }
 
     /** Sets the timer to cancel when the prefetch ends (at once if it has ended). */
-    synchronized void expiresWith(java.util.concurrent.Future<?> timer) {
+    synchronized void expiresWith(Future<?> timer) {
         expiry = timer;
         if (released) {
             timer.cancel(false);

@@ -2,6 +2,7 @@ package lmcache4j.allocator.host;
 
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -115,7 +116,7 @@ public final class HostArenas {
     private static void touch(MemorySegment memory) {
         long page = Posix.pageSize();
         for (long offset = 0; offset < memory.byteSize(); offset += page) {
-            memory.set(java.lang.foreign.ValueLayout.JAVA_BYTE, offset, (byte) 0);
+            memory.set(ValueLayout.JAVA_BYTE, offset, (byte) 0);
         }
     }
 

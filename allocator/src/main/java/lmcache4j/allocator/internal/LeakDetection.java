@@ -2,6 +2,7 @@ package lmcache4j.allocator.internal;
 
 import java.lang.ref.Cleaner;
 import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Finds objects that become unreachable while still holding a reference or pin, in the spirit of
@@ -59,7 +60,7 @@ public final class LeakDetection {
     public static boolean shouldTrack() {
         // A thread-local random draw rather than a shared counter: no contention between allocating threads.
         return LEVEL == Level.PARANOID
-                || LEVEL == Level.SAMPLED && java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) == 0;
+                || LEVEL == Level.SAMPLED && ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) == 0;
     }
 
     /**

@@ -8,7 +8,9 @@ import java.net.HttpURLConnection;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-
+import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.ControllerConfig;
@@ -83,9 +85,9 @@ public final class ControllerBench {
 
     /** Runs every part; progress lines go to {@code progress}. */
     public static Result run(Settings s, PrintStream progress) throws InterruptedException, IOException {
-        java.util.logging.Logger lmcacheLogs = java.util.logging.Logger.getLogger("lmcache4j");
-        java.util.logging.Level previous = lmcacheLogs.getLevel();
-        lmcacheLogs.setLevel(java.util.logging.Level.WARNING); // each run's controller logs its start and registrations
+        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+        Level previous = lmcacheLogs.getLevel();
+        lmcacheLogs.setLevel(Level.WARNING); // each run's controller logs its start and registrations
         try {
             return measure(s, progress);
         } finally {
@@ -131,7 +133,7 @@ public final class ControllerBench {
             Latency inProcess = Latency.of(nanos);
             String[] bodies = new String[prompts.length];
             for (int p = 0; p < prompts.length; p++) {
-                bodies[p] = Json.write(java.util.Map.of("tokens", Arrays.stream(prompts[p]).asLongStream().boxed().toList()));
+                bodies[p] = Json.write(Map.of("tokens", Arrays.stream(prompts[p]).asLongStream().boxed().toList()));
             }
             Endpoint http = server.httpEndpoint();
             long[] httpNanos = new long[s.httpLookups()];

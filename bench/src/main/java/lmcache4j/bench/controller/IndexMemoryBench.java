@@ -3,6 +3,7 @@ package lmcache4j.bench.controller;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
+import java.lang.ref.Reference;
 import java.util.SplittableRandom;
 
 import lmcache4j.server.controller.index.ChunkIndex;
@@ -65,7 +66,7 @@ public final class IndexMemoryBench {
         long structure = index.memoryBytes();
         long heap = usedAfterGc(memory) - before;
         long held = index.entries();
-        java.lang.ref.Reference.reachabilityFence(index);
+        Reference.reachabilityFence(index);
         return new Result(held, keys, instances, structure, heap, fill);
     }
 

@@ -1,9 +1,12 @@
 package lmcache4j.bench.controller;
 
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.zeromq.SocketType;
@@ -62,7 +65,7 @@ final class IngestBench {
                         "LocalCPUBackend", events));
                 made += count;
             }
-            pushes.add(n == push.length ? push : java.util.Arrays.copyOf(push, n));
+            pushes.add(n == push.length ? push : Arrays.copyOf(push, n));
         }
         this.ops = made;
     }
@@ -76,7 +79,7 @@ final class IngestBench {
     }
 
     long bytes() {
-        return pushes.stream().flatMap(java.util.Arrays::stream).mapToLong(f -> f.length).sum();
+        return pushes.stream().flatMap(Arrays::stream).mapToLong(f -> f.length).sum();
     }
 
     /** Raw first, then the controller, in one call: drift hits both. */
@@ -86,7 +89,7 @@ final class IngestBench {
         return new Run(controller, raw);
     }
 
-    private static final java.util.concurrent.atomic.AtomicInteger MONITORS = new java.util.concurrent.atomic.AtomicInteger();
+    private static final AtomicInteger MONITORS = new AtomicInteger();
 
     private double raw() throws InterruptedException {
         long frames = frames();
@@ -121,7 +124,7 @@ final class IngestBench {
 
     private double controller() throws InterruptedException {
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops))
-                .withTimeouts(java.time.Duration.ofHours(1), java.time.Duration.ofSeconds(5)); // the bench's workers never beat
+                .withTimeouts(Duration.ofHours(1), Duration.ofSeconds(5)); // the bench's workers never beat
         try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new ZContext(1)) {
             ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
             ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
@@ -268,7 +269,7 @@ public final class ServingSimulator implements AutoCloseable {
      */
     public ServingSimulator(Settings settings, AfterRetrieve afterRetrieve, Consumer<ConfigLoader.Builder> moreConfig) {
         this.settings = settings;
-        this.afterRetrieve = java.util.Objects.requireNonNull(afterRetrieve, "afterRetrieve");
+        this.afterRetrieve = Objects.requireNonNull(afterRetrieve, "afterRetrieve");
         this.workload = new Workload(settings.workload());
         this.bytesPerToken = settings.bytesPerToken();
         int numBlocks = settings.pagedBlocks();

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.OpenOption;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -288,7 +290,7 @@ public final class DiskBench {
         for (Future<?> f : futures) {
             try {
                 f.get();
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 throw new IllegalStateException("a transfer failed: " + e.getCause(), e.getCause());
             }
         }
@@ -322,7 +324,7 @@ public final class DiskBench {
     private static void fill(MemorySegment seg, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         for (long off = 0; off < seg.byteSize(); off += 8) {
-            seg.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, off, r.nextLong());
+            seg.set(ValueLayout.JAVA_LONG_UNALIGNED, off, r.nextLong());
         }
     }
 

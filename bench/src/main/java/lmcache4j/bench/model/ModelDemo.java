@@ -1,5 +1,6 @@
 package lmcache4j.bench.model;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -54,7 +55,7 @@ public final class ModelDemo {
      * @param decodeTokens greedy tokens per request (the first included)
      * @param shape        the workload's sizes
      */
-    public record Settings(double cpuGb, Optional<java.nio.file.Path> disk, double diskGb, Optional<String> remote,
+    public record Settings(double cpuGb, Optional<Path> disk, double diskGb, Optional<String> remote,
                            long seed, int decodeTokens, ModelWorkload.Shape shape) {
         public Settings {
             Objects.requireNonNull(disk, "disk");

@@ -3,14 +3,19 @@ package lmcache4j.bench.p2p;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import lmcache4j.allocator.DType;
@@ -83,8 +88,8 @@ public final class P2pBench {
 
     public static Result run(Settings s, PrintStream progress) {
         Logger quiet = Logger.getLogger("lmcache4j");
-        java.util.logging.Level before = quiet.getLevel();
-        quiet.setLevel(java.util.logging.Level.WARNING);
+        Level before = quiet.getLevel();
+        quiet.setLevel(Level.WARNING);
         try {
             return measure(s, progress);
         } catch (IOException e) {
@@ -130,7 +135,7 @@ public final class P2pBench {
                     if (run >= 0) {
                         p2p[run] = viaTier;
                         direct[run] = viaConnector;
-                        progress.printf(java.util.Locale.ROOT, "p2p run %d: tier %.2f GB/s, connector alone %.2f GB/s%n",
+                        progress.printf(Locale.ROOT, "p2p run %d: tier %.2f GB/s, connector alone %.2f GB/s%n",
                                 run + 1, viaTier, viaConnector);
                     }
                 }
@@ -176,17 +181,17 @@ public final class P2pBench {
     }
 
     private static int[] freePorts(int n) throws IOException {
-        List<java.net.ServerSocket> held = new ArrayList<>();
+        List<ServerSocket> held = new ArrayList<>();
         try {
             int[] ports = new int[n];
             for (int i = 0; i < n; i++) {
-                java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+                ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
                 held.add(socket);
                 ports[i] = socket.getLocalPort();
             }
             return ports;
         } finally {
-            for (java.net.ServerSocket socket : held) {
+            for (ServerSocket socket : held) {
                 socket.close();
             }
         }
@@ -200,7 +205,7 @@ public final class P2pBench {
                     () -> new IllegalStateException("A's CPU tier has no room for the chunks"));
             var seg = obj.segment();
             for (long at = 0; at + 8 <= seg.byteSize(); at += 8) {
-                seg.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at, random.nextLong());
+                seg.set(ValueLayout.JAVA_LONG_UNALIGNED, at, random.nextLong());
             }
             objs.add(obj);
         }

@@ -1,5 +1,6 @@
 package lmcache4j.engine.config;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -60,7 +61,7 @@ public final class ExtraConfigKey<T> {
     }
 
     /** A key whose value is one of {@code choices} (a string, as written). */
-    static ExtraConfigKey<String> choice(String name, java.util.List<String> choices, String defaultValue, String description) {
+    static ExtraConfigKey<String> choice(String name, List<String> choices, String defaultValue, String description) {
         return new ExtraConfigKey<>(name, "one of " + choices, v -> v instanceof String t && choices.contains(t),
                 String.class::cast, Optional.of(defaultValue), description);
     }

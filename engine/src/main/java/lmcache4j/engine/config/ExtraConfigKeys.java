@@ -1,6 +1,7 @@
 package lmcache4j.engine.config;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -38,7 +39,7 @@ public final class ExtraConfigKeys {
             "remote_enable_mla_worker_id_as0", Optional.empty(), "LMCache's: workers other than 0 read worker 0's "
                     + "remote copy and write nothing; unset: on for an MLA model");
     public static final ExtraConfigKey<String> REDIS_LAYOUT = ExtraConfigKey.choice("redis_layout",
-            java.util.List.of("single", "split"), "single", "lmcache4j: how a redis remote_url stores a chunk: single "
+            List.of("single", "split"), "single", "lmcache4j: how a redis remote_url stores a chunk: single "
                     + "(LMCache's <key>kv_bytes + <key>metadata, readable by LMCache) or split (parts of "
                     + "redis_split_part_mb plus a manifest written last, fetched over redis_split_connections connections "
                     + "and spread over a cluster's masters; lmcache4j only, beside LMCache's keys in one Redis)");
@@ -61,7 +62,7 @@ public final class ExtraConfigKeys {
     public static final ExtraConfigKey<Boolean> FORCE_STORE_WAIT = ExtraConfigKey.bool("force_store_wait",
             Optional.of(false), "LMCache's: a store waits for memory (up to blocking_timeout_secs) instead of "
                     + "stopping when none is free");
-    public static final ExtraConfigKey<java.util.Map<?, ?>> GPU_TO_NUMA_MAPPING = ExtraConfigKey.mapping(
+    public static final ExtraConfigKey<Map<?, ?>> GPU_TO_NUMA_MAPPING = ExtraConfigKey.mapping(
             "gpu_to_numa_mapping", "LMCache's: GPU index -> NUMA node of the host pool, read when numa_mode is manual");
 
     // ---- LMCache's, checked but without effect here ----------------------------------------------

@@ -4,6 +4,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongFunction;
 
 import lmcache4j.engine.controller.message.ControlMsg;
 import lmcache4j.engine.controller.message.ControlRetMsg;
@@ -53,7 +54,7 @@ final class ControlRequestHandler {
     }
 
     private ControllerMessage tokens(OptionalLong tokens, String location,
-                                     java.util.function.LongFunction<ControllerMessage> reply) {
+                                     LongFunction<ControllerMessage> reply) {
         if (tokens.isEmpty()) {
             return new ErrorMsg("no tier named '" + location + "'; this worker has " + engine.tierNames());
         }

@@ -1,6 +1,7 @@
 package lmcache4j.engine.key;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -47,7 +48,7 @@ public record CacheEngineKey(String modelName, int worldSize, int workerId, Chun
                 throw new IllegalArgumentException("tag name '" + tag.getKey() + "' must not contain '%'");
             }
         }
-        tags = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(tags));
+        tags = Collections.unmodifiableMap(new LinkedHashMap<>(tags));
     }
 
     /** A key without tags. */

@@ -1,5 +1,8 @@
 package lmcache4j.engine.key;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.HexFormat;
 
@@ -9,8 +12,8 @@ import java.util.HexFormat;
  */
 public final class ChunkHash {
     private static final HexFormat HEX = HexFormat.of();
-    private static final java.lang.invoke.VarHandle FIRST_LONG =
-            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle FIRST_LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     private final byte[] bytes;
     private final int hashCode;

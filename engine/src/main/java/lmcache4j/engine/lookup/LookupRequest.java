@@ -1,6 +1,7 @@
 package lmcache4j.engine.lookup;
 
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -28,7 +29,7 @@ public record LookupRequest(String lookupId, long[] chunkHashes, int[] chunkToke
                 throw new IllegalArgumentException("a chunk's token count must be >= 1, was " + n);
             }
         }
-        requestConfigs = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(requestConfigs));
+        requestConfigs = Collections.unmodifiableMap(new LinkedHashMap<>(requestConfigs));
     }
 
     @Override

@@ -1,5 +1,9 @@
 package lmcache4j.engine.metrics;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -63,7 +67,7 @@ public final class EngineMetrics {
     public record TierMetric(String name, String help, boolean counter, LongSupplier value) {
     }
 
-    private final java.util.List<TierMetric> tierMetrics = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<TierMetric> tierMetrics = new CopyOnWriteArrayList<>();
 
     /** Adds a lower tier's metric to every snapshot and to the Prometheus text. */
     public void bindTierMetric(TierMetric metric) {
@@ -155,8 +159,8 @@ public final class EngineMetrics {
                 tierMetrics, hashedTokens.sum());
     }
 
-    private java.util.Map<String, Long> tierReadings() {
-        java.util.Map<String, Long> readings = new java.util.LinkedHashMap<>();
+    private Map<String, Long> tierReadings() {
+        Map<String, Long> readings = new LinkedHashMap<>();
         for (TierMetric m : tierMetrics) {
             readings.put(m.name(), m.value().getAsLong());
         }
@@ -164,7 +168,7 @@ public final class EngineMetrics {
     }
 
     /** The lower tiers' metric definitions, for renderers. */
-    java.util.List<TierMetric> tierMetrics() {
+    List<TierMetric> tierMetrics() {
         return tierMetrics;
     }
 

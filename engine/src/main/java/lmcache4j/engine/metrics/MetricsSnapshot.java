@@ -1,5 +1,9 @@
 package lmcache4j.engine.metrics;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
 import org.HdrHistogram.Histogram;
 
 /**
@@ -17,8 +21,8 @@ public record MetricsSnapshot(String modelName, int workerId,
                               long localCacheUsageBytes, long activeMemoryObjs, long pinnedMemoryObjs,
                               long hotCacheCount, long localCpuEvictions, long localCpuEvictionFailures,
                               Histogram timeToStore, Histogram timeToRetrieve, Histogram storeSpeed,
-                              Histogram retrieveSpeed, java.util.Map<String, Long> tierReadings) {
+                              Histogram retrieveSpeed, Map<String, Long> tierReadings) {
     public MetricsSnapshot {
-        tierReadings = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(tierReadings));
+        tierReadings = Collections.unmodifiableMap(new LinkedHashMap<>(tierReadings));
     }
 }

@@ -1,5 +1,7 @@
 package lmcache4j.engine.metrics;
 
+import java.util.List;
+
 import org.HdrHistogram.Histogram;
 
 /** Renders a {@link MetricsSnapshot} in the Prometheus text format with LMCache's metric names. */
@@ -7,7 +9,7 @@ final class PrometheusText {
     private PrometheusText() {
     }
 
-    static String render(MetricsSnapshot s, LatencyHistogram[] histograms, java.util.List<EngineMetrics.TierMetric> tierMetrics,
+    static String render(MetricsSnapshot s, LatencyHistogram[] histograms, List<EngineMetrics.TierMetric> tierMetrics,
                          long hashedTokens) {
         StringBuilder out = new StringBuilder(4096);
         String labels = "{model_name=\"" + escape(s.modelName()) + "\",worker_id=\"" + s.workerId() + "\"}";

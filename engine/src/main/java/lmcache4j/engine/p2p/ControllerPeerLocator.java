@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import lmcache4j.engine.zmq.ZmqConnect;
@@ -116,7 +117,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     public void close() {
         thread.shutdownNow();
         try {
-            thread.awaitTermination(timeout.toMillis() + 1_000, java.util.concurrent.TimeUnit.MILLISECONDS);
+            thread.awaitTermination(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -61,7 +62,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private final PeerHints hints;
     private volatile boolean closed;
     /** Transfers and late releases not settled yet: close waits for them before the memory goes. */
-    private final java.util.Set<CompletableFuture<?>> unsettled = ConcurrentHashMap.newKeySet();
+    private final Set<CompletableFuture<?>> unsettled = ConcurrentHashMap.newKeySet();
 
     private final LongAdder lookups = new LongAdder();
     private final LongAdder lookupFailures = new LongAdder();

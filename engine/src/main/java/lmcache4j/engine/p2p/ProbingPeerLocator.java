@@ -2,6 +2,7 @@ package lmcache4j.engine.p2p;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -30,7 +31,7 @@ public final class ProbingPeerLocator implements PeerLocator, AutoCloseable {
     public ProbingPeerLocator(Map<String, String> peers, Optional<String> token, Duration timeout) {
         this.peers = Map.copyOf(peers);
         Objects.requireNonNull(token, "token");
-        var c = new java.util.HashMap<String, LmConnector>();
+        var c = new HashMap<String, LmConnector>();
         this.peers.forEach((id, url) -> c.put(id, new LmConnector(PeerHolding.parseAddress(url), token, timeout,
                 PROBE_CONNECTIONS)));
         this.connectors = Map.copyOf(c);

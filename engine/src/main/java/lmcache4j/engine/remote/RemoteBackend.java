@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -51,7 +52,7 @@ public final class RemoteBackend implements StorageBackend {
     private static final System.Logger LOG = System.getLogger(RemoteBackend.class.getName());
 
     /** Where prefetched objects are decoded: off the connector's I/O threads, one virtual thread each. */
-    private static final java.util.concurrent.Executor DECODERS =
+    private static final Executor DECODERS =
             task -> Thread.ofVirtual().name("lmcache4j-remote-prefetch").start(task);
 
     private final RemoteConnector remote;
@@ -358,7 +359,7 @@ public final class RemoteBackend implements StorageBackend {
     /** Admits are the puts the store acknowledged, evicts the removals it confirmed (it evicts on its own unseen). */
     @Override
     public void setResidencyListener(ResidencyListener listener) {
-        this.residency = java.util.Objects.requireNonNull(listener, "listener");
+        this.residency = Objects.requireNonNull(listener, "listener");
     }
 
     /**

@@ -2,8 +2,10 @@ package lmcache4j.engine.remote;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -165,7 +167,7 @@ public record RemoteMetadata(int length, MemoryFormat format, Optional<DType> dt
      */
     public void encode(ByteBuffer dst) {
         if (dst.remaining() < BYTES) {
-            throw new java.nio.BufferOverflowException();
+            throw new BufferOverflowException();
         }
         encode(MemorySegment.ofBuffer(dst));
         dst.position(dst.position() + BYTES);
@@ -220,14 +222,14 @@ public record RemoteMetadata(int length, MemoryFormat format, Optional<DType> dt
         }
         for (int i = 0; i < RANK; i++) {
             if (dims[i] < 0) {
-                throw malformed("shape[" + i + "] is negative: " + java.util.Arrays.toString(dims));
+                throw malformed("shape[" + i + "] is negative: " + Arrays.toString(dims));
             }
         }
         TensorShape shape;
         try {
             shape = TensorShape.of(dims);
         } catch (IllegalArgumentException e) {
-            throw malformed("shape " + java.util.Arrays.toString(dims) + " is too large: " + e.getMessage());
+            throw malformed("shape " + Arrays.toString(dims) + " is too large: " + e.getMessage());
         }
         return new RemoteMetadata(length, format, dtype, shape);
     }

@@ -1,5 +1,7 @@
 package lmcache4j.engine.storage;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -21,7 +23,7 @@ public record PrefetchedPrefix(List<CacheKey> keys, List<MemoryObj> objects, Map
     public PrefetchedPrefix {
         keys = List.copyOf(keys);
         objects = List.copyOf(objects);
-        chunksByTier = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(chunksByTier));
+        chunksByTier = Collections.unmodifiableMap(new LinkedHashMap<>(chunksByTier));
         if (keys.size() != objects.size()) {
             throw new IllegalArgumentException(keys.size() + " keys but " + objects.size() + " objects");
         }

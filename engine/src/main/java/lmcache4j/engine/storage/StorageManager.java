@@ -1,6 +1,7 @@
 package lmcache4j.engine.storage;
 
 import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -48,6 +49,8 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     private final LocalCpuBackend cpu;
     private final Map<String, StorageBackend> tiers;
     private final Set<String> bypassed = ConcurrentHashMap.newKeySet();
+    /** The tiers not bypassed, in search order: rebuilt when a bypass changes, read without copying. */
+    private volatile List<StorageBackend> active;
     /** Prefetch planning and blocking loads: virtual threads, so a slow tier never holds up another request's. */
     private final ExecutorService prefetchThreads =
             Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("lmcache4j-prefetch-", 0).factory());
@@ -69,6 +72,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
             }
         }
         this.tiers = Collections.unmodifiableMap(ordered);
+        this.active = List.copyOf(tiers.values());
         this.prefetcher = new TieredPrefetch(cpu, this::active, prefetchThreads, () -> closing);
     }
 
@@ -95,10 +99,19 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
         if (!tiers.containsKey(tierName) || tierName.equals(cpu.name())) {
             throw new IllegalArgumentException("no bypassable tier named " + tierName + "; tiers: " + tierNames());
         }
-        if (bypass) {
-            bypassed.add(tierName);
-        } else {
-            bypassed.remove(tierName);
+        synchronized (bypassed) {
+            if (bypass) {
+                bypassed.add(tierName);
+            } else {
+                bypassed.remove(tierName);
+            }
+            List<StorageBackend> list = new ArrayList<>(tiers.size());
+            for (StorageBackend tier : tiers.values()) {
+                if (!bypassed.contains(tier.name())) {
+                    list.add(tier);
+                }
+            }
+            active = List.copyOf(list);
         }
     }
 
@@ -137,11 +150,6 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     /** An object for a store: evicts from the CPU tier if needed, never waits. */
     public Optional<MemoryObj> allocateForStore(TensorShape shape, DType dtype, MemoryFormat format) {
         return cpu.allocate(shape, dtype, format, AllocationMode.EVICT);
-    }
-
-    /** An object for a retrieve: evicts, then waits up to the blocking timeout for memory. */
-    public Optional<MemoryObj> allocateForRetrieve(TensorShape shape, DType dtype, MemoryFormat format) {
-        return cpu.allocate(shape, dtype, format, AllocationMode.EVICT_AND_WAIT);
     }
 
     // ---- put --------------------------------------------------------------------------------
@@ -198,7 +206,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
                 if (copy.isEmpty()) {
                     break;
                 }
-                java.lang.foreign.MemorySegment.copy(src.segment(), 0, copy.get().segment(), 0, src.byteSize());
+                MemorySegment.copy(src.segment(), 0, copy.get().segment(), 0, src.byteSize());
                 copiedKeys.add(keys.get(i));
                 copies.add(copy.get());
             }
@@ -221,7 +229,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
             Optional<MemoryObj> obj = tier.getBlocking(key);
             if (obj.isPresent()) {
                 if (tier != cpu) {
-                    cpu.batchedSubmitPut(List.of(key), List.of(obj.get()));
+                    cpu.submitPut(key, obj.get());
                 }
                 return obj;
             }
@@ -444,15 +452,6 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     }
 
     private List<StorageBackend> active() {
-        if (bypassed.isEmpty()) {
-            return List.copyOf(tiers.values());
-        }
-        List<StorageBackend> list = new ArrayList<>(tiers.size());
-        for (StorageBackend tier : tiers.values()) {
-            if (!bypassed.contains(tier.name())) {
-                list.add(tier);
-            }
-        }
-        return list;
+        return active;
     }
 }

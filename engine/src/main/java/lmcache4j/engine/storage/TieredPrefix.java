@@ -1,5 +1,7 @@
 package lmcache4j.engine.storage;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -14,6 +16,6 @@ import lmcache4j.engine.key.CacheKey;
  */
 public record TieredPrefix(int hits, Map<String, List<CacheKey>> blockMapping) {
     public TieredPrefix {
-        blockMapping = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(blockMapping));
+        blockMapping = Collections.unmodifiableMap(new LinkedHashMap<>(blockMapping));
     }
 }

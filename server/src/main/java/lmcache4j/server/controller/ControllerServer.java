@@ -6,11 +6,12 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
-
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -179,7 +180,7 @@ public final class ControllerServer implements AutoCloseable {
         return "ctl-" + ProcessHandle.current().pid() + "-" + eventIds.incrementAndGet();
     }
 
-    private static <T> T orchestrator(java.util.function.Supplier<T> call) {
+    private static <T> T orchestrator(Supplier<T> call) {
         try {
             return call.get();
         } catch (Orchestrator.UnknownInstanceException e) {
@@ -265,7 +266,7 @@ public final class ControllerServer implements AutoCloseable {
 
     /** One line of counts, for the command's exit message. */
     public String describeCounts() {
-        return String.format(java.util.Locale.ROOT, "%d index entries, %d workers, %d ops applied, %d malformed and %d unknown "
+        return String.format(Locale.ROOT, "%d index entries, %d workers, %d ops applied, %d malformed and %d unknown "
                         + "messages dropped", index.entries(), registry.workers().size(),
                 metrics.total("lmcache4j_controller_ops_applied_total"),
                 metrics.total("lmcache4j_controller_malformed_messages_total"),

@@ -1,6 +1,7 @@
 package lmcache4j.server.controller;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -316,7 +317,7 @@ final class IngestHandler {
 
     private OrchRetMsg lookupReply(OrchMsg.LookupMsg l) {
         ControllerLookup.Answer a = lookup.lookup(l.tokens());
-        Map<String, OrchRetMsg.Layout> layout = new java.util.LinkedHashMap<>();
+        Map<String, OrchRetMsg.Layout> layout = new LinkedHashMap<>();
         a.layout().forEach((instance, x) -> layout.put(instance, new OrchRetMsg.Layout(x.location(), x.tokens())));
         return new OrchRetMsg.LookupRetMsg(l.eventId(), layout);
     }

@@ -3,6 +3,7 @@ package lmcache4j.server.controller;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.zeromq.ZMQ;
 import org.zeromq.ZMQException;
@@ -145,6 +146,6 @@ final class IngestLoop implements Runnable {
     /** Asks the loop to stop and waits for it (at most {@code timeout}). */
     void stop(Duration timeout) throws InterruptedException {
         running = false;
-        stopped.await(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        stopped.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 }

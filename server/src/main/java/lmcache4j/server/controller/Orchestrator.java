@@ -1,8 +1,10 @@
 package lmcache4j.server.controller;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -48,7 +50,7 @@ public final class Orchestrator implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
-    private final Map<String, List<WorkerEvent>> events = java.util.Collections.synchronizedMap(
+    private final Map<String, List<WorkerEvent>> events = Collections.synchronizedMap(
             new LinkedHashMap<>(16, 0.75f, false) {
                 @Override
                 protected boolean removeEldestEntry(Map.Entry<String, List<WorkerEvent>> eldest) {
@@ -227,7 +229,7 @@ public final class Orchestrator implements AutoCloseable {
         if (r.payload().isEmpty()) {
             metrics.forwardFailed("timeout");
             return new Answer(w, Optional.empty(), Optional.of("no reply within the request timeout ("
-                    + r.failure().map(Enum::name).orElse("?").toLowerCase(java.util.Locale.ROOT) + ")"));
+                    + r.failure().map(Enum::name).orElse("?").toLowerCase(Locale.ROOT) + ")"));
         }
         try {
             ControllerMessage reply = Wire.decode(r.payload().get());

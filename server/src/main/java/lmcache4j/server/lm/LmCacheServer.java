@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
@@ -341,7 +342,7 @@ public final class LmCacheServer implements AutoCloseable {
             return;
         }
         try {
-            c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            c.setOption(StandardSocketOptions.TCP_NODELAY, true);
         } catch (IOException e) { // the client reset the connection already: its loss, not an accept error
             closeQuietly(c);
             return;

@@ -2,7 +2,9 @@ package lmcache4j.server.p2p;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
@@ -35,9 +37,9 @@ public final class EngineTierStore implements LmChunkStore {
      * are never reused and a stored object is never written again, so a cached CRC holds as long as
      * the id matches; a chunk evicted and stored again gets a new id and is summed again.
      */
-    private final java.util.LinkedHashMap<String, long[]> sums = new java.util.LinkedHashMap<>(256, 0.75f, true) {
+    private final LinkedHashMap<String, long[]> sums = new LinkedHashMap<>(256, 0.75f, true) {
         @Override
-        protected boolean removeEldestEntry(java.util.Map.Entry<String, long[]> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<String, long[]> eldest) {
             return size() > MAX_CACHED_SUMS;
         }
     };

@@ -5,6 +5,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -68,7 +69,7 @@ public final class ControllerHttpPrefixSource implements PrefixSource {
         if (response.body().length > MAX_ANSWER_BYTES) {
             throw new RouterLookupException("the controller's /lookup answered " + response.body().length + " bytes");
         }
-        return parse(new String(response.body(), java.nio.charset.StandardCharsets.UTF_8));
+        return parse(new String(response.body(), StandardCharsets.UTF_8));
     }
 
     /** {@code layout_info} of a /lookup answer: instance → tokens. */

@@ -1,5 +1,6 @@
 package lmcache4j.server.router;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -23,7 +24,7 @@ public interface PrefixSource {
     static PrefixSource of(ControllerLookup lookup) {
         Objects.requireNonNull(lookup, "lookup");
         return tokens -> {
-            Map<String, Integer> out = new java.util.HashMap<>();
+            Map<String, Integer> out = new HashMap<>();
             lookup.lookup(tokens).layout().forEach((instance, layout) -> out.put(instance, layout.tokens()));
             return out;
         };

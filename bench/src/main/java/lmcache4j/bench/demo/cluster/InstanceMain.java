@@ -1,6 +1,8 @@
 package lmcache4j.bench.demo.cluster;
 
 import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -36,7 +38,7 @@ public final class InstanceMain {
 
     public static void main(String[] args) {
         // stdout carries the protocol; logs go to stderr (warnings only: the demo reports the facts).
-        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+        PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
         System.setOut(System.err);
         Logger.getLogger("lmcache4j").setLevel(Level.WARNING);
         System.exit(run(InstanceSpec.fromJson(args[0]), out));

@@ -20,11 +20,13 @@ import static lmcache4j.engine.controller.message.FieldCodecs.optional;
 import static lmcache4j.engine.controller.message.StructSchema.Field.required;
 import static lmcache4j.engine.controller.message.StructSchema.Field.withDefault;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 import lmcache4j.engine.controller.message.ControlMsg.*;
 import lmcache4j.engine.controller.message.ControlRetMsg.*;
@@ -53,7 +55,7 @@ final class MessageSchemas {
     private static final FieldCodec<Optional<Map<String, Object>>> OPT_ANY_MAP = optional(FieldCodecs.ANY_MAP);
 
     private static <T extends ControllerMessage> StructSchema<T> msg(String tag, Class<T> type,
-            StructSchema.Builder<T> builder, java.util.function.Function<T, Object[]> values,
+            StructSchema.Builder<T> builder, Function<T, Object[]> values,
             StructSchema.Field... fields) {
         return StructSchema.tagged(TYPE, tag, type, builder, values, fields);
     }
@@ -103,7 +105,7 @@ final class MessageSchemas {
         }
     };
 
-    private static final byte[] COMMAND_TYPE_BYTES = COMMAND_TYPE.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    private static final byte[] COMMAND_TYPE_BYTES = COMMAND_TYPE.getBytes(StandardCharsets.UTF_8);
 
     private static final StructSchema<WorkerInfo> WORKER_INFO = StructSchema.untagged(WorkerInfo.class,
             a -> new WorkerInfo((String) a[0], (Integer) a[1], (String) a[2], (Integer) a[3], (Optional<String>) a[4],

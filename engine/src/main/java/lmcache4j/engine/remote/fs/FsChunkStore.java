@@ -1,6 +1,7 @@
 package lmcache4j.engine.remote.fs;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
@@ -224,7 +225,7 @@ public final class FsChunkStore {
     }
 
     /** As {@link #put(CacheKey, MemoryObj)} for a header and payload given separately. */
-    public void put(CacheKey key, RemoteMetadata metadata, java.lang.foreign.MemorySegment payloadBytes) throws IOException {
+    public void put(CacheKey key, RemoteMetadata metadata, MemorySegment payloadBytes) throws IOException {
         Path target = pathFor(key);
         Path tmp = tmpPathFor(key);
         ByteBuffer header = ByteBuffer.wrap(metadata.toBytes());

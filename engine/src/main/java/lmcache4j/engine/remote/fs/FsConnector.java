@@ -1,6 +1,7 @@
 package lmcache4j.engine.remote.fs;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.util.Optional;
@@ -50,7 +51,7 @@ public final class FsConnector implements RemoteConnector {
             try {
                 store.put(key, metadata, payload);
             } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+                throw new UncheckedIOException(e);
             }
         }, io);
     }
@@ -76,7 +77,7 @@ public final class FsConnector implements RemoteConnector {
                 }
                 return Optional.empty();
             } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+                throw new UncheckedIOException(e);
             } finally {
                 if (obj != null) {
                     obj.release();
@@ -91,7 +92,7 @@ public final class FsConnector implements RemoteConnector {
             try {
                 return store.remove(key);
             } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+                throw new UncheckedIOException(e);
             }
         }, io);
     }

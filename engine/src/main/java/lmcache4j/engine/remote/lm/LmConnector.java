@@ -3,11 +3,13 @@ package lmcache4j.engine.remote.lm;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HexFormat;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -23,6 +25,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import java.util.zip.CRC32C;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
@@ -182,7 +185,7 @@ public final class LmConnector implements RemoteConnector {
     public CompletableFuture<Optional<CheckedChunk>> getChecked(CacheKey key,
                                                                 Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
         return submit(ch -> {
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            CRC32C crc = new CRC32C();
             return receive(ch, key, allocate, crc)
                     .map(r -> new CheckedChunk(r.obj(), LmProtocol.replyLocation(r.reply()), (int) crc.getValue()));
         });
@@ -198,7 +201,7 @@ public final class LmConnector implements RemoteConnector {
      * empty for a miss or no room (the payload is then skipped, keeping the connection in step).
      */
     private Optional<Received> receive(SocketChannel ch, CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate,
-                                       java.util.zip.CRC32C sum) throws IOException {
+                                       CRC32C sum) throws IOException {
         write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
         byte[] reply = readReply(ch);
         if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
@@ -344,7 +347,7 @@ public final class LmConnector implements RemoteConnector {
         SocketChannel opened = ch;
         ScheduledFuture<?> timer = watchdog.schedule(() -> closeQuietly(opened), timeout.toMillis(), TimeUnit.MILLISECONDS);
         try {
-            ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             ch.connect(address);
             if (token.isPresent()) {
                 byte[] t = token.get().getBytes(StandardCharsets.UTF_8);
@@ -405,7 +408,7 @@ public final class LmConnector implements RemoteConnector {
         int code = LmProtocol.replyCode(reply);
         if (code != LmProtocol.SUCCESS && code != LmProtocol.FAIL) {
             throw new IOException("the server at " + url() + " is not an lm:// server speaking LMCache's current protocol"
-                    + " (its reply began with 0x" + java.util.HexFormat.of().formatHex(reply, 0, 8) + ")");
+                    + " (its reply began with 0x" + HexFormat.of().formatHex(reply, 0, 8) + ")");
         }
         return reply;
     }

@@ -1,20 +1,29 @@
 package lmcache4j.engine.remote.redis;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -79,10 +88,10 @@ public final class RedisConnector implements RemoteConnector {
     private final ExecutorService executor = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("redis-connector-", 0).factory());
     /** {@link #executor}, or the calling thread once it is shut down: a callback that releases memory always runs. */
-    private final java.util.concurrent.Executor callbacks = task -> {
+    private final Executor callbacks = task -> {
         try {
             executor.execute(task);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
+        } catch (RejectedExecutionException closed) {
             task.run();
         }
     };
@@ -139,7 +148,7 @@ public final class RedisConnector implements RemoteConnector {
     public static RedisConnector connect(URI uri, RedisLayout layout) {
         Objects.requireNonNull(uri, "uri");
         Objects.requireNonNull(layout, "layout");
-        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
         boolean sentinel = scheme.equals("redis-sentinel");
         boolean cluster = scheme.equals("redis-cluster");
         if (!scheme.equals("redis") && !scheme.equals("rediss") && !sentinel && !cluster) {
@@ -199,12 +208,12 @@ public final class RedisConnector implements RemoteConnector {
             }
         }
         Map<String, String> q = lmcache4j.engine.remote.RemoteUrls.query(uri);
-        java.nio.file.Path tlsCaFile = null;
+        Path tlsCaFile = null;
         if (q.containsKey("tls_ca_file")) {
             if (!scheme.equals("rediss")) {
                 throw new IllegalArgumentException("tls_ca_file needs a rediss:// URL, not " + redact(uri));
             }
-            tlsCaFile = java.nio.file.Path.of(q.remove("tls_ca_file"));
+            tlsCaFile = Path.of(q.remove("tls_ca_file"));
             requireCertificates(tlsCaFile);
         }
         String serviceName = null;
@@ -288,14 +297,14 @@ public final class RedisConnector implements RemoteConnector {
     }
 
     /** Fails now, not at the first TLS handshake, when {@code file} holds no X.509 certificate. */
-    private static void requireCertificates(java.nio.file.Path file) {
-        try (java.io.InputStream in = java.nio.file.Files.newInputStream(file)) {
-            if (java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in).isEmpty()) {
+    private static void requireCertificates(Path file) {
+        try (InputStream in = Files.newInputStream(file)) {
+            if (CertificateFactory.getInstance("X.509").generateCertificates(in).isEmpty()) {
                 throw new IllegalArgumentException("rediss:// tls_ca_file holds no certificate: " + file);
             }
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new IllegalArgumentException("rediss:// tls_ca_file is not a readable file: " + file + " (" + e + ")");
-        } catch (java.security.cert.CertificateException e) {
+        } catch (CertificateException e) {
             throw new IllegalArgumentException("rediss:// tls_ca_file is not PEM or DER X.509 certificates: " + file
                     + " (" + e.getMessage() + ")");
         }
@@ -469,7 +478,7 @@ public final class RedisConnector implements RemoteConnector {
                         try {
                             meta = RemoteMetadata.decode(raw);
                         } catch (IllegalArgumentException e) {
-                            throw new CompletionException(new java.io.IOException("redis key " + key.toKeyString()
+                            throw new CompletionException(new IOException("redis key " + key.toKeyString()
                                     + METADATA_SUFFIX + " holds " + e.getMessage(), e));
                         }
                         Optional<MemoryObj> obj = allocate.apply(meta);

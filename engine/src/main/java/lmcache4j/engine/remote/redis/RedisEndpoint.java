@@ -1,6 +1,7 @@
 package lmcache4j.engine.remote.redis;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -87,7 +88,7 @@ abstract sealed class RedisEndpoint {
         private final RedisURI uri;
         private final RedisClient client;
 
-        Standalone(RedisURI uri, Duration timeout, java.nio.file.Path tlsCaFile) {
+        Standalone(RedisURI uri, Duration timeout, Path tlsCaFile) {
             this.uri = uri;
             this.client = RedisClient.create(resources);
             ClientOptions.Builder options = common(ClientOptions.builder(), timeout);

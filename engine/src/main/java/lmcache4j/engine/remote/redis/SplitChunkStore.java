@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
@@ -176,7 +177,7 @@ final class SplitChunkStore {
             for (int i = 0; i < parts; i++) {
                 PartState s = reads.get(i).join();
                 if (s != PartState.OK) {
-                    bad.add("part " + i + " " + s.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' '));
+                    bad.add("part " + i + " " + s.name().toLowerCase(Locale.ROOT).replace('_', ' '));
                 }
             }
             LOG.log(System.Logger.Level.WARNING, () -> "redis " + url + ": " + key.toKeyString() + " has " + bad

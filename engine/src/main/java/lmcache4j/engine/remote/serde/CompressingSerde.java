@@ -5,10 +5,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
+import java.util.zip.CRC32C;
 
 import io.airlift.compress.Compressor;
 import io.airlift.compress.Decompressor;
@@ -53,7 +55,7 @@ public final class CompressingSerde implements RemoteSerde {
     /** Magic byte + inner header + CRC32C. */
     public static final int PREFIX_BYTES = 1 + RemoteMetadata.BYTES + 4;
     private static final long CRC_OFFSET = 1 + RemoteMetadata.BYTES;
-    private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private static final System.Logger LOG = System.getLogger(CompressingSerde.class.getName());
 
@@ -196,7 +198,7 @@ public final class CompressingSerde implements RemoteSerde {
     }
 
     private static int crc32c(MemorySegment bytes) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        CRC32C crc = new CRC32C();
         crc.update(bytes.asByteBuffer());
         return (int) crc.getValue();
     }

@@ -1,5 +1,6 @@
 package lmcache4j.engine.remote.serde;
 
+import java.lang.foreign.ValueLayout;
 import java.util.Optional;
 
 import lmcache4j.allocator.MemoryObj;
@@ -34,7 +35,7 @@ public final class NaiveSerde implements RemoteSerde {
     @Override
     public Optional<MemoryObj> deserialize(MemoryObj stored, MemoryProvider memory) {
         if (stored.format() == lmcache4j.allocator.MemoryFormat.BINARY_BUFFER && stored.byteSize() > 0) {
-            byte first = stored.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
+            byte first = stored.segment().get(ValueLayout.JAVA_BYTE, 0);
             if (first == CompressingSerde.LZ4_MAGIC || first == CompressingSerde.ZSTD_MAGIC) {
                 return CompressedReader.INSTANCE.deserialize(stored, memory); // reads lz4 and zstd entries alike
             }

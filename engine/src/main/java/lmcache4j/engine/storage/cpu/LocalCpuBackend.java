@@ -124,6 +124,22 @@ public final class LocalCpuBackend implements AllocatorBackend {
 
     // ---- puts and removal -------------------------------------------------------------------
 
+    /** Keeps {@code obj} under {@code key} unless the key is held already (one chunk: no lists, as a lower tier's write-back). */
+    public void submitPut(CacheKey key, MemoryObj obj) {
+        if (!retain) {
+            return;
+        }
+        lock.lock();
+        try {
+            ensureOpen();
+            if (!hot.containsKey(key)) {
+                hot.put(key, obj.retain()); // the tier's own reference
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     @Override
     public void batchedSubmitPut(List<? extends CacheKey> keys, List<MemoryObj> objs) {
         if (keys.size() != objs.size()) {

@@ -4,10 +4,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
@@ -147,7 +151,7 @@ public final class JsonHttpServer implements AutoCloseable {
     }
 
     private Iterable<String> routes() {
-        java.util.List<String> all = new java.util.ArrayList<>();
+        List<String> all = new ArrayList<>();
         gets.keySet().forEach(p -> all.add("GET " + p));
         posts.keySet().forEach(p -> all.add("POST " + p));
         return all;
@@ -168,7 +172,7 @@ public final class JsonHttpServer implements AutoCloseable {
         String text;
         try {
             text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(body)).toString();
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(body)).toString();
         } catch (CharacterCodingException e) {
             throw new BadRequestException(415, "the body is not UTF-8");
         }
@@ -190,7 +194,7 @@ public final class JsonHttpServer implements AutoCloseable {
                 if (buf.length > maxBodyBytes) {
                     throw tooLarge();
                 }
-                buf = java.util.Arrays.copyOf(buf, (int) Math.min((long) maxBodyBytes + 1, buf.length * 2L));
+                buf = Arrays.copyOf(buf, (int) Math.min((long) maxBodyBytes + 1, buf.length * 2L));
             }
             int r = in.read(buf, n, buf.length - n);
             if (r < 0) {
@@ -201,7 +205,7 @@ public final class JsonHttpServer implements AutoCloseable {
                 throw tooLarge();
             }
         }
-        return java.util.Arrays.copyOf(buf, n);
+        return Arrays.copyOf(buf, n);
     }
 
     private BadRequestException tooLarge() {

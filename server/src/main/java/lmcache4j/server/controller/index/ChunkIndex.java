@@ -1,11 +1,13 @@
 package lmcache4j.server.controller.index;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.Predicate;
 
 import org.agrona.collections.LongHashSet;
 
@@ -163,7 +165,7 @@ public final class ChunkIndex {
         return removeMatching(h -> h.instanceId().equals(instanceId));
     }
 
-    private long removeMatching(java.util.function.Predicate<Holder> which) {
+    private long removeMatching(Predicate<Holder> which) {
         List<Integer> dead = new ArrayList<>();
         long stamp = lock.writeLock();
         try {
@@ -294,7 +296,7 @@ public final class ChunkIndex {
                     out[n++] = k;
                 }
             }
-            return n == out.length ? out : java.util.Arrays.copyOf(out, n);
+            return n == out.length ? out : Arrays.copyOf(out, n);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -367,7 +369,7 @@ public final class ChunkIndex {
         s.ensure(names.length);
         int[] prefix = s.prefix;
         int[] location = s.location;
-        java.util.Arrays.fill(prefix, 0, names.length, 0);
+        Arrays.fill(prefix, 0, names.length, 0);
         for (int c = 0; c < n; c++) {
             int count;
             while ((count = ChunkHolderTable.holdersOf(slots, keys[c], s.holders)) > s.holders.length) {

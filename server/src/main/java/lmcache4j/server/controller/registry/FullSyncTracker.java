@@ -5,6 +5,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 import lmcache4j.server.controller.index.ChunkIndex;
@@ -64,16 +65,16 @@ public final class FullSyncTracker {
      *
      * @return empty when accepted, else why not (FullSyncStartRetMsg.error_msg)
      */
-    public java.util.Optional<String> start(WorkerKey worker, String location, String syncId, long totalKeys, long batchCount) {
+    public Optional<String> start(WorkerKey worker, String location, String syncId, long totalKeys, long batchCount) {
         if (batchCount < 0 || batchCount > MAX_BATCHES) {
-            return java.util.Optional.of("batch_count must be 0.." + MAX_BATCHES + ", was " + batchCount);
+            return Optional.of("batch_count must be 0.." + MAX_BATCHES + ", was " + batchCount);
         }
         if (totalKeys < 0) {
-            return java.util.Optional.of("total_keys must be >= 0, was " + totalKeys);
+            return Optional.of("total_keys must be >= 0, was " + totalKeys);
         }
         syncs.put(new Target(worker, location), new Sync(syncId, batchCount, totalKeys));
         index.removeHolder(new Holder(worker.instanceId(), worker.workerId(), location));
-        return java.util.Optional.empty();
+        return Optional.empty();
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 import lmcache4j.server.controller.index.ChunkIndex;
 
@@ -30,7 +31,7 @@ public final class WorkerRegistry {
     private final FullSyncTracker sync;
     private final InstantSource clock;
     private final Duration timeout;
-    private volatile java.util.function.Consumer<WorkerInfo> departed = w -> { };
+    private volatile Consumer<WorkerInfo> departed = w -> { };
 
     /**
      * @param timeout how long a worker may go without a heartbeat (LMCache's
@@ -100,8 +101,8 @@ public final class WorkerRegistry {
     }
 
     /** Called with each worker that deregisters or times out (the controller closes its socket to it). */
-    public void onDeparture(java.util.function.Consumer<WorkerInfo> listener) {
-        departed = java.util.Objects.requireNonNull(listener);
+    public void onDeparture(Consumer<WorkerInfo> listener) {
+        departed = Objects.requireNonNull(listener);
     }
 
     /** Whether {@code key} is registered: only registered workers' admits and evicts are indexed. */

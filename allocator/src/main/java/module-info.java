@@ -7,8 +7,8 @@ module lmcache4j.allocator {
     requires transitive lmcache4j.cuda;
 
     exports lmcache4j.allocator;
-    exports lmcache4j.allocator.host;
-    exports lmcache4j.allocator.tensor;
-    exports lmcache4j.allocator.paged;
-    exports lmcache4j.allocator.pool;
+    exports lmcache4j.allocator.host to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.cli;
+    exports lmcache4j.allocator.tensor to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.allocator.paged to lmcache4j.server, lmcache4j.bench;
+    exports lmcache4j.allocator.pool to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
 }

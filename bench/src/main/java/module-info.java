@@ -18,16 +18,16 @@ module lmcache4j.bench {
     // adds it (--add-modules lmcache4j.jlama,jdk.incubator.vector), so no other command loads Jlama.
     requires static lmcache4j.jlama; // only JMH, from the class path, loads the JMH benchmarks
 
-    exports lmcache4j.bench.allocator;
-    exports lmcache4j.bench.concurrent;
-    exports lmcache4j.bench.controller;
-    exports lmcache4j.bench.demo;
-    exports lmcache4j.bench.demo.cluster;
-    exports lmcache4j.bench.disk;
-    exports lmcache4j.bench.hash;
-    exports lmcache4j.bench.json;
-    exports lmcache4j.bench.model;
-    exports lmcache4j.bench.p2p;
-    exports lmcache4j.bench.remote;
-    exports lmcache4j.bench.store;
+    exports lmcache4j.bench.allocator to lmcache4j.cli;
+    exports lmcache4j.bench.concurrent to lmcache4j.cli;
+    exports lmcache4j.bench.controller to lmcache4j.cli;
+    exports lmcache4j.bench.demo to lmcache4j.cli;
+    exports lmcache4j.bench.demo.cluster to lmcache4j.cli;
+    exports lmcache4j.bench.disk to lmcache4j.cli;
+    exports lmcache4j.bench.hash to lmcache4j.cli;
+    exports lmcache4j.bench.json to lmcache4j.cli;
+    exports lmcache4j.bench.model to lmcache4j.cli;
+    exports lmcache4j.bench.p2p to lmcache4j.cli;
+    exports lmcache4j.bench.remote to lmcache4j.cli;
+    exports lmcache4j.bench.store to lmcache4j.cli;
 }

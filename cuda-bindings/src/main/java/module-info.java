@@ -7,6 +7,6 @@
  */
 module lmcache4j.cuda {
     exports lmcache4j.cuda;
-    exports lmcache4j.cuda.posix;
-    exports lmcache4j.cuda.cpu;
+    exports lmcache4j.cuda.posix to lmcache4j.allocator, lmcache4j.engine, lmcache4j.bench, lmcache4j.cli;
+    exports lmcache4j.cuda.cpu to lmcache4j.engine, lmcache4j.cli;
 }

@@ -13,12 +13,11 @@ module lmcache4j.server {
     requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
-    exports lmcache4j.server.lookup;
+    exports lmcache4j.server.lookup to lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.server.controller;
-    exports lmcache4j.server.controller.http;
-    exports lmcache4j.server.controller.index;
-    exports lmcache4j.server.controller.net;
-    exports lmcache4j.server.controller.registry;
-    exports lmcache4j.server.p2p;
+    exports lmcache4j.server.controller.index to lmcache4j.bench;
+    exports lmcache4j.server.controller.net to lmcache4j.bench, lmcache4j.cli;
+    exports lmcache4j.server.controller.registry to lmcache4j.bench;
+    exports lmcache4j.server.p2p to lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.server.router;
 }

@@ -5,14 +5,15 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.function.ToDoubleFunction;
 
-import lmcache4j.bench.concurrent.ConcurrentBench;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
 import lmcache4j.bench.concurrent.ConcurrentBench.Result;
 import lmcache4j.bench.concurrent.ConcurrentBench.Settings;
 import lmcache4j.bench.concurrent.ConcurrentBench.Step;
+import lmcache4j.bench.concurrent.ConcurrentBench;
 import lmcache4j.bench.json.ReportJson;
-import lmcache4j.engine.connector.HostCopyPool;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import lmcache4j.engine.connector.KvConnector;
 
 /**
  * {@code ./lmcache4j bench concurrent [--json] [--threads 1,2,4,8,16] [--millis N] [--warmup-millis N]
@@ -38,7 +39,7 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
     private int[] threads = Settings.DEFAULT_THREAD_COUNTS;
     private long millis = Settings.DEFAULT_MILLIS;
     private long warmupMillis = Settings.DEFAULT_WARMUP_MILLIS;
-    private int copyThreads = HostCopyPool.machineThreads();
+    private int copyThreads = KvConnector.machineCopyThreads();
 
     ConcurrentBenchCommand(PrintStream out, PrintStream err) {
         this.out = out;
@@ -69,7 +70,7 @@ public final class ConcurrentBenchCommand implements CliMain.Command {
     }
 
     @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "the engine's copy_threads (default: the "
-            + "machine's cores, at most " + HostCopyPool.MAX_DEFAULT_THREADS + ")")
+            + "machine's cores, at most " + KvConnector.MAX_DEFAULT_COPY_THREADS + ")")
     private void copyThreads(String value) {
         copyThreads = OptionValues.intInRange("--copy-threads", value, 1, 1024);
     }

@@ -8,7 +8,7 @@ import java.util.concurrent.CountDownLatch;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
-import lmcache4j.server.controller.net.Endpoint;
+import lmcache4j.server.controller.Endpoint;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -3,14 +3,15 @@ package lmcache4j.cli;
 import java.io.PrintStream;
 import java.util.Locale;
 
-import lmcache4j.allocator.host.HostArenas;
-import lmcache4j.bench.json.ReportJson;
-import lmcache4j.engine.connector.HostCopyPool;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import lmcache4j.bench.store.StoreBench;
+
+import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.bench.json.ReportJson;
 import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
+import lmcache4j.bench.store.StoreBench;
+import lmcache4j.engine.connector.KvConnector;
 
 /**
  * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N] [--no-streaming-stores]}: the engine's store
@@ -40,7 +41,7 @@ public final class StoreBenchCommand implements CliMain.Command {
     private int chunks = Settings.DEFAULT_CHUNKS;
     private int runs = Settings.DEFAULT_RUNS;
     private int warmup = Settings.DEFAULT_WARMUP;
-    private int copyThreads = HostCopyPool.machineThreads();
+    private int copyThreads = KvConnector.machineCopyThreads();
 
     StoreBenchCommand(PrintStream out, PrintStream err) {
         this.out = out;
@@ -65,7 +66,7 @@ public final class StoreBenchCommand implements CliMain.Command {
     }
 
     @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "threads, the caller included, that copy "
-            + "one chunk (the engine's copy_threads; default: the machine's cores, at most " + HostCopyPool.MAX_DEFAULT_THREADS
+            + "one chunk (the engine's copy_threads; default: the machine's cores, at most " + KvConnector.MAX_DEFAULT_COPY_THREADS
             + ")")
     private void copyThreads(String value) {
         copyThreads = OptionValues.intInRange("--copy-threads", value, 1, 1024);

@@ -167,6 +167,7 @@ public final class LMCacheEngine implements AutoCloseable {
      * @param instanceId this instance's {@code lmcache_instance_id}, never fetched from
      * @throws IllegalArgumentException when the config does not enable P2P or lacks its settings
      */
+    @SuppressWarnings("exports") // for lmcache4j's own processes: PeerLocator is exported to them only
     public static LMCacheEngine createWithPeers(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                                 PeerLocator locator, String instanceId) {
         P2pSettings p2p = config.p2p().orElseThrow(() -> new IllegalArgumentException(

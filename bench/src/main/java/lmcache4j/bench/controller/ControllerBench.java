@@ -15,7 +15,7 @@ import java.util.logging.Logger;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
-import lmcache4j.server.controller.net.Endpoint;
+import lmcache4j.server.controller.Endpoint;
 
 /**
  * The controller benchmark ({@code ./lmcache4j bench controller}):

@@ -97,7 +97,7 @@ final class IngestBench {
             ZMQ.Socket pull = ctx.createSocket(SocketType.PULL);
             pull.setRcvHWM(100_000);
             pull.bind("tcp://127.0.0.1:*"); // a port the kernel picks, free for sure
-            int port = lmcache4j.server.controller.net.Endpoint.parse(pull.getLastEndpoint()).port();
+            int port = lmcache4j.server.controller.Endpoint.parse(pull.getLastEndpoint()).port();
             AtomicLong doneAt = new AtomicLong();
             pull.setReceiveTimeOut((int) (DEADLINE_NANOS / 1_000_000));
             AtomicLong received = new AtomicLong();

@@ -18,7 +18,6 @@ import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
-import lmcache4j.engine.connector.HostCopyPool;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
@@ -89,7 +88,7 @@ public final class StoreBench {
         /** Llama-3-8B: 32 layers, 8 KV heads × 128, bf16, 16-token blocks, 256-token chunks; copy threads sized from the machine. */
         public static Settings defaults() {
             return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 8, 128, 16, 256, 42,
-                    HostCopyPool.machineThreads(), true);
+                    KvConnector.machineCopyThreads(), true);
         }
 
         public Settings withChunks(int n) {

@@ -7,25 +7,31 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.internal.CopyExecutor;
+import lmcache4j.engine.connector.internal.CopyPlan;
+import lmcache4j.engine.connector.internal.CopyPlanner;
+import lmcache4j.engine.connector.internal.CudaCopyExecutor;
+import lmcache4j.engine.connector.internal.HostCopyExecutor;
+import lmcache4j.engine.connector.internal.HostCopyPool;
 
 /**
  * Moves KV between a serving engine's {@link PagedKvCache} and {@link MemoryObj}s: {@code fromPaged}
  * gathers a chunk on the store side, {@code toPaged} scatters it on the retrieve side, for whole
  * chunks ({@code KV_2LTD}, or {@code KV_MLA_FMT} for MLA) and per layer ({@code KV_T2D} /
- * {@code KV_2TD}). Plans are made by {@link CopyPlanner} and carried out by a {@link CopyExecutor}.
+ * {@code KV_2TD}). The copies are planned once per chunk and carried out on the host's copy threads or by CUDA.
  *
- * <p>Thread-safe: each thread plans into its own reusable {@link CopyPlan}.
+ * <p>Thread-safe: each thread plans into its own reusable plan.
  */
 public final class KvConnector implements AutoCloseable {
     private final CopyExecutor executor;
     private final ThreadLocal<CopyPlan> plans = ThreadLocal.withInitial(CopyPlan::new);
 
-    public KvConnector(CopyExecutor executor) {
+    KvConnector(CopyExecutor executor) {
         this.executor = Objects.requireNonNull(executor, "executor");
     }
 
     /**
-     * A connector for KV in host memory whose copies run on up to {@link HostCopyPool#machineThreads()}
+     * A connector for KV in host memory whose copies run on up to {@link #machineCopyThreads()}
      * threads (the caller and helper threads that {@link #close()} stops).
      */
     public static KvConnector host() {
@@ -58,7 +64,15 @@ public final class KvConnector implements AutoCloseable {
         return cuda.isAvailable() ? new KvConnector(new CudaCopyExecutor(cuda)) : host(config);
     }
 
-    /** The host copy threads {@code config} asks for: {@code copy_threads}, else {@link HostCopyPool#machineThreads()}. */
+    /** The most copy threads a connector uses when none are configured. */
+    public static final int MAX_DEFAULT_COPY_THREADS = HostCopyPool.MAX_DEFAULT_THREADS;
+
+    /** The host copy threads a connector uses when none are configured: the machine's cores, at most {@link #MAX_DEFAULT_COPY_THREADS}. */
+    public static int machineCopyThreads() {
+        return HostCopyPool.machineThreads();
+    }
+
+    /** The host copy threads {@code config} asks for: {@code copy_threads}, else {@link #machineCopyThreads()}. */
     public static int copyThreads(LMCacheEngineConfig config) {
         return config.copyThreads().orElseGet(HostCopyPool::machineThreads);
     }

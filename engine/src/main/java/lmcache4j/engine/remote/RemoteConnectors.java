@@ -33,6 +33,7 @@ public final class RemoteConnectors {
      *
      * @throws BadRemoteUrlException as {@link #create(String)}, and for the split layout with another scheme
      */
+    @SuppressWarnings("exports") // the Redis layout is lmcache4j-internal: exported to its benchmark and commands only
     public static RemoteConnector create(String url, RedisLayout redisLayout) {
         int colon = url.indexOf("://");
         if (colon <= 0) {

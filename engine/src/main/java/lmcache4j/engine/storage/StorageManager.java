@@ -62,6 +62,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
      * @param cpu    the CPU tier, first in search order and the allocator of every tier's objects
      * @param others the other tiers in search order; all of them are owned and closed by the manager
      */
+    @SuppressWarnings("exports") // the engine builds its manager; LocalCpuBackend is exported to lmcache4j's own modules only
     public StorageManager(LocalCpuBackend cpu, List<StorageBackend> others) {
         this.cpu = Objects.requireNonNull(cpu, "cpu");
         Map<String, StorageBackend> ordered = new LinkedHashMap<>();
@@ -77,6 +78,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     }
 
     /** The CPU tier. */
+    @SuppressWarnings("exports") // for lmcache4j's own modules: the CPU tier's class is exported to them only
     public LocalCpuBackend cpu() {
         return cpu;
     }

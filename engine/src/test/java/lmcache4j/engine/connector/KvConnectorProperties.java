@@ -12,16 +12,20 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.cuda.CudaException;
 import lmcache4j.cuda.CudaRuntime;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
-import org.junit.jupiter.api.Test;
+import lmcache4j.engine.connector.internal.CopyPlan;
+import lmcache4j.engine.connector.internal.CopyPlanner;
+import lmcache4j.engine.connector.internal.CudaCopyExecutor;
 
 /**
  * The copy plans against an element-by-element reference: for random block tables, layouts and

@@ -17,6 +17,7 @@ import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /** Keys, chunk shapes and small CPU tiers for storage tests. */
+@SuppressWarnings("exports") // test helpers of the engine's own tests
 public final class TestChunks {
     /** A 64 KiB chunk: [2, 2, 256, 32] of bf16. */
     public static final TensorShape CHUNK = TensorShape.of(2, 2, 256, 32);

@@ -8,12 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetAddress;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 
 import com.github.tjake.jlama.model.AbstractModel;
@@ -36,18 +34,19 @@ import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.connector.KvConnector;
-import lmcache4j.engine.storage.disk.LocalDiskBackend;
-import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.server.lm.LmCacheServer;
 
 /**
  * A real transformer's KV through every tier: Jlama's forward pass on the tiny synthetic Llama,
- * cold against warm from the CPU tier, from the disk tier and from an {@code lm://} server. Every
+ * cold against warm from the CPU tier, from the disk tier and from a remote tier (a shared file system). Every
  * warm request's greedy tokens must equal the cold path's, and its logits must too (bit for bit
  * once the JIT is warm; the bound here leaves room only for a kernel compiled mid-test).
  */
 class CachedPrefillTest {
     private static final int DECODE = 6;
+    /** LMCache's tier names, as {@code StorageManager.tierNames()} gives them. */
+    private static final String CPU_TIER = "LocalCPUBackend";
+    private static final String DISK_TIER = "LocalDiskBackend";
+    private static final String REMOTE_TIER = "RemoteBackend";
     private static final float LOGIT_TOLERANCE = 1e-4f;
 
     @TempDir
@@ -148,19 +147,19 @@ class CachedPrefillTest {
         try (LMCacheEngine engine = engine(disk); CachedPrefill prefill = new CachedPrefill(engine, model)) {
             int[] prompt = prompt(900, 4);
             Outputs cold = cold(prefill, prompt);
-            storeThenKeepOnlyIn(engine, prefill, prompt, LocalDiskBackend.NAME);
+            storeThenKeepOnlyIn(engine, prefill, prompt, DISK_TIER);
             assertWarm(prefill, prompt, 768, cold);
         }
     }
 
     @Test
-    void warmFromAnLmServerGivesTheColdOutputs() throws IOException {
-        try (LmCacheServer server = LmCacheServer.start(InetAddress.getLoopbackAddress(), 0, 64L << 20, Optional.empty(), 16 << 20);
-             LMCacheEngine engine = engine(Map.of("remote_url", "lm://127.0.0.1:" + server.port()));
-             CachedPrefill prefill = new CachedPrefill(engine, model)) {
+    void warmFromASharedRemoteGivesTheColdOutputs() {
+        // The remote tier over a shared file system; the lm:// server's turn is bench's ModelDemoTest.
+        Map<String, Object> remote = Map.of("remote_url", "fs://" + dir.resolve("shared").toAbsolutePath());
+        try (LMCacheEngine engine = engine(remote); CachedPrefill prefill = new CachedPrefill(engine, model)) {
             int[] prompt = prompt(800, 5);
             Outputs cold = cold(prefill, prompt);
-            storeThenKeepOnlyIn(engine, prefill, prompt, RemoteBackend.NAME);
+            storeThenKeepOnlyIn(engine, prefill, prompt, REMOTE_TIER);
             assertWarm(prefill, prompt, 768, cold);
         }
     }
@@ -180,12 +179,13 @@ class CachedPrefillTest {
             }
         }
         // A chunk whose write below is still in flight is not evictable yet: clear until none is left.
+        StorageBackend cpu = engine.storage().tier(CPU_TIER).orElseThrow();
         while (true) {
-            engine.storage().cpu().clear();
-            if (engine.storage().cpu().size() == 0) {
+            cpu.clear();
+            if (cpu.residentKeys().orElseThrow().isEmpty()) {
                 break;
             }
-            assertTrue(System.nanoTime() < deadline, "the CPU tier kept " + engine.storage().cpu().size() + " chunk(s)");
+            assertTrue(System.nanoTime() < deadline, "the CPU tier kept " + cpu.residentKeys().orElseThrow().size() + " chunk(s)");
             Thread.onSpinWait();
         }
     }

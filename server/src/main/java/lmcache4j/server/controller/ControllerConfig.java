@@ -7,7 +7,6 @@ import java.util.Objects;
 import java.util.Optional;
 
 import lmcache4j.engine.key.HashAlgorithm;
-import lmcache4j.server.controller.net.Endpoint;
 
 /**
  * How a controller runs: where it listens, how it hashes prompts (which must match the engines:

@@ -22,7 +22,7 @@ public final class ControllerLookup {
     private final ChunkIndex index;
     private final ControllerMetrics metrics;
 
-    public ControllerLookup(PromptKeys keys, ChunkIndex index, ControllerMetrics metrics) {
+    ControllerLookup(PromptKeys keys, ChunkIndex index, ControllerMetrics metrics) {
         this.keys = Objects.requireNonNull(keys, "keys");
         this.index = Objects.requireNonNull(index, "index");
         this.metrics = Objects.requireNonNull(metrics, "metrics");

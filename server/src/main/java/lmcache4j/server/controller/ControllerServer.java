@@ -24,7 +24,6 @@ import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.controller.http.JsonBody;
 import lmcache4j.server.controller.http.JsonHttpServer;
 import lmcache4j.server.controller.index.ChunkIndex;
-import lmcache4j.server.controller.net.Endpoint;
 import lmcache4j.server.controller.net.WorkerConnections;
 import lmcache4j.server.controller.registry.FullSyncTracker;
 import lmcache4j.server.controller.registry.WorkerRegistry;
@@ -240,11 +239,13 @@ public final class ControllerServer implements AutoCloseable {
     }
 
     /** The index (tests and benchmarks read it). */
+    @SuppressWarnings("exports") // for lmcache4j's benchmarks and tests: ChunkIndex is exported to them only
     public ChunkIndex index() {
         return index;
     }
 
     /** The registry of workers. */
+    @SuppressWarnings("exports") // for lmcache4j's benchmarks and tests: WorkerRegistry is exported to them only
     public WorkerRegistry registry() {
         return registry;
     }

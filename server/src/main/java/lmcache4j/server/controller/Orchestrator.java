@@ -32,7 +32,7 @@ import lmcache4j.server.controller.registry.WorkerRegistry;
  * their answers combined. Used by the HTTP API (request/reply) and for orchestrators'
  * fire-and-forget messages on the PULL socket. Never runs on the ingestion thread.
  */
-public final class Orchestrator implements AutoCloseable {
+final class Orchestrator implements AutoCloseable {
     /** Events remembered for check-finish; the oldest are forgotten past this. */
     static final int MAX_EVENTS = 10_000;
     /** A health error code for a worker that did not answer. */
@@ -90,7 +90,7 @@ public final class Orchestrator implements AutoCloseable {
         }
     }
 
-    public Orchestrator(WorkerRegistry registry, WorkerConnections connections, ControllerMetrics metrics) {
+    Orchestrator(WorkerRegistry registry, WorkerConnections connections, ControllerMetrics metrics) {
         this.registry = Objects.requireNonNull(registry);
         this.connections = Objects.requireNonNull(connections);
         this.metrics = Objects.requireNonNull(metrics);

@@ -24,7 +24,6 @@ import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.http.HttpCalls;
 import lmcache4j.server.controller.index.Holder;
-import lmcache4j.server.controller.net.Endpoint;
 
 /** The controller over real JeroMQ sockets, driven by {@link FakeWorker}s that speak the wire format. */
 @Timeout(60)

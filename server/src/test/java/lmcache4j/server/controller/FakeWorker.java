@@ -21,7 +21,6 @@ import lmcache4j.engine.controller.message.OpType;
 import lmcache4j.engine.controller.message.WorkerMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
-import lmcache4j.server.controller.net.Endpoint;
 
 /**
  * A worker written against the wire alone, as LMCache's worker talks to a controller: DEALER to

@@ -22,7 +22,7 @@ import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.Prefetching;
-import lmcache4j.engine.storage.ResidencyIndex;
+import lmcache4j.engine.storage.internal.ResidencyIndex;
 import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.policy.CachePolicies;

@@ -1,5 +1,7 @@
 package lmcache4j.server.controller.net;
 
+import lmcache4j.server.controller.Endpoint;
+
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;

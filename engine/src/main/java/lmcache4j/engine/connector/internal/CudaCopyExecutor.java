@@ -1,4 +1,4 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
@@ -6,6 +6,7 @@ import java.util.Objects;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.cuda.CudaStream;
 import lmcache4j.cuda.MemcpyKind;
+import lmcache4j.engine.connector.PagedKvCache;
 
 /**
  * Copies between device-resident paged KV buffers and pinned host objects with

@@ -1,4 +1,4 @@
-package lmcache4j.engine.storage;
+package lmcache4j.engine.storage.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package lmcache4j.server.controller.net;
+package lmcache4j.server.controller;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;

@@ -1,6 +1,7 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.engine.connector.PagedKvCache;
 
 /**
  * Builds {@link CopyPlan}s for the object layouts of LMCache's connectors (spec §7.2–7.3):
@@ -18,7 +19,7 @@ public final class CopyPlanner {
     }
 
     /** What to do with a token whose slot is -1. */
-    enum Unmapped {
+    public enum Unmapped {
         /** Refuse the plan: storing needs every token's KV. */
         REJECT,
         /** Leave the token out: on retrieve the engine already has it. */
@@ -32,7 +33,7 @@ public final class CopyPlanner {
      * layer. The plan is the one a token-by-token walk would build, in the same order, with a
      * fraction of the work: 2 × layers × tokens / block size additions instead of 2 × layers × tokens.
      */
-    static void planChunk(PagedKvCache kv, long[] slots, int start, int end, Unmapped unmapped, CopyPlan out) {
+    public static void planChunk(PagedKvCache kv, long[] slots, int start, int end, Unmapped unmapped, CopyPlan out) {
         out.clear();
         int planes = kv.layout().kvPlanes();
         int layers = kv.layerCount();
@@ -86,7 +87,7 @@ public final class CopyPlanner {
     }
 
     /** Plans layer {@code layer} of tokens {@code [start, end)} for a {@code KV_T2D} or {@code KV_2TD} object. */
-    static void planLayer(PagedKvCache kv, long[] slots, int layer, int start, int end, MemoryFormat format,
+    public static void planLayer(PagedKvCache kv, long[] slots, int layer, int start, int end, MemoryFormat format,
                           Unmapped unmapped, CopyPlan out) {
         out.clear();
         int tokens = end - start;

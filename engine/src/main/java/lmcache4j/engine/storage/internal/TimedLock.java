@@ -1,4 +1,4 @@
-package lmcache4j.engine.storage;
+package lmcache4j.engine.storage.internal;
 
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;

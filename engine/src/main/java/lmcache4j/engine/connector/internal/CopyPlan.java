@@ -1,4 +1,4 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import java.util.Arrays;
 
@@ -26,7 +26,7 @@ public final class CopyPlan {
     }
 
     /** Adds a run, merging it into the previous one when both sides continue it. */
-    void add(int layerIndex, long pagedOffset, long objectOffset, long bytes) {
+    public void add(int layerIndex, long pagedOffset, long objectOffset, long bytes) {
         totalBytes += bytes;
         int last = count - 1;
         if (last >= 0 && layer[last] == layerIndex && paged[last] + length[last] == pagedOffset

@@ -1,4 +1,4 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -19,11 +19,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import lmcache4j.allocator.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.connector.PagedLayout;
 
 /**
  * The copy pool: a plan split across threads moves exactly the bytes the single-threaded copy

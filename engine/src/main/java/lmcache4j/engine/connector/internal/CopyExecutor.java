@@ -1,6 +1,8 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import java.lang.foreign.MemorySegment;
+
+import lmcache4j.engine.connector.PagedKvCache;
 
 /**
  * Carries out {@link CopyPlan}s. Copies submitted between two {@link #finish()} calls may run

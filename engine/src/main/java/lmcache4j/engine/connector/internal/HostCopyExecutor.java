@@ -1,6 +1,8 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import java.lang.foreign.MemorySegment;
+
+import lmcache4j.engine.connector.PagedKvCache;
 
 /**
  * Copies for KV caches in host memory, with streaming stores where the machine offers them and

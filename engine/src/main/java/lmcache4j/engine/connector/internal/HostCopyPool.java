@@ -1,4 +1,4 @@
-package lmcache4j.engine.connector;
+package lmcache4j.engine.connector.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -14,6 +14,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import lmcache4j.cuda.cpu.StreamingCopy;
 import lmcache4j.cuda.cpu.StreamingCopyBatch;
+import lmcache4j.engine.connector.PagedKvCache;
 
 /**
  * Carries out one {@link CopyPlan} on several threads: the calling thread and up to

@@ -1,4 +1,4 @@
-package lmcache4j.engine.storage;
+package lmcache4j.engine.storage.internal;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -10,6 +10,8 @@ import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.storage.ResidencyListener;
+import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.policy.CachePolicy;
 
 /**

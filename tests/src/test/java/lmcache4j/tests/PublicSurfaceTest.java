@@ -1,0 +1,128 @@
+package lmcache4j.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.classfile.ClassFile;
+import java.lang.classfile.ClassModel;
+import java.lang.module.ModuleDescriptor;
+import java.lang.module.ModuleFinder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The public surface of every lmcache4j module, pinned: the packages each exports to everyone, the
+ * packages it exports only to named sibling modules, and how many public types its public packages
+ * hold. A new export, or a new public type in an exported package, fails here until this test
+ * says so: the API grows by decision, not by accident. (Internals live in unexported or
+ * {@code …internal} packages, or behind qualified exports.)
+ */
+class PublicSurfaceTest {
+    /** Module folder → JPMS name. */
+    private static final Map<String, String> MODULES = Map.of(
+            "cuda-bindings", "lmcache4j.cuda", "allocator", "lmcache4j.allocator", "engine", "lmcache4j.engine",
+            "server", "lmcache4j.server", "integrations/jlama", "lmcache4j.jlama", "bench", "lmcache4j.bench",
+            "cli", "lmcache4j.cli");
+
+    /** Packages exported to every module. */
+    private static final Map<String, Set<String>> PUBLIC_PACKAGES = Map.of(
+            "lmcache4j.cuda", Set.of("lmcache4j.cuda"),
+            "lmcache4j.allocator", Set.of("lmcache4j.allocator"),
+            "lmcache4j.engine", Set.of("lmcache4j.engine", "lmcache4j.engine.config", "lmcache4j.engine.connector",
+                    "lmcache4j.engine.controller", "lmcache4j.engine.key", "lmcache4j.engine.metrics",
+                    "lmcache4j.engine.remote", "lmcache4j.engine.storage"),
+            "lmcache4j.server", Set.of("lmcache4j.server.lm", "lmcache4j.server.controller", "lmcache4j.server.router"),
+            "lmcache4j.jlama", Set.of("lmcache4j.jlama"),
+            "lmcache4j.bench", Set.of(),
+            "lmcache4j.cli", Set.of());
+
+    /** Packages exported to named sibling modules only (the targets are in each module-info). */
+    private static final Map<String, Set<String>> QUALIFIED_PACKAGES = Map.of(
+            "lmcache4j.cuda", Set.of("lmcache4j.cuda.posix", "lmcache4j.cuda.cpu"),
+            "lmcache4j.allocator", Set.of("lmcache4j.allocator.host", "lmcache4j.allocator.tensor",
+                    "lmcache4j.allocator.paged", "lmcache4j.allocator.pool"),
+            "lmcache4j.engine", Set.of("lmcache4j.engine.controller.message", "lmcache4j.engine.json",
+                    "lmcache4j.engine.lookup", "lmcache4j.engine.remote.lm", "lmcache4j.engine.p2p",
+                    "lmcache4j.engine.remote.redis", "lmcache4j.engine.storage.cpu", "lmcache4j.engine.storage.disk",
+                    "lmcache4j.engine.zmq"),
+            "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
+                    "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.p2p"),
+            "lmcache4j.jlama", Set.of(),
+            "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
+                    "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
+                    "lmcache4j.bench.disk", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model",
+                    "lmcache4j.bench.p2p", "lmcache4j.bench.remote", "lmcache4j.bench.store"),
+            "lmcache4j.cli", Set.of());
+
+    /** Public top-level types in each module's public packages. */
+    private static final Map<String, Integer> PUBLIC_TYPES = Map.of(
+            "lmcache4j.cuda", 18, "lmcache4j.allocator", 9, "lmcache4j.engine", 63, "lmcache4j.server", 15,
+            "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0);
+
+    private static Path classes(String folder) {
+        return Path.of("..", folder, "target", "classes").toAbsolutePath().normalize();
+    }
+
+    private static ModuleDescriptor descriptor(String folder) {
+        return ModuleFinder.of(classes(folder)).findAll().stream().findFirst()
+                .orElseThrow(() -> new AssertionError(classes(folder) + " holds no module: build it first")).descriptor();
+    }
+
+    @Test
+    void eachModuleExportsWhatItDecidedToAndNoMore() {
+        MODULES.forEach((folder, name) -> {
+            ModuleDescriptor d = descriptor(folder);
+            assertEquals(name, d.name());
+            Set<String> open = d.exports().stream().filter(e -> !e.isQualified()).map(ModuleDescriptor.Exports::source)
+                    .collect(Collectors.toCollection(TreeSet::new));
+            Set<String> qualified = d.exports().stream().filter(ModuleDescriptor.Exports::isQualified)
+                    .map(ModuleDescriptor.Exports::source).collect(Collectors.toCollection(TreeSet::new));
+            assertEquals(new TreeSet<>(PUBLIC_PACKAGES.get(name)), open, name + ": packages exported to everyone");
+            assertEquals(new TreeSet<>(QUALIFIED_PACKAGES.get(name)), qualified, name + ": packages exported to siblings only");
+            d.exports().stream().filter(ModuleDescriptor.Exports::isQualified).forEach(e -> assertTrue(
+                    e.targets().stream().allMatch(t -> t.startsWith("lmcache4j.")), name + " exports " + e.source()
+                            + " to a module outside lmcache4j: " + e.targets()));
+            assertTrue(d.packages().stream().filter(p -> p.contains(".internal")).noneMatch(p -> open.contains(p)),
+                    name + " exports an internal package");
+        });
+    }
+
+    @Test
+    void thePublicPackagesHoldThePinnedNumberOfPublicTypes() {
+        Map<String, Integer> counted = new TreeMap<>();
+        MODULES.forEach((folder, name) -> counted.put(name, publicTypes(classes(folder), PUBLIC_PACKAGES.get(name))));
+        assertEquals(new TreeMap<>(PUBLIC_TYPES), counted,
+                "public top-level types in each module's public packages: a new one is an API decision (update this test)");
+    }
+
+    private static int publicTypes(Path root, Set<String> packages) {
+        try (Stream<Path> files = Files.walk(root)) {
+            return (int) files.filter(p -> p.toString().endsWith(".class") && !p.getFileName().toString().contains("$")
+                            && !p.getFileName().toString().equals("module-info.class"))
+                    .map(PublicSurfaceTest::parse)
+                    .filter(c -> packages.contains(c.thisClass().asSymbol().packageName()))
+                    .filter(c -> (c.flags().flagsMask() & ClassFile.ACC_PUBLIC) != 0)
+                    .count();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static ClassModel parse(Path file) {
+        try {
+            return ClassFile.of().parse(Files.readAllBytes(file));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

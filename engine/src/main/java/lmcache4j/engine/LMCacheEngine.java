@@ -1,57 +1,30 @@
 package lmcache4j.engine;
 
 import java.lang.System.Logger.Level;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 
-import lmcache4j.allocator.MemoryFormat;
-import lmcache4j.allocator.MemoryObj;
-import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
-import lmcache4j.engine.connector.PagedLayout;
-import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
-import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
-import lmcache4j.engine.key.ChunkedTokenDatabase;
-import lmcache4j.engine.key.HashAlgorithm;
-import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.controller.ControllerWorker;
 import lmcache4j.engine.controller.ControllerWorkerSettings;
-import lmcache4j.engine.controller.WorkerControls;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
-import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.StorageManager;
-import lmcache4j.engine.storage.TieredPrefix;
 
 /**
  * The KV cache engine (LMCache spec §6): stores the KV of token prefixes chunk by chunk, and gives
@@ -85,28 +58,15 @@ public final class LMCacheEngine implements AutoCloseable {
     private final StorageManager storage;
     private final EngineMetrics metrics;
     private final AllocationMode storeMode;
-    private final Map<String, LookupPin> lookupPins = new ConcurrentHashMap<>();
-    /** Lookup pins the pin monitor released because no retrieve or unpin came within {@code pin_timeout_sec}. */
-    private final LongAdder lookupPinsExpired = new LongAdder();
-    /** Whether the scan for expired lookup pins is scheduled (on the first pinning lookup). */
-    private final AtomicBoolean pinMonitorStarted = new AtomicBoolean();
-    private final Map<String, RequestPrefetch> prefetches = new ConcurrentHashMap<>();
-    /** Folded chunk hashes → digests, for the lookup service; null unless {@code enable_async_loading}. */
-    private final FoldedHashIndex foldedHashes;
-    /** Ends prefetches no retrieve consumed and lookup pins no retrieve released within {@code pin_timeout_sec}; made on first use. */
-    private volatile ScheduledExecutorService prefetchExpiry;
-    private final LongAdder prefetchesStarted = new LongAdder();
-    private final LongAdder prefetchesConsumed = new LongAdder();
-    private final LongAdder prefetchesCancelled = new LongAdder();
-    private final LongAdder prefetchesExpired = new LongAdder();
-    private final LongAdder prefetchedChunks = new LongAdder();
-    private final LongAdder prefetchedLowerTierChunks = new LongAdder();
-    private final LongAdder retrievedPrefetchedChunks = new LongAdder();
+    private final EngineThreads threads;
+    private final LookupPins lookupPins;
+    private final Prefetches prefetches;
+    private final RequestChecks checks;
+    private final ChunkCopies copies;
+    private final Lookups lookups;
     private volatile boolean closed;
     /** The cache controller's worker, when {@code enable_controller} is set. */
     private volatile ControllerWorker controllerWorker;
-    /** The thread that runs layerwise copies, so they overlap the caller's compute; made on first use. */
-    private volatile ExecutorService layerCopier;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                           TokenDatabase tokens, StorageManager storage) {
@@ -117,14 +77,15 @@ public final class LMCacheEngine implements AutoCloseable {
         this.storage = storage;
         this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
         this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
-        this.foldedHashes = config.enableAsyncLoading() ? new FoldedHashIndex(FOLDED_HASH_CAPACITY) : null;
+        this.threads = new EngineThreads(metadata.modelName());
+        this.lookupPins = new LookupPins(storage, config, threads);
+        this.prefetches = new Prefetches(storage, config, threads);
+        this.checks = new RequestChecks(metadata, tokens);
+        this.lookups = new Lookups(config, metadata, tokens, storage, metrics, lookupPins, prefetches,
+                config.enableAsyncLoading() ? new FoldedHashIndex(FOLDED_HASH_CAPACITY) : null);
+        this.copies = new ChunkCopies(storage, metrics, storeMode, config.storeLocation(), prefetches, lookupPins);
         storage.publishMetrics(metrics);
-        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:host_copy_bytes",
-                "Bytes the connector copied between the paged KV cache and host memory on the host (lmcache4j)", true,
-                connector::hostCopiedBytes));
-        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:host_copy_streamed_bytes",
-                "Of lmcache4j:host_copy_bytes, the bytes written with streaming (non-temporal) stores (lmcache4j)", true,
-                connector::streamedBytes));
+        EngineAssembly.bindCopyMetrics(metrics, connector);
     }
 
     /**
@@ -140,10 +101,7 @@ public final class LMCacheEngine implements AutoCloseable {
             throw new IllegalArgumentException("enable_blending needs the separator's token ids from a tokenizer; "
                     + "build a SegmentTokenDatabase and use create(config, metadata, connector, tiers, tokenDatabase)");
         }
-        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
-        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
-        return create(config, metadata, connector, extraTiers,
-                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys));
+        return create(config, metadata, connector, extraTiers, EngineAssembly.tokenDatabase(config, metadata));
     }
 
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
@@ -174,10 +132,7 @@ public final class LMCacheEngine implements AutoCloseable {
                 "createWithPeers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
-        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
-        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
-        return create(config, metadata, connector, List.of(),
-                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
+        return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),
                 Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
                         p2p.connections())));
     }
@@ -185,21 +140,19 @@ public final class LMCacheEngine implements AutoCloseable {
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                         List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
                                         Optional<Function<MemoryProvider, StorageBackend>> lowest) {
-        StorageManager storage = EngineTiers.open(config, metadata, extraTiers, lowest);
-        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, storage);
+        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase,
+                EngineTiers.open(config, metadata, extraTiers, lowest));
         if (config.enableController()) {
             try {
                 engine.controllerWorker = ControllerWorker.start(
-                        ControllerWorkerSettings.from(config, metadata.workerId()), engine.new Controls());
+                        ControllerWorkerSettings.from(config, metadata.workerId()), new EngineControls(engine));
                 engine.controllerWorker.publishMetrics(engine.metrics);
             } catch (RuntimeException e) {
                 engine.close();
                 throw e;
             }
         }
-        LOG.log(Level.INFO, () -> "lmcache4j engine for " + metadata.modelName() + " (worker " + metadata.workerId() + "/"
-                + metadata.worldSize() + "): tiers " + storage.tierNames() + ", CPU pool " + storage.memoryCapacityBytes()
-                + " bytes, copies on " + connector.executorName() + " (" + connector.copyThreads() + " thread(s) per chunk, streaming stores " + connector.streamingStores() + "), chunk " + config.chunkSize() + " tokens");
+        LOG.log(Level.INFO, () -> EngineAssembly.describe(engine));
         return engine;
     }
 
@@ -230,14 +183,14 @@ public final class LMCacheEngine implements AutoCloseable {
     public PreparedRequest prepare(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
         ensureOpen("prepare");
         Objects.requireNonNull(tokens, "tokens");
-        checkMask(tokens, mask);
+        RequestChecks.checkMask(tokens, mask);
         return prepared(tokens, this.tokens.maskedPrefix(mask, tokens.length), requestConfigs);
     }
 
     private PreparedRequest prepared(int[] tokens, int skippedTokens, Map<String, String> requestConfigs) {
         List<ChunkRange> chunks = this.tokens.processTokens(tokens, requestConfigs);
         metrics.recordHashed(tokens.length);
-        rememberFolds(chunks);
+        lookups.remember(chunks);
         return new PreparedRequest(this.tokens, tokens.length, chunks, skippedTokens);
     }
 
@@ -259,7 +212,7 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public int store(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping, Map<String, String> requestConfigs) {
         ensureOpen("store");
-        checkRequest(tokens, mask, kv, slotMapping);
+        checks.check(tokens, mask, kv, slotMapping);
         return store(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping);
     }
 
@@ -272,8 +225,8 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public int store(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("store");
-        checkRequest(request, kv, slotMapping);
-        return storeRanges(request.chunksToProcess(), new ChunkTransfer.Paged(connector, kv, slotMapping));
+        checks.check(request, kv, slotMapping);
+        return copies.store(request.chunksToProcess(), new ChunkTransfer.Paged(connector, kv, slotMapping));
     }
 
     /**
@@ -285,8 +238,8 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public int store(PreparedRequest request, ExternalKvCache kv) {
         ensureOpen("store");
-        checkRequest(request, kv);
-        return storeRanges(request.chunksToProcess(), new ChunkTransfer.External(kv));
+        checks.check(request, kv);
+        return copies.store(request.chunksToProcess(), new ChunkTransfer.External(kv));
     }
 
     /**
@@ -297,60 +250,13 @@ public final class LMCacheEngine implements AutoCloseable {
                            Map<String, String> requestConfigs) {
         ensureOpen("store");
         List<ChunkRange> ranges = this.tokens.processHashes(hashes, lengths, requestConfigs);
-        rememberFolds(ranges);
+        lookups.remember(ranges);
         int total = ranges.isEmpty() ? 0 : ranges.getLast().end();
         if (slotMapping.length < total) {
             throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
         }
-        checkCache(kv);
-        return storeRanges(ranges, new ChunkTransfer.Paged(connector, kv, slotMapping));
-    }
-
-    private int storeRanges(List<ChunkRange> ranges, ChunkTransfer kv) {
-        long started = System.nanoTime();
-        List<CacheKey> keys = new ArrayList<>(ranges.size());
-        List<MemoryObj> objs = new ArrayList<>(ranges.size());
-        long copied = 0;
-        long copyNanos = 0;
-        int storedTokens = 0;
-        boolean handedOff = false;
-        // Which chunks are stored locally already, asked once for all of them (one CPU-tier lock
-        // acquisition instead of one per chunk).
-        boolean[] local = storage.containedLocally(keysOf(ranges));
-        try {
-            for (int r = 0; r < ranges.size(); r++) {
-                ChunkRange range = ranges.get(r);
-                if (local[r]) {
-                    // Stored locally already: skip the copy. The remote tier is not asked: that would
-                    // cost a round trip per chunk on every store (it drops duplicates itself).
-                    continue;
-                }
-                TensorShape shape = kv.shape(range.length());
-                Optional<MemoryObj> obj = storage.allocate(shape, kv.dtype(), kv.format(), storeMode);
-                if (obj.isEmpty()) {
-                    LOG.log(Level.WARNING, "store of " + ranges.size() + " chunk(s) stopped at token " + range.start()
-                            + ": no memory for more (kept the " + keys.size() + " chunk(s) before it)");
-                    break;
-                }
-                objs.add(obj.get());
-                keys.add(range.key());
-                long t0 = System.nanoTime();
-                copied += kv.gather(range.start(), range.end(), obj.get());
-                copyNanos += System.nanoTime() - t0;
-                storedTokens += range.length();
-            }
-            long t0 = System.nanoTime();
-            kv.finish();
-            copyNanos += System.nanoTime() - t0;
-            handedOff = true;
-            storage.batchedPut(keys, objs, config.storeLocation());
-        } finally {
-            if (!handedOff) {
-                objs.forEach(MemoryObj::release); // nothing half-stored
-            }
-        }
-        metrics.recordStore(storedTokens, copied, copyNanos, System.nanoTime() - started);
-        return storedTokens;
+        checks.check(kv);
+        return copies.store(ranges, new ChunkTransfer.Paged(connector, kv, slotMapping));
     }
 
     // ---- retrieve ---------------------------------------------------------------------------
@@ -366,8 +272,8 @@ public final class LMCacheEngine implements AutoCloseable {
     public boolean[] retrieve(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
                               Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieve");
-        checkRequest(tokens, mask, kv, slotMapping);
-        return retrieveChunks(prepareNullable(tokens, mask, requestConfigs), new ChunkTransfer.Paged(connector, kv, slotMapping),
+        checks.check(tokens, mask, kv, slotMapping);
+        return copies.retrieve(prepareNullable(tokens, mask, requestConfigs), new ChunkTransfer.Paged(connector, kv, slotMapping),
                 lookupId);
     }
 
@@ -379,8 +285,8 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("retrieve");
-        checkRequest(request, kv, slotMapping);
-        return retrieveChunks(request, new ChunkTransfer.Paged(connector, kv, slotMapping), null);
+        checks.check(request, kv, slotMapping);
+        return copies.retrieve(request, new ChunkTransfer.Paged(connector, kv, slotMapping), null);
     }
 
     /**
@@ -390,9 +296,9 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String requestId) {
         ensureOpen("retrieve");
-        checkRequest(request, kv, slotMapping);
+        checks.check(request, kv, slotMapping);
         Objects.requireNonNull(requestId, "requestId");
-        return retrieveChunks(request, new ChunkTransfer.Paged(connector, kv, slotMapping), requestId);
+        return copies.retrieve(request, new ChunkTransfer.Paged(connector, kv, slotMapping), requestId);
     }
 
     /**
@@ -405,64 +311,8 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public boolean[] retrieve(PreparedRequest request, ExternalKvCache kv, String requestId) {
         ensureOpen("retrieve");
-        checkRequest(request, kv);
-        return retrieveChunks(request, new ChunkTransfer.External(kv), requestId);
-    }
-
-    private boolean[] retrieveChunks(PreparedRequest request, ChunkTransfer kv, String lookupId) {
-        long started = System.nanoTime();
-        boolean[] loaded = new boolean[request.tokenCount()];
-        List<ChunkRange> ranges = request.chunksToProcess();
-        int requested = tokensIn(ranges);
-        long copied = 0;
-        long copyNanos = 0;
-        int retrieved = 0;
-        RequestPrefetch prefetched = lookupId == null ? null : prefetches.remove(lookupId);
-        try {
-            if (prefetched != null) {
-                awaitPrefetch(prefetched, lookupId);
-            }
-            // One chunk at a time: a chunk read from a lower tier needs CPU memory, so holding the
-            // whole prefix at once could wait for memory that only this retrieve holds.
-            for (ChunkRange range : ranges) {
-                Optional<MemoryObj> found = prefetched == null ? Optional.empty() : prefetched.take(range.key());
-                if (found.isPresent()) {
-                    retrievedPrefetchedChunks.increment();
-                } else {
-                    found = storage.get(range.key());
-                }
-                if (found.isEmpty()) {
-                    break;
-                }
-                MemoryObj obj = found.get();
-                try {
-                    if (!kv.fits(obj, range.length())) {
-                        LOG.log(Level.WARNING, "retrieve stops at token " + range.start() + ": stored " + obj
-                                + " does not fit this cache (expected " + kv.format() + " " + kv.shape(range.length())
-                                + " " + kv.dtype().torchName() + ")");
-                        break;
-                    }
-                    long t0 = System.nanoTime();
-                    copied += kv.scatter(obj, range.start(), range.end());
-                    kv.finish(); // the object goes back below: its copy must be done
-                    copyNanos += System.nanoTime() - t0;
-                } finally {
-                    obj.release();
-                }
-                Arrays.fill(loaded, range.start(), range.end(), true);
-                retrieved += range.length();
-            }
-        } finally {
-            if (lookupId != null) {
-                lookupUnpin(lookupId);
-            }
-            if (prefetched != null) {
-                prefetched.release();
-                prefetchesConsumed.increment();
-            }
-        }
-        metrics.recordRetrieve(requested, retrieved, copied, copyNanos, System.nanoTime() - started);
-        return loaded;
+        checks.check(request, kv);
+        return copies.retrieve(request, new ChunkTransfer.External(kv), requestId);
     }
 
     // ---- layerwise ---------------------------------------------------------------------------
@@ -478,44 +328,17 @@ public final class LMCacheEngine implements AutoCloseable {
     public LayerwiseStore storeLayer(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
                                      Map<String, String> requestConfigs) {
         ensureOpen("storeLayer");
-        checkRequest(tokens, mask, kv, slotMapping);
-        return storeLayerChunks(prepareNullable(tokens, mask, requestConfigs).chunksToProcess(), kv, slotMapping);
+        checks.check(tokens, mask, kv, slotMapping);
+        return LayerwiseStore.start(storage, connector, kv, slotMapping, prepareNullable(tokens, mask, requestConfigs)
+                .chunksToProcess(), storeMode, threads.layerCopier(), metrics);
     }
 
     /** As {@link #storeLayer(int[], boolean[], PagedKvCache, long[], Map)} for a prepared request. */
     public LayerwiseStore storeLayer(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("storeLayer");
-        checkRequest(request, kv, slotMapping);
-        return storeLayerChunks(request.chunksToProcess(), kv, slotMapping);
-    }
-
-    private LayerwiseStore storeLayerChunks(List<ChunkRange> ranges, PagedKvCache kv, long[] slotMapping) {
-        int layers = kv.layerCount();
-        List<ChunkRange> toStore = new ArrayList<>();
-        List<List<MemoryObj>> byLayer = emptyLayers(layers);
-        try {
-            for (ChunkRange range : ranges) {
-                if (storage.contains(range.key().layer(0), false).isPresent()) {
-                    continue;
-                }
-                Optional<List<MemoryObj>> objs = storage.allocateBatch(
-                        KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D), kv.dtype(),
-                        MemoryFormat.KV_T2D, layers, storeMode);
-                if (objs.isEmpty()) {
-                    LOG.log(Level.WARNING, "layerwise store stopped at token " + range.start() + ": no memory for more");
-                    break;
-                }
-                toStore.add(range);
-                for (int l = 0; l < layers; l++) {
-                    byLayer.get(l).add(objs.get().get(l));
-                }
-            }
-        } catch (RuntimeException e) {
-            byLayer.forEach(list -> list.forEach(MemoryObj::release));
-            throw e;
-        }
-        return new LayerwiseStore(storage, connector, kv, slotMapping, toStore, toStore.isEmpty() ? List.of() : byLayer,
-                copier(), metrics);
+        checks.check(request, kv, slotMapping);
+        return LayerwiseStore.start(storage, connector, kv, slotMapping, request.chunksToProcess(), storeMode,
+                threads.layerCopier(), metrics);
     }
 
     /**
@@ -528,7 +351,7 @@ public final class LMCacheEngine implements AutoCloseable {
     public LayerwiseRetrieve retrieveLayer(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping,
                                            Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieveLayer");
-        checkRequest(tokens, mask, kv, slotMapping);
+        checks.check(tokens, mask, kv, slotMapping);
         return retrieveLayerChunks(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping, lookupId);
     }
 
@@ -538,7 +361,7 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public LayerwiseRetrieve retrieveLayer(PreparedRequest request, PagedKvCache kv, long[] slotMapping, String lookupId) {
         ensureOpen("retrieveLayer");
-        checkRequest(request, kv, slotMapping);
+        checks.check(request, kv, slotMapping);
         Objects.requireNonNull(lookupId, "lookupId");
         return retrieveLayerChunks(request, kv, slotMapping, lookupId);
     }
@@ -546,63 +369,13 @@ public final class LMCacheEngine implements AutoCloseable {
     private LayerwiseRetrieve retrieveLayerChunks(PreparedRequest request, PagedKvCache kv, long[] slotMapping,
                                                   String lookupId) {
         long started = System.nanoTime();
-        int layers = kv.layerCount();
-        List<ChunkRange> ranges = request.chunksToProcess();
-        int requested = tokensIn(ranges);
-        List<ChunkRange> found = new ArrayList<>();
-        List<List<MemoryObj>> byLayer = emptyLayers(layers);
-        try {
-            for (ChunkRange range : ranges) {
-                List<MemoryObj> chunk = storage.batchedGet(range.key().splitLayers(layers));
-                TensorShape expected = KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D);
-                boolean usable = chunk.size() == layers
-                        && chunk.stream().allMatch(o -> o.shape().equals(expected) && o.dtype() == kv.dtype());
-                if (!usable) {
-                    chunk.forEach(MemoryObj::release);
-                    break;
-                }
-                found.add(range);
-                for (int l = 0; l < layers; l++) {
-                    byLayer.get(l).add(chunk.get(l));
-                }
-            }
-        } catch (RuntimeException e) {
-            byLayer.forEach(list -> list.forEach(MemoryObj::release));
-            throw e;
-        }
-        int retrievedTokens = tokensIn(found);
-        return new LayerwiseRetrieve(connector, kv, slotMapping, request.tokenCount(), found, byLayer, copier(), copied -> {
-            if (lookupId != null) {
-                lookupUnpin(lookupId);
-            }
-            metrics.recordRetrieve(requested, retrievedTokens, copied, 0, System.nanoTime() - started);
-        });
-    }
-
-    private static List<List<MemoryObj>> emptyLayers(int layers) {
-        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
-        for (int l = 0; l < layers; l++) {
-            byLayer.add(new ArrayList<>());
-        }
-        return byLayer;
-    }
-
-    private Executor copier() {
-        ExecutorService c = layerCopier;
-        if (c == null) {
-            synchronized (this) {
-                c = layerCopier;
-                if (c == null) {
-                    c = Executors.newSingleThreadExecutor(r -> {
-                        Thread t = new Thread(r, "lmcache4j-layer-copy-" + metadata.modelName());
-                        t.setDaemon(true);
-                        return t;
-                    });
-                    layerCopier = c;
-                }
-            }
-        }
-        return c;
+        return LayerwiseRetrieve.start(storage, connector, kv, slotMapping, request, threads.layerCopier(),
+                (requested, retrieved, copied) -> {
+                    if (lookupId != null) {
+                        lookupUnpin(lookupId);
+                    }
+                    metrics.recordRetrieve(requested, retrieved, copied, 0, System.nanoTime() - started);
+                });
     }
 
     // ---- prefetch ---------------------------------------------------------------------------
@@ -627,9 +400,9 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #prefetch(int[], Map, String)} for a prepared request (every chunk, whatever its mask). */
     public CompletableFuture<Integer> prefetch(PreparedRequest request, String requestId) {
         ensureOpen("prefetch");
-        checkPrepared(request);
+        checks.check(request);
         Objects.requireNonNull(requestId, "requestId");
-        return startPrefetch(request.chunks(), requestId);
+        return prefetches.start(request.chunks(), requestId);
     }
 
     /**
@@ -648,119 +421,17 @@ public final class LMCacheEngine implements AutoCloseable {
     public CompletableFuture<Integer> asyncLookupAndPrefetch(String lookupId, long[] foldedHashes, int[] chunkTokens,
                                                              Map<String, String> requestConfigs) {
         ensureOpen("asyncLookupAndPrefetch");
-        Objects.requireNonNull(lookupId, "lookupId");
-        Objects.requireNonNull(requestConfigs, "requestConfigs");
-        if (this.foldedHashes == null) {
-            throw new IllegalStateException("asynchronous lookups need enable_async_loading: true");
-        }
-        if (foldedHashes.length != chunkTokens.length) {
-            throw new IllegalArgumentException(foldedHashes.length + " chunk hashes but " + chunkTokens.length
-                    + " chunk token counts");
-        }
-        List<ChunkHash> hashes = new ArrayList<>(foldedHashes.length);
-        for (long fold : foldedHashes) {
-            Optional<ChunkHash> hash = this.foldedHashes.resolve(fold);
-            if (hash.isEmpty()) {
-                break; // never hashed here: no tier can hold it under a key this engine knows
-            }
-            hashes.add(hash.get());
-        }
-        List<ChunkRange> ranges = this.tokens.processHashes(hashes, Arrays.copyOf(chunkTokens, hashes.size()),
-                requestConfigs);
-        if (config.useLayerwise()) {
-            // Layerwise chunks are stored per layer: answer with a pinned lookup the retrieve releases.
-            int hitTokens = lookupChunks(new PreparedRequest(this.tokens, tokensIn(ranges), ranges, 0), lookupId);
-            return CompletableFuture.completedFuture(hitTokens);
-        }
-        return startPrefetch(ranges, lookupId);
-    }
-
-    private CompletableFuture<Integer> startPrefetch(List<ChunkRange> ranges, String requestId) {
-        RequestPrefetch request = new RequestPrefetch();
-        RequestPrefetch previous = prefetches.put(requestId, request);
-        if (previous != null) {
-            previous.release();
-            prefetchesCancelled.increment();
-        }
-        prefetchesStarted.increment();
-        request.expiresWith(expiry().schedule(() -> {
-            if (prefetches.remove(requestId, request)) {
-                request.release();
-                prefetchesExpired.increment();
-            }
-        }, config.pinTimeoutSec(), TimeUnit.SECONDS));
-        storage.prefetch(keysOf(ranges)).whenComplete((ready, failure) -> {
-            if (failure != null) { // prefetches complete normally; this is the last guard
-                request.ready().complete(0);
-                return;
-            }
-            request.hold(ready.keys(), ready.objects());
-            prefetchedChunks.add(ready.chunks());
-            ready.chunksByTier().forEach((tier, n) -> {
-                if (!tier.equals(storage.cpu().name())) {
-                    prefetchedLowerTierChunks.add(n);
-                }
-            });
-            request.ready().complete(ready.chunks() == 0 ? 0 : ranges.get(ready.chunks() - 1).end());
-        });
-        return request.ready().copy();
-    }
-
-    /** Waits (up to {@code blocking_timeout_secs}) for a prefetch still loading when its retrieve comes. */
-    private void awaitPrefetch(RequestPrefetch prefetched, String requestId) {
-        try {
-            prefetched.ready().get(config.blockingTimeoutSecs(), TimeUnit.SECONDS);
-        } catch (TimeoutException e) {
-            LOG.log(Level.WARNING, "the prefetch of " + requestId + " is still loading; the retrieve goes on without it");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException e) {
-            // prefetches complete normally
-        }
+        return lookups.asyncLookupAndPrefetch(lookupId, foldedHashes, chunkTokens, requestConfigs);
     }
 
     /** Releases what a {@link #prefetch} holds for {@code requestId}; does nothing if it holds nothing. */
     public void releasePrefetch(String requestId) {
-        RequestPrefetch request = prefetches.remove(requestId);
-        if (request != null) {
-            request.release();
-            prefetchesCancelled.increment();
-        }
+        prefetches.release(requestId);
     }
 
     /** The prefetch counters. */
     public PrefetchStats prefetchStats() {
-        return new PrefetchStats(prefetchesStarted.sum(), prefetchesConsumed.sum(), prefetchesCancelled.sum(),
-                prefetchesExpired.sum(), prefetches.size(), prefetchedChunks.sum(), prefetchedLowerTierChunks.sum(),
-                retrievedPrefetchedChunks.sum());
-    }
-
-    private ScheduledExecutorService expiry() {
-        ScheduledExecutorService e = prefetchExpiry;
-        if (e == null) {
-            synchronized (this) {
-                e = prefetchExpiry;
-                if (e == null) {
-                    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, r -> {
-                        Thread t = new Thread(r, "lmcache4j-prefetch-expiry-" + metadata.modelName());
-                        t.setDaemon(true);
-                        return t;
-                    });
-                    pool.setRemoveOnCancelPolicy(true);
-                    e = pool;
-                    prefetchExpiry = e;
-                }
-            }
-        }
-        return e;
-    }
-
-    private void rememberFolds(List<ChunkRange> ranges) {
-        if (foldedHashes != null) {
-            for (ChunkRange r : ranges) {
-                foldedHashes.record(r.key().chunkHash());
-            }
-        }
+        return prefetches.stats();
     }
 
     // ---- lookup -----------------------------------------------------------------------------
@@ -772,14 +443,14 @@ public final class LMCacheEngine implements AutoCloseable {
     public int lookup(int[] tokens, Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("lookup");
         Objects.requireNonNull(tokens, "tokens");
-        return lookupChunks(prepare(tokens, requestConfigs), lookupId);
+        return lookups.lookup(prepare(tokens, requestConfigs), lookupId);
     }
 
     /** How many leading tokens of a prepared request are cached (every chunk, whatever its mask), as the end of the last cached chunk. */
     public int lookup(PreparedRequest request) {
         ensureOpen("lookup");
-        checkPrepared(request);
-        return lookupChunks(request, null);
+        checks.check(request);
+        return lookups.lookup(request, null);
     }
 
     /**
@@ -788,94 +459,22 @@ public final class LMCacheEngine implements AutoCloseable {
      */
     public int lookup(PreparedRequest request, String lookupId) {
         ensureOpen("lookup");
-        checkPrepared(request);
+        checks.check(request);
         Objects.requireNonNull(lookupId, "lookupId");
-        return lookupChunks(request, lookupId);
-    }
-
-    private int lookupChunks(PreparedRequest request, String lookupId) {
-        List<ChunkRange> ranges = request.chunks();
-        boolean layerwise = config.useLayerwise();
-        int perChunk = layerwise ? metadata.numLayers() : 1;
-        List<CacheKey> keys = new ArrayList<>(ranges.size() * perChunk);
-        for (ChunkRange r : ranges) {
-            if (layerwise) {
-                keys.addAll(r.key().splitLayers(perChunk)); // a chunk is cached when all its layers are
-            } else {
-                keys.add(r.key());
-            }
-        }
-        boolean pin = lookupId != null;
-        if (pin) {
-            lookupUnpin(lookupId); // a repeated lookup replaces the previous pins
-        }
-        TieredPrefix prefix = storage.batchedContains(keys, pin);
-        if (pin) {
-            lookupPins.put(lookupId, new LookupPin(prefix, System.nanoTime()));
-            startPinMonitor();
-            storage.touchCache();
-        }
-        int chunks = prefix.hits() / perChunk;
-        int hitTokens = chunks == 0 ? 0 : ranges.get(chunks - 1).end();
-        metrics.recordLookup(request.tokenCount(), hitTokens);
-        return hitTokens;
+        return lookups.lookup(request, lookupId);
     }
 
     /** Releases the pins of lookup {@code lookupId}; does nothing if it has none. */
     public void lookupUnpin(String lookupId) {
-        LookupPin pinned = lookupPins.remove(lookupId);
-        if (pinned != null) {
-            storage.unpin(pinned.prefix());
-        }
-    }
-
-    /** A lookup's pins and when they were taken. */
-    private record LookupPin(TieredPrefix prefix, long pinnedAtNanos) {
+        lookupPins.release(lookupId);
     }
 
     /**
-     * LMCache's pin monitor: every {@code pin_check_interval_sec}, the pins of lookups older than
-     * {@code pin_timeout_sec} whose retrieve (or {@link #lookupUnpin}) never came are released, so
-     * a caller that forgets a lookup cannot keep chunks unevictable for ever. A retrieve that comes
-     * later still loads what is cached; only the guarantee against eviction is gone.
+     * Lookups whose pins LMCache's pin monitor released: older than {@code pin_timeout_sec} (checked
+     * every {@code pin_check_interval_sec}) with no retrieve or unpin.
      */
-    private void startPinMonitor() {
-        if (pinMonitorStarted.compareAndSet(false, true)) {
-            long every = config.pinCheckIntervalSec();
-            expiry().scheduleWithFixedDelay(this::expireLookupPins, every, every, TimeUnit.SECONDS);
-        }
-    }
-
-    private void expireLookupPins() {
-        try {
-            releaseLookupPinsOlderThan(System.nanoTime());
-        } catch (RuntimeException e) { // a failed scan must not end the schedule (it would never run again)
-            LOG.log(Level.WARNING, "the scan for expired lookup pins failed: " + e);
-        }
-    }
-
-    private void releaseLookupPinsOlderThan(long now) {
-        long timeout = TimeUnit.SECONDS.toNanos(config.pinTimeoutSec());
-        int released = 0;
-        for (Map.Entry<String, LookupPin> e : lookupPins.entrySet()) {
-            LookupPin pin = e.getValue();
-            // remove(key, value): a newer lookup with the same id keeps its own pins.
-            if (now - pin.pinnedAtNanos() > timeout && lookupPins.remove(e.getKey(), pin)) {
-                storage.unpin(pin.prefix());
-                lookupPinsExpired.increment();
-                released++;
-            }
-        }
-        if (released > 0) {
-            int n = released;
-            LOG.log(Level.WARNING, () -> "released the pins of " + n + " lookup(s) older than pin_timeout_sec ("
-                    + config.pinTimeoutSec() + " s) that no retrieve or lookupUnpin ended");
-        }
-    }
-
-    /** Lookups whose pins were released by {@code pin_timeout_sec} because no retrieve or unpin came. */
     public long expiredLookupPins() {
-        return lookupPinsExpired.sum();
+        return lookupPins.expired();
     }
 
     // ---- maintenance ------------------------------------------------------------------------
@@ -889,54 +488,6 @@ public final class LMCacheEngine implements AutoCloseable {
     /** The cache controller's worker, when {@code enable_controller} is set. */
     public Optional<ControllerWorker> controllerWorker() {
         return Optional.ofNullable(controllerWorker);
-    }
-
-    /** What the controller may do to this engine (its control messages). */
-    private final class Controls implements WorkerControls {
-        private final AtomicLong moves = new AtomicLong();
-
-        @Override
-        public void setResidencyListener(ResidencyListener listener) {
-            storage.setResidencyListener(listener);
-        }
-
-        @Override
-        public Map<String, List<CacheKey>> residentKeys() {
-            return storage.residentKeys();
-        }
-
-        @Override
-        public List<String> tierNames() {
-            return storage.tierNames();
-        }
-
-        @Override
-        public OptionalLong clear(String location) {
-            return storage.tier(location).map(t -> OptionalLong.of(t.clear())).orElse(OptionalLong.empty());
-        }
-
-        @Override
-        public OptionalLong pin(String location, int[] tokens) {
-            Optional<StorageBackend> tier = storage.tier(location);
-            if (tier.isEmpty()) {
-                return OptionalLong.empty();
-            }
-            List<ChunkRange> ranges = prepare(tokens, Map.of()).chunks();
-            int pinned = tier.get().batchedContains(keysOf(ranges), true);
-            return OptionalLong.of(pinned == 0 ? 0 : ranges.get(pinned - 1).end());
-        }
-
-        @Override
-        public CompletableFuture<Integer> prefetchToCpu(int[] tokens) {
-            String requestId = "controller-move-" + moves.incrementAndGet();
-            // The chunks stay in the CPU tier; the prefetch's own hold on them is not needed.
-            return prefetch(tokens, Map.of(), requestId).whenComplete((n, e) -> releasePrefetch(requestId));
-        }
-
-        @Override
-        public int health() {
-            return LMCacheEngine.this.health();
-        }
     }
 
     /** The engine's metrics. */
@@ -956,6 +507,10 @@ public final class LMCacheEngine implements AutoCloseable {
 
     public ModelMetadata metadata() {
         return metadata;
+    }
+
+    KvConnector connector() {
+        return connector;
     }
 
     /** 0 when every allocator passes its invariant check, -1 otherwise (LMCache's {@code health()}). */
@@ -982,24 +537,9 @@ public final class LMCacheEngine implements AutoCloseable {
         if (controllerWorker != null) {
             controllerWorker.close(); // deregisters, before the tiers' closing removals would be reported
         }
-        for (String id : List.copyOf(lookupPins.keySet())) {
-            lookupUnpin(id);
-        }
-        List<RequestPrefetch> held = new ArrayList<>(prefetches.values());
-        for (String id : List.copyOf(prefetches.keySet())) {
-            releasePrefetch(id);
-        }
-        if (prefetchExpiry != null) {
-            prefetchExpiry.shutdownNow();
-            try { // a pin scan in flight finishes before the tiers close under it
-                prefetchExpiry.awaitTermination(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (layerCopier != null) {
-            layerCopier.shutdown();
-        }
+        lookupPins.releaseAll();
+        List<RequestPrefetch> held = prefetches.releaseAll();
+        threads.close(); // a pin scan in flight finishes before the tiers close under it
         // Prefetches still loading hand their objects to released requests, which drop them; the
         // tiers (below) wait for them before closing, so the allocator's leak check sees none.
         held.forEach(RequestPrefetch::release);
@@ -1010,88 +550,9 @@ public final class LMCacheEngine implements AutoCloseable {
         }
     }
 
-    private static List<CacheKey> keysOf(List<ChunkRange> ranges) {
-        List<CacheKey> keys = new ArrayList<>(ranges.size());
-        for (ChunkRange r : ranges) {
-            keys.add(r.key());
-        }
-        return keys;
-    }
-
-    private static int tokensIn(List<ChunkRange> ranges) {
-        int tokens = 0;
-        for (ChunkRange r : ranges) {
-            tokens += r.length();
-        }
-        return tokens;
-    }
-
     private void ensureOpen(String operation) {
         if (closed) {
             throw new EngineClosedException(operation);
-        }
-    }
-
-    private void checkRequest(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping) {
-        Objects.requireNonNull(tokens, "tokens");
-        Objects.requireNonNull(slotMapping, "slotMapping");
-        if (mask != null) {
-            checkMask(tokens, mask);
-        }
-        checkSlots(slotMapping, tokens.length);
-        checkCache(kv);
-    }
-
-    private void checkRequest(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
-        checkPrepared(request);
-        Objects.requireNonNull(slotMapping, "slotMapping");
-        checkSlots(slotMapping, request.tokenCount());
-        checkCache(kv);
-    }
-
-    private void checkPrepared(PreparedRequest request) {
-        Objects.requireNonNull(request, "request");
-        if (!request.preparedBy(tokens)) {
-            throw new IllegalArgumentException(request + " was prepared by another engine; prepare it with this one");
-        }
-    }
-
-    private static void checkMask(int[] tokens, boolean[] mask) {
-        Objects.requireNonNull(mask, "mask");
-        if (mask.length != tokens.length) {
-            throw new IllegalArgumentException("mask has " + mask.length + " entries for " + tokens.length + " tokens");
-        }
-    }
-
-    private static void checkSlots(long[] slotMapping, int tokenCount) {
-        if (slotMapping.length < tokenCount) {
-            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + tokenCount + " tokens");
-        }
-    }
-
-    private void checkRequest(PreparedRequest request, ExternalKvCache kv) {
-        checkPrepared(request);
-        Objects.requireNonNull(kv, "kv");
-        if (kv.dtype() != metadata.kvDtype() || kv.layerCount() != metadata.numLayers()
-                || kv.numKvHeads() != metadata.numKvHeads() || kv.headSize() != metadata.headSize() || metadata.mla()) {
-            throw new IllegalArgumentException("the KV cache (" + kv.layerCount() + " layers, " + kv.numKvHeads()
-                    + " heads × " + kv.headSize() + ", " + kv.dtype().torchName() + ") does not match the model ("
-                    + metadata + ")");
-        }
-        if (request.tokenCount() > kv.capacity()) {
-            throw new IllegalArgumentException(request + " has " + request.tokenCount() + " tokens, the KV cache holds "
-                    + kv.capacity() + " positions");
-        }
-    }
-
-    private void checkCache(PagedKvCache kv) {
-        Objects.requireNonNull(kv, "kv");
-        if (kv.dtype() != metadata.kvDtype() || kv.layerCount() != metadata.numLayers()
-                || kv.numKvHeads() != metadata.numKvHeads() || kv.headSize() != metadata.headSize()
-                || (kv.layout() == PagedLayout.MLA) != metadata.mla()) {
-            throw new IllegalArgumentException("the paged KV cache (" + kv.layerCount() + " layers, " + kv.numKvHeads()
-                    + " heads × " + kv.headSize() + ", " + kv.dtype().torchName() + ", " + kv.layout()
-                    + ") does not match the model (" + metadata + ")");
         }
     }
 }

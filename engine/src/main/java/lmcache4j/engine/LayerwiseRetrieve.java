@@ -1,5 +1,6 @@
 package lmcache4j.engine;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -7,10 +8,13 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.function.LongConsumer;
 
+import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.storage.StorageManager;
 
 /**
  * A layer-by-layer retrieve (LMCache's {@code retrieve_layer} generator, spec §6.5). The copy of
@@ -33,6 +37,46 @@ public final class LayerwiseRetrieve implements AutoCloseable {
     private CompletableFuture<Long> inFlight;
     private long copiedBytes;
     private boolean released;
+
+    /** What a layerwise retrieve tells its engine when it ends: tokens asked for, tokens loaded, bytes copied. */
+    interface Done {
+        void done(int requestedTokens, int retrievedTokens, long copiedBytes);
+    }
+
+    /**
+     * Takes every layer of each chunk of {@code request}, up to the first chunk some layer of which
+     * is missing or does not fit {@code kv}, and starts copying layer 0.
+     */
+    static LayerwiseRetrieve start(StorageManager storage, KvConnector connector, PagedKvCache kv, long[] slots,
+                                   PreparedRequest request, Executor copier, Done done) {
+        int layers = kv.layerCount();
+        List<ChunkRange> ranges = request.chunksToProcess();
+        int requested = ChunkRanges.tokensIn(ranges);
+        List<ChunkRange> found = new ArrayList<>();
+        List<List<MemoryObj>> byLayer = LayerwiseStore.emptyLayers(layers);
+        try {
+            for (ChunkRange range : ranges) {
+                List<MemoryObj> chunk = storage.batchedGet(range.key().splitLayers(layers));
+                TensorShape expected = KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D);
+                boolean usable = chunk.size() == layers
+                        && chunk.stream().allMatch(o -> o.shape().equals(expected) && o.dtype() == kv.dtype());
+                if (!usable) {
+                    chunk.forEach(MemoryObj::release);
+                    break;
+                }
+                found.add(range);
+                for (int l = 0; l < layers; l++) {
+                    byLayer.get(l).add(chunk.get(l));
+                }
+            }
+        } catch (RuntimeException e) {
+            byLayer.forEach(list -> list.forEach(MemoryObj::release));
+            throw e;
+        }
+        int retrieved = ChunkRanges.tokensIn(found);
+        return new LayerwiseRetrieve(connector, kv, slots, request.tokenCount(), found, byLayer, copier,
+                copied -> done.done(requested, retrieved, copied));
+    }
 
     LayerwiseRetrieve(KvConnector connector, PagedKvCache kv, long[] slots, int tokenCount, List<ChunkRange> chunks,
                       List<List<MemoryObj>> objs, Executor copier, LongConsumer onDone) {

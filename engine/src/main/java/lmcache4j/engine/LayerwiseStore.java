@@ -1,5 +1,6 @@
 package lmcache4j.engine;
 
+import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -7,11 +8,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 
+import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.key.LayerCacheEngineKey;
+import lmcache4j.engine.metrics.EngineMetrics;
+import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.StorageManager;
 
 /**
@@ -25,6 +29,7 @@ import lmcache4j.engine.storage.StorageManager;
  * abandoned store leaks nothing.
  */
 public final class LayerwiseStore implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(LMCacheEngine.class.getName());
     private final StorageManager storage;
     private final KvConnector connector;
     private final PagedKvCache kv;
@@ -34,7 +39,7 @@ public final class LayerwiseStore implements AutoCloseable {
     private final List<List<MemoryObj>> objs;
     private final Executor copier;
     private final int storedTokens;
-    private final lmcache4j.engine.metrics.EngineMetrics metrics;
+    private final EngineMetrics metrics;
     private final long startedNanos = System.nanoTime();
     private long copyNanos;
     private int nextLayer;
@@ -43,8 +48,51 @@ public final class LayerwiseStore implements AutoCloseable {
     private long copiedBytes;
     private boolean finished;
 
+    /**
+     * Allocates one {@code KV_T2D} object per layer for each chunk of {@code ranges} whose layer 0
+     * is not stored yet; the first chunk that finds no memory ends the store (the prefix is kept).
+     */
+    static LayerwiseStore start(StorageManager storage, KvConnector connector, PagedKvCache kv, long[] slots,
+                                List<ChunkRange> ranges, AllocationMode mode, Executor copier, EngineMetrics metrics) {
+        int layers = kv.layerCount();
+        List<ChunkRange> toStore = new ArrayList<>();
+        List<List<MemoryObj>> byLayer = emptyLayers(layers);
+        try {
+            for (ChunkRange range : ranges) {
+                if (storage.contains(range.key().layer(0), false).isPresent()) {
+                    continue;
+                }
+                Optional<List<MemoryObj>> objs = storage.allocateBatch(
+                        KvConnector.layerShape(kv, range.length(), MemoryFormat.KV_T2D), kv.dtype(),
+                        MemoryFormat.KV_T2D, layers, mode);
+                if (objs.isEmpty()) {
+                    LOG.log(Level.WARNING, "layerwise store stopped at token " + range.start() + ": no memory for more");
+                    break;
+                }
+                toStore.add(range);
+                for (int l = 0; l < layers; l++) {
+                    byLayer.get(l).add(objs.get().get(l));
+                }
+            }
+        } catch (RuntimeException e) {
+            byLayer.forEach(list -> list.forEach(MemoryObj::release));
+            throw e;
+        }
+        return new LayerwiseStore(storage, connector, kv, slots, toStore, toStore.isEmpty() ? List.of() : byLayer,
+                copier, metrics);
+    }
+
+    /** One empty list per layer. */
+    static List<List<MemoryObj>> emptyLayers(int layers) {
+        List<List<MemoryObj>> byLayer = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            byLayer.add(new ArrayList<>());
+        }
+        return byLayer;
+    }
+
     LayerwiseStore(StorageManager storage, KvConnector connector, PagedKvCache kv, long[] slots, List<ChunkRange> chunks,
-                   List<List<MemoryObj>> objs, Executor copier, lmcache4j.engine.metrics.EngineMetrics metrics) {
+                   List<List<MemoryObj>> objs, Executor copier, EngineMetrics metrics) {
         this.metrics = metrics;
         this.storage = storage;
         this.connector = connector;

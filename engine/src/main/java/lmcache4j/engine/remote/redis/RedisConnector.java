@@ -14,8 +14,6 @@ import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -148,141 +146,13 @@ public final class RedisConnector implements RemoteConnector {
     public static RedisConnector connect(URI uri, RedisLayout layout) {
         Objects.requireNonNull(uri, "uri");
         Objects.requireNonNull(layout, "layout");
-        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
-        boolean sentinel = scheme.equals("redis-sentinel");
-        boolean cluster = scheme.equals("redis-cluster");
-        if (!scheme.equals("redis") && !scheme.equals("rediss") && !sentinel && !cluster) {
-            throw new IllegalArgumentException("not a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL: "
-                    + redact(uri));
-        }
-        String userInfo;
-        List<Map.Entry<String, Integer>> hosts = new ArrayList<>();
-        if (sentinel || cluster) {
-            // h1:p1,h2:p2 is not a server authority to java.net.URI, so it is split here.
-            String raw = uri.getRawAuthority() == null ? "" : uri.getRawAuthority();
-            int at = raw.lastIndexOf('@');
-            userInfo = at < 0 ? null : raw.substring(0, at);
-            for (String hp : raw.substring(at + 1).split(",", -1)) {
-                int colon = hp.lastIndexOf(':');
-                String host = colon < 0 ? hp : hp.substring(0, colon);
-                int port;
-                try {
-                    port = colon < 0 ? (sentinel ? DEFAULT_SENTINEL_PORT : DEFAULT_CLUSTER_PORT)
-                            : Integer.parseInt(hp.substring(colon + 1));
-                } catch (NumberFormatException e) {
-                    port = -1;
-                }
-                if (host.isEmpty() || port < 1 || port > 65535) {
-                    throw new IllegalArgumentException(scheme + ":// URL has a bad " + (sentinel ? "sentinel" : "seed node")
-                            + " address '" + hp + "': " + redact(uri) + " (expected " + scheme
-                            + "://[user:pass@]host:port[,host:port...]" + (sentinel ? "[/db])" : ")"));
-                }
-                hosts.add(Map.entry(host, port));
-            }
-        } else {
-            if (uri.getHost() == null || uri.getHost().isEmpty()) {
-                throw new IllegalArgumentException(scheme + ":// URL without a host: " + redact(uri)
-                        + " (expected " + scheme + "://[user:pass@]host:port[/db])");
-            }
-            int port = uri.getPort() < 0 ? RedisURI.DEFAULT_REDIS_PORT : uri.getPort();
-            if (port < 1 || port > 65535) {
-                throw new IllegalArgumentException(scheme + ":// URL without a valid port: " + redact(uri));
-            }
-            userInfo = uri.getRawUserInfo();
-            hosts.add(Map.entry(uri.getHost(), port));
-        }
-        int db = 0;
-        String path = uri.getPath();
-        if (path != null && !path.isEmpty() && !path.equals("/")) {
-            if (cluster) {
-                throw new IllegalArgumentException("redis-cluster:// URL cannot name a database (a cluster has only 0): "
-                        + redact(uri));
-            }
-            try {
-                db = Integer.parseInt(path.substring(1));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(scheme + ":// URL path must be a database number: " + redact(uri));
-            }
-            if (db < 0) {
-                throw new IllegalArgumentException(scheme + ":// URL has a negative database number: " + redact(uri));
-            }
-        }
-        Map<String, String> q = lmcache4j.engine.remote.RemoteUrls.query(uri);
-        Path tlsCaFile = null;
-        if (q.containsKey("tls_ca_file")) {
-            if (!scheme.equals("rediss")) {
-                throw new IllegalArgumentException("tls_ca_file needs a rediss:// URL, not " + redact(uri));
-            }
-            tlsCaFile = Path.of(q.remove("tls_ca_file"));
-            requireCertificates(tlsCaFile);
-        }
-        String serviceName = null;
-        if (sentinel) {
-            // LMCache reads the master's name from REDIS_SERVICE_NAME; the URL may name it instead.
-            serviceName = q.containsKey("service_name") ? q.remove("service_name")
-                    : Objects.requireNonNullElse(System.getenv("REDIS_SERVICE_NAME"), DEFAULT_SENTINEL_SERVICE_NAME);
-            if (serviceName.isEmpty()) {
-                throw new IllegalArgumentException("redis-sentinel:// service_name is empty: " + redact(uri));
-            }
-        }
-        boolean checksum = true;
-        if (q.containsKey("checksum")) {
-            String c = q.remove("checksum");
-            if (!c.equals("crc32c") && !c.equals("none")) {
-                throw new IllegalArgumentException(scheme + ":// checksum must be crc32c or none, was '" + c + "'");
-            }
-            checksum = c.equals("crc32c");
-        }
-        Duration timeout = DEFAULT_TIMEOUT;
-        int maxInflightMb = DEFAULT_MAX_INFLIGHT_MB;
-        try {
-            if (q.containsKey("timeout_ms")) {
-                timeout = Duration.ofMillis(Long.parseLong(q.remove("timeout_ms")));
-            }
-            if (q.containsKey("max_inflight_mb")) {
-                maxInflightMb = Integer.parseInt(q.remove("max_inflight_mb"));
-            }
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(scheme + ":// URL has a non-numeric timeout_ms or max_inflight_mb: " + redact(uri));
-        }
-        if (!q.isEmpty()) {
-            throw new IllegalArgumentException(scheme + ":// URL has unknown parameters " + q.keySet()
-                    + " (known: timeout_ms, max_inflight_mb, checksum" + (scheme.equals("rediss") ? ", tls_ca_file"
-                    : sentinel ? ", service_name" : "") + ")");
-        }
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException(scheme + ":// timeout_ms must be positive, was " + timeout.toMillis());
-        }
-        if (maxInflightMb < 1 || maxInflightMb > 2047) {
-            throw new IllegalArgumentException(scheme + ":// max_inflight_mb must be in 1..2047, was " + maxInflightMb);
-        }
-        String shown = scheme + "://" + String.join(",", hosts.stream().map(h -> h.getKey() + ":" + h.getValue()).toList())
-                + (db == 0 ? "" : "/" + db) + (sentinel ? " (master " + serviceName + ")" : "");
-        RedisEndpoint endpoint;
-        if (cluster) {
-            List<RedisURI> seeds = new ArrayList<>();
-            for (Map.Entry<String, Integer> h : hosts) {
-                seeds.add(withCredentials(RedisURI.builder().withHost(h.getKey()).withPort(h.getValue()), userInfo)
-                        .withTimeout(timeout).build());
-            }
-            endpoint = new RedisEndpoint.Cluster(seeds, timeout);
-        } else {
-            RedisURI.Builder b;
-            if (sentinel) {
-                b = RedisURI.builder().withSentinelMasterId(serviceName);
-                hosts.forEach(h -> b.withSentinel(h.getKey(), h.getValue()));
-            } else {
-                b = RedisURI.builder().withHost(hosts.get(0).getKey()).withPort(hosts.get(0).getValue())
-                        .withSsl(scheme.equals("rediss"));
-            }
-            b.withDatabase(db).withTimeout(timeout);
-            endpoint = new RedisEndpoint.Standalone(withCredentials(b, userInfo).build(), timeout, tlsCaFile);
-        }
-        return new RedisConnector(shown, endpoint, timeout, maxInflightMb << 20, checksum, layout);
+        RedisUrl url = RedisUrl.parse(uri);
+        return new RedisConnector(url.shown(), url.endpoint(), url.timeout(), url.maxInflightMb() << 20, url.checksum(),
+                layout);
     }
 
     /** {@code b} with the URL's {@code user:pass} or {@code pass} (percent-decoded), if any. */
-    private static RedisURI.Builder withCredentials(RedisURI.Builder b, String userInfo) {
+    static RedisURI.Builder withCredentials(RedisURI.Builder b, String userInfo) {
         if (userInfo != null && !userInfo.isEmpty()) {
             int colon = userInfo.indexOf(':');
             String user = colon < 0 ? "" : URLDecoder.decode(userInfo.substring(0, colon), StandardCharsets.UTF_8);
@@ -297,7 +167,7 @@ public final class RedisConnector implements RemoteConnector {
     }
 
     /** Fails now, not at the first TLS handshake, when {@code file} holds no X.509 certificate. */
-    private static void requireCertificates(Path file) {
+    static void requireCertificates(Path file) {
         try (InputStream in = Files.newInputStream(file)) {
             if (CertificateFactory.getInstance("X.509").generateCertificates(in).isEmpty()) {
                 throw new IllegalArgumentException("rediss:// tls_ca_file holds no certificate: " + file);
@@ -311,7 +181,7 @@ public final class RedisConnector implements RemoteConnector {
     }
 
     /** The URI without credentials or query. */
-    private static String redact(URI uri) {
+    static String redact(URI uri) {
         return uri.getScheme() + "://" + (uri.getHost() == null ? uri.getRawAuthority() == null ? ""
                 : uri.getRawAuthority().replaceAll("^.*@", "") : uri.getHost() + (uri.getPort() < 0 ? "" : ":" + uri.getPort()))
                 + (uri.getRawPath() == null ? "" : uri.getRawPath());

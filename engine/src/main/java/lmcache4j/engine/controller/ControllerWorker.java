@@ -227,13 +227,17 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         return s;
     }
 
+    // The loop's state: read and written by the worker thread only.
+    private long nextRegister;
+    private long nextHeartbeat = Long.MAX_VALUE;
+    private long nextFlush;
+    private boolean heartbeatOutstanding;
+    private int missedInARow;
+    private ZMQ.Poller poller;
+
     private void loop() {
-        long nextRegister = System.nanoTime();
-        long nextHeartbeat = Long.MAX_VALUE;
-        long nextFlush = System.nanoTime() + FLUSH_NANOS;
-        boolean heartbeatOutstanding = false;
-        int missedInARow = 0;
-        ZMQ.Poller poller = null;
+        nextRegister = System.nanoTime();
+        nextFlush = nextRegister + FLUSH_NANOS;
         try {
             while (running) {
                 long now = System.nanoTime();
@@ -243,59 +247,8 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                     nextRegister = now + REGISTER_RETRY_NANOS;
                     poller = closePoller(poller);
                 }
-                if (poller == null) {
-                    poller = context.createPoller(3);
-                    poller.register(rep, ZMQ.Poller.POLLIN);
-                    poller.register(dealer, ZMQ.Poller.POLLIN);
-                    heartbeatPolled = heartbeat != null;
-                    if (heartbeatPolled) {
-                        poller.register(heartbeat, ZMQ.Poller.POLLIN);
-                    }
-                }
-                poller.poll(POLL_MS);
-                if (poller.pollin(0)) {
-                    serveControl();
-                }
-                if (poller.pollin(1)) {
-                    Optional<ControllerMessage> reply = receiveReply(dealer);
-                    if (reply.orElse(null) instanceof WorkerReqRetMsg.RegisterRetMsg r && !registered) {
-                        onRegistered(r);
-                        poller = closePoller(poller);
-                        heartbeatOutstanding = false;
-                        missedInARow = 0;
-                        nextHeartbeat = settings.heartbeatNanos() > 0
-                                ? System.nanoTime() + settings.heartbeatDelayNanos() : Long.MAX_VALUE;
-                        continue;
-                    }
-                }
-                if (heartbeatPolled && poller.pollin(2)) {
-                    Optional<ControllerMessage> reply = receiveReply(heartbeat);
-                    if (reply.orElse(null) instanceof WorkerReqRetMsg.HeartbeatRetMsg r) {
-                        heartbeatOutstanding = false;
-                        missedInARow = 0;
-                        runCommands(r);
-                    }
-                }
-                now = System.nanoTime();
-                if (registered && heartbeat != null && now >= nextHeartbeat) {
-                    if (heartbeatOutstanding) {
-                        missedHeartbeats.increment();
-                        if (++missedInARow >= MISSED_HEARTBEATS_BEFORE_REREGISTER) {
-                            LOG.log(Level.WARNING, "the controller missed " + missedInARow + " heartbeats; registering again");
-                            registered = false;
-                            nextRegister = now;
-                            queue.requestResync();
-                            continue;
-                        }
-                        // A reply still queued from a dead controller would answer the wrong request: start afresh.
-                        heartbeat = replace(heartbeat, SocketType.DEALER, heartbeatAddress);
-                        poller = closePoller(poller);
-                    }
-                    sendRequest(heartbeat, new WorkerReqMsg.HeartbeatMsg(settings.instanceId(), settings.workerId(), ip,
-                            controlPort, settings.peerInitUrl()));
-                    heartbeats.increment();
-                    heartbeatOutstanding = true;
-                    nextHeartbeat = now + settings.heartbeatNanos();
+                if (pollSockets() || heartbeatIfDue()) {
+                    continue; // registered, or registering again: start the round afresh
                 }
                 drainQueue();
                 if (registered && queue.takeResyncRequest()) {
@@ -308,8 +261,79 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
                 }
             }
         } finally {
-            closePoller(poller);
+            poller = closePoller(poller);
         }
+    }
+
+    /**
+     * Waits up to {@code POLL_MS} for the control socket, the registration reply and a heartbeat
+     * reply, and handles what came. True when the worker just registered (the sockets changed).
+     */
+    private boolean pollSockets() {
+        if (poller == null) {
+            poller = context.createPoller(3);
+            poller.register(rep, ZMQ.Poller.POLLIN);
+            poller.register(dealer, ZMQ.Poller.POLLIN);
+            heartbeatPolled = heartbeat != null;
+            if (heartbeatPolled) {
+                poller.register(heartbeat, ZMQ.Poller.POLLIN);
+            }
+        }
+        poller.poll(POLL_MS);
+        if (poller.pollin(0)) {
+            serveControl();
+        }
+        if (poller.pollin(1)) {
+            Optional<ControllerMessage> reply = receiveReply(dealer);
+            if (reply.orElse(null) instanceof WorkerReqRetMsg.RegisterRetMsg r && !registered) {
+                onRegistered(r);
+                poller = closePoller(poller);
+                heartbeatOutstanding = false;
+                missedInARow = 0;
+                nextHeartbeat = settings.heartbeatNanos() > 0
+                        ? System.nanoTime() + settings.heartbeatDelayNanos() : Long.MAX_VALUE;
+                return true;
+            }
+        }
+        if (heartbeatPolled && poller.pollin(2)) {
+            Optional<ControllerMessage> reply = receiveReply(heartbeat);
+            if (reply.orElse(null) instanceof WorkerReqRetMsg.HeartbeatRetMsg r) {
+                heartbeatOutstanding = false;
+                missedInARow = 0;
+                runCommands(r);
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Sends the heartbeat when it is due. A heartbeat still unanswered counts as missed; after
+     * {@code MISSED_HEARTBEATS_BEFORE_REREGISTER} in a row the worker registers again (true).
+     */
+    private boolean heartbeatIfDue() {
+        long now = System.nanoTime();
+        if (!registered || heartbeat == null || now < nextHeartbeat) {
+            return false;
+        }
+        if (heartbeatOutstanding) {
+            missedHeartbeats.increment();
+            if (++missedInARow >= MISSED_HEARTBEATS_BEFORE_REREGISTER) {
+                LOG.log(Level.WARNING, "the controller missed " + missedInARow + " heartbeats; registering again");
+                registered = false;
+                nextRegister = now;
+                queue.requestResync();
+                return true;
+            }
+            // A reply still queued from a dead controller would answer the wrong request: start afresh.
+            heartbeat = replace(heartbeat, SocketType.DEALER, heartbeatAddress);
+            poller = closePoller(poller);
+        }
+        sendRequest(heartbeat, new WorkerReqMsg.HeartbeatMsg(settings.instanceId(), settings.workerId(), ip,
+                controlPort, settings.peerInitUrl()));
+        heartbeats.increment();
+        heartbeatOutstanding = true;
+        nextHeartbeat = now + settings.heartbeatNanos();
+        return false;
     }
 
     private static ZMQ.Poller closePoller(ZMQ.Poller poller) {

@@ -532,35 +532,54 @@ public final class ChunkFiles {
                     }
                     continue;
                 }
-                String problem = parsed.verdict() == ChunkFileFormat.Verdict.CORRUPT ? parsed.reason() : null;
-                CacheKey key = null;
-                if (problem == null) {
-                    try {
-                        key = CacheKeys.parse(parsed.header().keyString());
-                    } catch (IllegalArgumentException e) {
-                        problem = e.getMessage();
-                    }
-                }
-                if (problem == null && attrs.size() != parsed.header().fileBytes()) {
-                    problem = "it is " + attrs.size() + " bytes, its header says " + parsed.header().fileBytes();
-                }
-                if (problem == null && !pathFor(key).equals(file)) {
-                    problem = "its name does not match its key '" + parsed.header().keyString() + "'";
-                }
-                if (problem != null) {
-                    remove(file, problem);
+                Checked checked = check(file, parsed, attrs);
+                if (checked.problem() != null) {
+                    remove(file, checked.problem());
                     if (corrupt++ == 0) {
-                        firstCorrupt = name + ": " + problem;
+                        firstCorrupt = name + ": " + checked.problem();
                     }
                     continue;
                 }
-                chunks.add(new RecoveredChunk(key, parsed.header(), file, attrs.size()));
+                chunks.add(new RecoveredChunk(checked.key(), parsed.header(), file, attrs.size()));
             }
         } catch (DirectoryIteratorException e) {
             throw new IOException("cannot recover chunk directory " + directory + ": listing it failed: "
                     + describe(e.getCause()), e.getCause());
         }
         RecoveryReport report = new RecoveryReport(chunks, partial, corrupt, foreign, foreignExamples);
+        logRecovery(report, firstCorrupt);
+        return report;
+    }
+
+    /** A found chunk file's key, or what is wrong with it (then the key is null). */
+    private record Checked(CacheKey key, String problem) {
+    }
+
+    /** Whether a file with the chunk magic is a whole chunk file of this cache, under the name its key gives. */
+    private Checked check(Path file, ChunkFileFormat.Parsed parsed, BasicFileAttributes attrs) {
+        if (parsed.verdict() == ChunkFileFormat.Verdict.CORRUPT) {
+            return new Checked(null, parsed.reason());
+        }
+        CacheKey key;
+        try {
+            key = CacheKeys.parse(parsed.header().keyString());
+        } catch (IllegalArgumentException e) {
+            return new Checked(null, e.getMessage());
+        }
+        if (attrs.size() != parsed.header().fileBytes()) {
+            return new Checked(null, "it is " + attrs.size() + " bytes, its header says " + parsed.header().fileBytes());
+        }
+        if (!pathFor(key).equals(file)) {
+            return new Checked(null, "its name does not match its key '" + parsed.header().keyString() + "'");
+        }
+        return new Checked(key, null);
+    }
+
+    private void logRecovery(RecoveryReport report, String firstCorrupt) {
+        int partial = report.removedPartial();
+        int corrupt = report.removedCorrupt();
+        int foreign = report.foreign();
+        List<RecoveredChunk> chunks = report.chunks();
         LOG.log(System.Logger.Level.INFO, "chunk directory {0}: recovered {1} chunk files ({2} bytes); removed {3} partial "
                 + "and {4} corrupt files; left {5} foreign entries alone", directory, chunks.size(), report.totalBytes(),
                 partial, corrupt, foreign);
@@ -573,7 +592,6 @@ public final class ChunkFiles {
                     + "what it did not write, and they do not count toward max_local_disk_size", directory,
                     report.foreignSummary());
         }
-        return report;
     }
 
     /**

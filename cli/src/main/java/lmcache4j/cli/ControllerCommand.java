@@ -160,7 +160,7 @@ public final class ControllerCommand implements CliMain.Command {
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
         if (stop == null) {
-            StopSignals.install(stopSignal, done, "controller-shutdown");
+            StopSignals.install(stopSignal, done, "lmcache4j-controller-shutdown");
         }
         out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
                 + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()

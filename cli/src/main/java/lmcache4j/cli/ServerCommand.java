@@ -145,7 +145,7 @@ public final class ServerCommand implements CliMain.Command {
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
         if (stop == null) {
-            StopSignals.install(stopSignal, done, "lm-server-shutdown");
+            StopSignals.install(stopSignal, done, "lmcache4j-lm-server-shutdown");
         }
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()
                 + " (max " + maxBytes + " bytes, max frame " + maxFrameBytes + " bytes"

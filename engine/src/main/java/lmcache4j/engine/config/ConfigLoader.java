@@ -8,6 +8,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
+import lmcache4j.engine.config.internal.ConfigSchema;
+
 /**
  * Loads an {@link LMCacheEngineConfig} the way LMCache does (spec §6.8): a YAML file (passed in, or
  * named by {@code LMCACHE_CONFIG_FILE}), overridden by {@code LMCACHE_<FIELD>} environment

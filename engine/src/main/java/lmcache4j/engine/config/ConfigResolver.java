@@ -10,6 +10,11 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
+import lmcache4j.engine.config.internal.BadValueException;
+import lmcache4j.engine.config.internal.ConfigField;
+import lmcache4j.engine.config.internal.ConfigSchema;
+import lmcache4j.engine.config.internal.FieldKind;
+import lmcache4j.engine.config.internal.ValueConverter;
 import lmcache4j.engine.json.Json;
 
 /**

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import lmcache4j.engine.config.internal.ConfigSchema;
 import lmcache4j.engine.json.Json;
 
 /**

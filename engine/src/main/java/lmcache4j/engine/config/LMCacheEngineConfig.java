@@ -9,6 +9,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import lmcache4j.engine.config.internal.ConfigField;
+import lmcache4j.engine.config.internal.ConfigSchema;
+import lmcache4j.engine.config.internal.FieldKind;
 import lmcache4j.engine.json.Json;
 
 /**
@@ -450,7 +453,7 @@ public final class LMCacheEngineConfig {
     // --- generic access -----------------------------------------------------------------------
 
     /** The table this config was built over. */
-    public ConfigSchema schema() {
+    ConfigSchema schema() {
         return schema;
     }
 

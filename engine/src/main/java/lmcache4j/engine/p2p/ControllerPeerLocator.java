@@ -39,7 +39,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     private final Duration timeout;
     private final ZContext context = new ZContext(1);
     private final ExecutorService thread = Executors.newSingleThreadExecutor(
-            Thread.ofPlatform().name("p2p-controller-lookup").daemon(true).factory());
+            Thread.ofPlatform().name("lmcache4j-p2p-controller-lookup").daemon(true).factory());
     private ZMQ.Socket dealer; // only touched on the thread
 
     /**

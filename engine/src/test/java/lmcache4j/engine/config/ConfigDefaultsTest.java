@@ -16,6 +16,10 @@ import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
 
+import lmcache4j.engine.config.internal.ConfigField;
+import lmcache4j.engine.config.internal.ConfigSchema;
+import lmcache4j.engine.config.internal.FieldKind;
+
 /** LMCache's defaults (spec §6.9, with lmcache4j's documented differences) and the table's own invariants. */
 class ConfigDefaultsTest {
     private final LMCacheEngineConfig c = LMCacheEngineConfig.defaults();

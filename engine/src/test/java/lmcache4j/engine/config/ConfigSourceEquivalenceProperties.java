@@ -24,6 +24,8 @@ import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.schema.CoreSchema;
 
+import lmcache4j.engine.config.internal.ConfigField;
+import lmcache4j.engine.config.internal.FieldKind;
 import lmcache4j.engine.json.Json;
 
 /**

@@ -1,5 +1,7 @@
 package lmcache4j.engine.config;
 
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -7,8 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** Shared helpers: loaders over a given environment, YAML files, expected failures. */
 final class ConfigTestSupport {

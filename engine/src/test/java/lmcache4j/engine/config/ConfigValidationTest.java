@@ -19,6 +19,10 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import lmcache4j.engine.config.internal.ConfigField;
+import lmcache4j.engine.config.internal.ConfigSchema;
+import lmcache4j.engine.config.internal.FieldKind;
+
 /** Unknown and unsupported keys, deprecated aliases, bad values of every type, derived rules. */
 class ConfigValidationTest {
     @TempDir

@@ -46,7 +46,7 @@ final class Orchestrator implements AutoCloseable {
      * request timeout, which would hold one of the few carrier threads the whole time.
      */
     private final ExecutorService parallel = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "controller-forward");
+        Thread t = new Thread(r, "lmcache4j-controller-forward");
         t.setDaemon(true);
         return t;
     });

@@ -107,8 +107,8 @@ public final class LmCacheServer implements AutoCloseable {
         this.maxFrameBytes = maxFrameBytes;
         this.limits = limits;
         this.authThrottle = new AuthThrottle(limits.authFailureDelay(), limits.authFailuresPerSecond());
-        this.acceptor = Thread.ofPlatform().name("lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
-        this.reaper = Thread.ofPlatform().name("lm-server-reaper-" + port()).daemon(true).unstarted(this::reapLoop);
+        this.acceptor = Thread.ofPlatform().name("lmcache4j-lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
+        this.reaper = Thread.ofPlatform().name("lmcache4j-lm-server-reaper-" + port()).daemon(true).unstarted(this::reapLoop);
     }
 
     /** As {@link #start(InetAddress, int, long, Optional, int, LmServerLimits)} with {@link LmServerLimits#defaults()}. */
@@ -350,7 +350,7 @@ public final class LmCacheServer implements AutoCloseable {
         ServerConnection conn = new ServerConnection(c, token.isPresent());
         connections.incrementAndGet();
         open.add(conn);
-        Thread t = Thread.ofVirtual().name("lm-server-conn").unstarted(() -> {
+        Thread t = Thread.ofVirtual().name("lmcache4j-lm-server-conn").unstarted(() -> {
             try {
                 serve(conn);
             } finally {

@@ -70,9 +70,9 @@ public final class LmConnector implements RemoteConnector {
             throw new IllegalArgumentException("timeout must be positive, was " + timeout);
         }
         this.executor = Executors.newFixedThreadPool(poolSize,
-                Thread.ofPlatform().name("lm-connector-" + address.getPort() + "-", 0).daemon(true).factory());
+                Thread.ofPlatform().name("lmcache4j-lm-connector-" + address.getPort() + "-", 0).daemon(true).factory());
         this.watchdog = Executors.newSingleThreadScheduledExecutor(
-                Thread.ofPlatform().name("lm-connector-watchdog").daemon(true).factory());
+                Thread.ofPlatform().name("lmcache4j-lm-connector-watchdog").daemon(true).factory());
     }
 
     /**

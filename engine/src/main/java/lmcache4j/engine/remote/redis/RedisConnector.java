@@ -84,7 +84,7 @@ public final class RedisConnector implements RemoteConnector {
     private final boolean writeChecksum;
     private final Semaphore inflight;
     private final ExecutorService executor = Executors.newThreadPerTaskExecutor(
-            Thread.ofVirtual().name("redis-connector-", 0).factory());
+            Thread.ofVirtual().name("lmcache4j-redis-connector-", 0).factory());
     /** {@link #executor}, or the calling thread once it is shut down: a callback that releases memory always runs. */
     private final Executor callbacks = task -> {
         try {

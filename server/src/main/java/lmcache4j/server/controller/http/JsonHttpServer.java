@@ -75,7 +75,7 @@ public final class JsonHttpServer implements AutoCloseable {
         HttpServer server = HttpServer.create(address, 128);
         AtomicInteger n = new AtomicInteger();
         ThreadFactory named = r -> {
-            Thread t = new Thread(r, "controller-http-" + n.incrementAndGet());
+            Thread t = new Thread(r, "lmcache4j-controller-http-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
         };

@@ -1,4 +1,4 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,4 +1,4 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -58,7 +58,7 @@ public final class ConfigField {
         }
     }
 
-    static Builder define(String name, FieldKind kind) {
+    public static Builder define(String name, FieldKind kind) {
         return new Builder(name, kind);
     }
 
@@ -72,7 +72,7 @@ public final class ConfigField {
         return envVarOf(name);
     }
 
-    static String envVarOf(String name) {
+    public static String envVarOf(String name) {
         return "LMCACHE_" + name.toUpperCase(Locale.ROOT);
     }
 
@@ -91,7 +91,7 @@ public final class ConfigField {
         return Optional.ofNullable(defaultValue);
     }
 
-    Object defaultOrNull() {
+    public Object defaultOrNull() {
         return defaultValue;
     }
 
@@ -134,7 +134,7 @@ public final class ConfigField {
     }
 
     /** Applies text normalisation (for example stripping {@code file://}) before typing. */
-    String normalizeText(String text) {
+    public String normalizeText(String text) {
         return textNormalizer == null ? text : textNormalizer.apply(text);
     }
 
@@ -144,7 +144,7 @@ public final class ConfigField {
      *
      * @throws BadValueException saying what is valid
      */
-    Object accept(Object typed) {
+    public Object accept(Object typed) {
         Object v = typed;
         if (v instanceof String s) {
             s = normalizeText(s);
@@ -211,7 +211,7 @@ public final class ConfigField {
     }
 
     /** Fluent construction of a table row. */
-    static final class Builder {
+    public static final class Builder {
         private final String name;
         private final FieldKind kind;
         private boolean nullable;
@@ -233,76 +233,76 @@ public final class ConfigField {
             this.kind = kind;
         }
 
-        Builder defaultValue(Object value) {
+        public Builder defaultValue(Object value) {
             this.defaultValue = value;
             return this;
         }
 
-        Builder nullable() {
+        public Builder nullable() {
             this.nullable = true;
             return this;
         }
 
-        Builder description(String text) {
+        public Builder description(String text) {
             this.description = text;
             return this;
         }
 
         /** Marks a field LMCache does not have; its description says so too. */
-        Builder lmcache4jOnly() {
+        public Builder lmcache4jOnly() {
             this.lmcache4jOnly = true;
             return this;
         }
 
-        Builder allowed(String... values) {
+        public Builder allowed(String... values) {
             allowed.addAll(List.of(values));
             return this;
         }
 
         /** Accepts any case; stores the upper-case ({@code upper}) or lower-case spelling. */
-        Builder caseInsensitive(boolean upper) {
+        public Builder caseInsensitive(boolean upper) {
             this.caseInsensitive = true;
             this.upperCase = upper;
             return this;
         }
 
         /** {@code alias} (case-insensitively when the field is) means {@code target}. */
-        Builder valueAlias(String alias, String target) {
+        public Builder valueAlias(String alias, String target) {
             valueAliases.put(alias, target);
             return this;
         }
 
         /** {@code value} is refused with {@code why}, which should say what to use instead. */
-        Builder rejects(String value, String why) {
+        public Builder rejects(String value, String why) {
             rejected.put(value, why);
             return this;
         }
 
-        Builder normalizeText(UnaryOperator<String> normalizer) {
+        public Builder normalizeText(UnaryOperator<String> normalizer) {
             this.textNormalizer = normalizer;
             return this;
         }
 
-        Builder greaterThan(double lo) {
+        public Builder greaterThan(double lo) {
             return range(lo, false, null, false);
         }
 
-        Builder atLeast(double lo) {
+        public Builder atLeast(double lo) {
             return range(lo, true, null, false);
         }
 
-        Builder range(Double lo, boolean loInclusive, Double hi, boolean hiInclusive) {
+        public Builder range(Double lo, boolean loInclusive, Double hi, boolean hiInclusive) {
             this.range = new Range(lo, loInclusive, hi, hiInclusive);
             return this;
         }
 
-        Builder check(Predicate<Object> predicate, String text) {
+        public Builder check(Predicate<Object> predicate, String text) {
             this.check = predicate;
             this.checkText = text;
             return this;
         }
 
-        ConfigField build() {
+        public ConfigField build() {
             return new ConfigField(this);
         }
     }

@@ -1,4 +1,6 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
+
+import lmcache4j.engine.config.LMCacheEngineConfig;
 
 /**
  * The value type of a config field, as in LMCache's definition table. Each kind fixes the Java

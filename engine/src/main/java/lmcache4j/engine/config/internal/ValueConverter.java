@@ -1,4 +1,4 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -32,7 +32,7 @@ import lmcache4j.engine.json.JsonException;
  *   <li>for a nullable field, empty text (or YAML null) means "unset".
  * </ul>
  */
-final class ValueConverter {
+public final class ValueConverter {
     private static final Pattern INTEGER = Pattern.compile("[+-]?[0-9]+");
     private static final Pattern DECIMAL = Pattern.compile("[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?");
 
@@ -43,7 +43,7 @@ final class ValueConverter {
      * LMCache's {@code _parse_quoted_string}: trims, and if the value is wrapped in matching single
      * or double quotes, removes them and resolves Python string escapes.
      */
-    static String stripQuotes(String value) {
+    public static String stripQuotes(String value) {
         String v = value.strip();
         if (v.length() < 2) {
             return v;
@@ -118,7 +118,7 @@ final class ValueConverter {
      *
      * @throws BadValueException saying what is valid
      */
-    static Object fromText(ConfigField field, String text) {
+    public static Object fromText(ConfigField field, String text) {
         Object typed = switch (field.kind()) {
             case BOOL -> parseBool(field, text);
             case INT -> parseInt(field, text);
@@ -149,7 +149,7 @@ final class ValueConverter {
      *
      * @throws BadValueException saying what is valid
      */
-    static Object fromNative(ConfigField field, Object value) {
+    public static Object fromNative(ConfigField field, Object value) {
         Object v = value instanceof Optional<?> o ? o.orElse(null) : value;
         if (v == null) {
             if (field.isNullable() || field.kind() == FieldKind.JSON_OBJECT) {
@@ -297,7 +297,7 @@ final class ValueConverter {
      * indices become their decimal text), {@link Long} integers, {@link Double} fractions,
      * unmodifiable maps and lists; top-level nulls dropped.
      */
-    static Map<String, Object> jsonObject(Map<?, ?> map) {
+    public static Map<String, Object> jsonObject(Map<?, ?> map) {
         Map<String, Object> out = new LinkedHashMap<>();
         for (Map.Entry<?, ?> e : map.entrySet()) {
             String key = jsonKey(e.getKey());

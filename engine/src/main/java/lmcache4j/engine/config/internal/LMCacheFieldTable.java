@@ -1,15 +1,15 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
 
-import static lmcache4j.engine.config.ConfigField.define;
-import static lmcache4j.engine.config.FieldKind.BOOL;
-import static lmcache4j.engine.config.FieldKind.CHOICE;
-import static lmcache4j.engine.config.FieldKind.DOUBLE;
-import static lmcache4j.engine.config.FieldKind.DOUBLE_LIST;
-import static lmcache4j.engine.config.FieldKind.INT;
-import static lmcache4j.engine.config.FieldKind.INT_LIST;
-import static lmcache4j.engine.config.FieldKind.JSON_OBJECT;
-import static lmcache4j.engine.config.FieldKind.STRING;
-import static lmcache4j.engine.config.FieldKind.STRING_LIST;
+import static lmcache4j.engine.config.internal.ConfigField.define;
+import static lmcache4j.engine.config.internal.FieldKind.BOOL;
+import static lmcache4j.engine.config.internal.FieldKind.CHOICE;
+import static lmcache4j.engine.config.internal.FieldKind.DOUBLE;
+import static lmcache4j.engine.config.internal.FieldKind.DOUBLE_LIST;
+import static lmcache4j.engine.config.internal.FieldKind.INT;
+import static lmcache4j.engine.config.internal.FieldKind.INT_LIST;
+import static lmcache4j.engine.config.internal.FieldKind.JSON_OBJECT;
+import static lmcache4j.engine.config.internal.FieldKind.STRING;
+import static lmcache4j.engine.config.internal.FieldKind.STRING_LIST;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -18,16 +18,19 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import lmcache4j.engine.config.ExtraConfigKeys;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+
 /**
  * The rows of {@link ConfigSchema#lmcache4j()}: LMCache's 2026 definition table (reference spec
  * §6.9) for the fields lmcache4j implements or will, with LMCache's names and defaults. Where
  * lmcache4j differs from LMCache the description says so. To add a knob, add a row here and a
  * typed getter to {@link LMCacheEngineConfig}; nothing else needs to change.
  */
-final class LMCacheFieldTable {
+public final class LMCacheFieldTable {
     private static final Pattern URL_WITH_SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*://.*");
 
-    static final ConfigSchema SCHEMA = new ConfigSchema(fields(), aliases(), unsupported(),
+    public static final ConfigSchema SCHEMA = new ConfigSchema(fields(), aliases(), unsupported(),
             Map.of("ec_", "LMCache's second, EC engine config (ec_* keys, LMCACHE_EC_* variables)"),
             Set.of("LMCACHE_CONFIG_FILE", // selects the YAML file
                     "LMCACHE_CUDART", // lmcache4j.cuda: path of libcudart
@@ -281,7 +284,7 @@ final class LMCacheFieldTable {
     }
 
     /** LMCache's {@code _parse_local_disk}: strips {@code file://} from each comma-separated path. */
-    static String stripFileScheme(String value) {
+    public static String stripFileScheme(String value) {
         List<String> parts = new ArrayList<>();
         for (String p : value.split(",", -1)) {
             String s = p.strip();

@@ -1,4 +1,4 @@
-package lmcache4j.engine.config;
+package lmcache4j.engine.config.internal;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -9,6 +9,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+
+import lmcache4j.engine.config.ExtraConfigKey;
+import lmcache4j.engine.config.ExtraConfigKeys;
 
 /**
  * The config's single source of truth: the field table, LMCache's deprecated key aliases, the
@@ -22,7 +25,7 @@ public final class ConfigSchema {
     private final Map<String, String> unsupportedPrefixes;
     private final Set<String> nonFieldEnvVars;
 
-    ConfigSchema(List<ConfigField> fields, Map<String, String> aliases, Map<String, String> unsupported,
+    public ConfigSchema(List<ConfigField> fields, Map<String, String> aliases, Map<String, String> unsupported,
             Map<String, String> unsupportedPrefixes, Set<String> nonFieldEnvVars) {
         Map<String, ConfigField> byName = new LinkedHashMap<>();
         for (ConfigField f : fields) {
@@ -93,7 +96,7 @@ public final class ConfigSchema {
      * The closest known names to a misspelt {@code name} (fields and aliases), best first, at most
      * three: names that start with it (a truncated name) first, then by edit distance.
      */
-    List<String> suggest(String name) {
+    public List<String> suggest(String name) {
         List<String> candidates = new ArrayList<>(fields.keySet());
         candidates.addAll(aliases.keySet());
         int limit = Math.max(2, name.length() / 3);
@@ -116,7 +119,7 @@ public final class ConfigSchema {
     }
 
     /** Levenshtein distance, two rows. */
-    static int distance(String a, String b) {
+    public static int distance(String a, String b) {
         int[] prev = new int[b.length() + 1];
         int[] cur = new int[b.length() + 1];
         for (int j = 0; j <= b.length(); j++) {

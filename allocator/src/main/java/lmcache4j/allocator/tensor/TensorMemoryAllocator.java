@@ -10,6 +10,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
 
 /**
  * LMCache's "explicit free list" allocator (spec §2.5) with a better data structure: the same

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Random;
 
 import lmcache4j.allocator.tensor.LinearFirstFitModel.Block;
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
 
 /**
  * Drives a {@link FreeBlockIndex} and a {@link LinearFirstFitModel} with the same operations over a

@@ -13,6 +13,8 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.RandomDistribution;
 import net.jqwik.api.Tuple;
 
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
+
 /**
  * Differential properties: {@link FreeBlockIndex} must choose exactly the offsets that LMCache's
  * linear free list ({@link LinearFirstFitModel}) chooses, for any sequence of operations. Tries

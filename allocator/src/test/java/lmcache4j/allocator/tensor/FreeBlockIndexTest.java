@@ -10,8 +10,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
-import lmcache4j.allocator.tensor.LinearFirstFitModel.Block;
 import org.junit.jupiter.api.Test;
+
+import lmcache4j.allocator.tensor.LinearFirstFitModel.Block;
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
 
 class FreeBlockIndexTest {
     private static final long K = 4096;

@@ -3,6 +3,8 @@ package lmcache4j.allocator.tensor;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
+
 /**
  * A standalone timing harness for {@link FreeBlockIndex} alone; not a test (no test runs it and it
  * asserts nothing about time). It replays a KV-cache-like trace modelled on the allocator

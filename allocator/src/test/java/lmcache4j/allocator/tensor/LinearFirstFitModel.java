@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
 
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
+
 /**
  * A deliberately literal transcription of LMCache's explicit free list ({@code TensorMemoryAllocator}
  * / 2026 {@code AddressManager}): an {@link ArrayList} of blocks sorted by start, a linear first-fit

@@ -1,13 +1,14 @@
 package lmcache4j.allocator.tensor;
 
-import lmcache4j.allocator.AllocatorHarness;
-import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.state.ActionChain;
+
+import lmcache4j.allocator.AllocatorHarness;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.host.HostArenaOptions;
 
 /**
  * Stateful properties of {@link TensorMemoryAllocator}: every placement equals LMCache's linear

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.junit.jupiter.api.Test;
+
 import lmcache4j.allocator.AllocatorLeakException;
 import lmcache4j.allocator.AllocatorStats;
 import lmcache4j.allocator.DType;
@@ -15,7 +17,6 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.host.HostArenaOptions;
-import org.junit.jupiter.api.Test;
 
 class TensorMemoryAllocatorTest {
     private static final HostArenaOptions PLAIN = HostArenaOptions.DEFAULT.withHugePages(false);

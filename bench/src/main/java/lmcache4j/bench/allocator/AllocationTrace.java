@@ -8,7 +8,7 @@ import java.util.SplittableRandom;
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.TensorShape;
-import lmcache4j.allocator.tensor.FreeBlockIndex;
+import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 
 /**

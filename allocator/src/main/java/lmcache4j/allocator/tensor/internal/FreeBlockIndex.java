@@ -1,4 +1,4 @@
-package lmcache4j.allocator.tensor;
+package lmcache4j.allocator.tensor.internal;
 
 import java.util.Arrays;
 import java.util.Objects;
@@ -330,7 +330,7 @@ public final class FreeBlockIndex {
      * violation: BST order, disjoint blocks, AVL balance and heights, subtree maxima, the counters,
      * full coalescing, no block spanning a boundary, sorted boundaries and node-id accounting.
      */
-    void checkInvariants() {
+    public void checkInvariants() {
         for (int f = 0; f < STRIDE; f++) {
             if (node[f] != 0) {
                 throw new IllegalStateException("sentinel node was written to (field " + f + ")");
@@ -368,7 +368,7 @@ public final class FreeBlockIndex {
     }
 
     /** @return how many nodes the storage can hold; lets tests see that ids are recycled */
-    int nodeCapacity() {
+    public int nodeCapacity() {
         return height.length - 1;
     }
 

@@ -336,7 +336,7 @@ public final class DemoCommand implements CliMain.Command {
             if (!json) {
                 out.println("== lmcache4j demo: a serving engine's prefix cache, end to end ==");
                 out.println(machine());
-                out.println(DemoReport.describe(s, simulator.pagedCache().numBlocks(), simulator.pagedBytes()));
+                out.println(DemoReport.describe(s, simulator.pagedCache().numBlocks(), simulator.pagedBytes(), simulator.copies()));
                 out.println();
                 out.flush();
             }

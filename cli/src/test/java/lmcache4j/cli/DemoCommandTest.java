@@ -65,6 +65,8 @@ class DemoCommandTest {
         assertTrue(r.out().contains(" 3 mismatching bytes"), r.out());
         assertTrue(r.out().contains("FAIL: 3 of the ") && !r.out().contains("PASS"), r.out());
         assertTrue(r.out().contains("3 of the "), "the problem names the request: " + r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("copies     host connector, ") && l.contains(" streaming stores ")),
+                "the header says how the engine copies, streaming stores included: " + r.out());
     }
 
     private static double number(String json, String key) {

@@ -162,20 +162,21 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
     }
 
     /** Header lines printed before the run: the model, the cache, the workload. */
-    public static String describe(ServingSimulator.Settings s, int pagedBlocks, long pagedBytes) {
+    public static String describe(ServingSimulator.Settings s, int pagedBlocks, long pagedBytes, String copies) {
         Workload.Shape w = s.workload();
         return String.format(Locale.ROOT, """
                 model      %s: %d layers × %d KV heads × %d, %s; %s of KV per token, %d-token chunks of %s
                 serving    paged KV cache in host memory (vLLM FlashAttention layout): %,d blocks of %d tokens (%s),
                            random block table per request; lookup (pinning) → retrieve → verify → compute the rest → store
-                engine     CPU tier max_local_cpu_size %.2f GiB, LRU, host connector; %s
+                engine     CPU tier max_local_cpu_size %.2f GiB, LRU; %s
+                copies     %s
                 workload   %,d requests, seed %d: %d system prompts shared by up to %d conversations at once,
                            %d long documents queried repeatedly (popular ones more); requests up to %,d tokens""",
                 s.metadata().modelName(), s.layers(), s.kvHeads(), s.headSize(), ServingSimulator.DTYPE.torchName(),
                 HostArenas.formatBytes(s.bytesPerToken()), s.chunkSize(), HostArenas.formatBytes(s.chunkBytes()),
                 pagedBlocks, s.blockSize(), HostArenas.formatBytes(pagedBytes),
                 s.cpuGb(), s.hasDisk() ? String.format(Locale.ROOT, "disk tier max_local_disk_size %.2f GiB in%n           %s",
-                        s.diskGb(), s.diskDir().toAbsolutePath()) : "no disk tier", s.requests(), s.seed(), w.systemPrompts(), w.maxConversations(), w.documents(), w.maxTokens());
+                        s.diskGb(), s.diskDir().toAbsolutePath()) : "no disk tier", copies, s.requests(), s.seed(), w.systemPrompts(), w.maxConversations(), w.documents(), w.maxTokens());
     }
 
     /** The readable report. */

@@ -223,6 +223,8 @@ public final class ServingSimulator implements AutoCloseable {
     private final PagedKvCache kv;
     private final BlockPool blocks;
     private final LMCacheEngine engine;
+    /** How the engine copies: the connector, its threads and whether it writes with streaming stores. */
+    private final String copies;
     private final Optional<LocalDiskBackend> disk;
     private final Optional<RemoteBackend> remote;
     private final long bytesPerToken;
@@ -306,7 +308,10 @@ public final class ServingSimulator implements AutoCloseable {
             }
             moreConfig.accept(builder);
             LMCacheEngineConfig config = builder.build();
-            this.engine = LMCacheEngine.create(config, settings.metadata(), KvConnector.host(config), List.of());
+            KvConnector connector = KvConnector.host(config);
+            this.copies = "host connector, " + connector.copyThreads() + " copy thread(s), streaming stores "
+                    + connector.streamingStores();
+            this.engine = LMCacheEngine.create(config, settings.metadata(), connector, List.of());
             this.remote = engine.storage().tier(RemoteBackend.NAME).map(RemoteBackend.class::cast);
             this.disk = engine.storage().tier(LocalDiskBackend.NAME).map(LocalDiskBackend.class::cast);
         } catch (RuntimeException e) {
@@ -600,6 +605,11 @@ public final class ServingSimulator implements AutoCloseable {
     }
 
     /** The engine the simulator drives. */
+    /** How the engine copies (for the report's header): connector, copy threads, streaming stores. */
+    public String copies() {
+        return copies;
+    }
+
     public LMCacheEngine engine() {
         return engine;
     }

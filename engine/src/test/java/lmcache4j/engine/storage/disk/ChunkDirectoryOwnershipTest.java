@@ -212,4 +212,16 @@ class ChunkDirectoryOwnershipTest {
         assertEquals(1, new ChunkFiles(dir, false, false).recover().chunks().size());
         assertTrue(Files.exists(dir.resolve(MARKER)));
     }
+    /** Files named like chunk files do not make a directory the cache's: their magic does. */
+    @Test
+    void a_non_empty_directory_of_lmc_files_with_another_magic_is_refused() throws Exception {
+        Path lookalike = Files.write(dir.resolve(ChunkFileNames.fileName(TestChunks.key(1).toKeyString())),
+                "not a chunk, just named like one".getBytes(StandardCharsets.UTF_8));
+        Path other = Files.write(dir.resolve("report.lmc"), new byte[8192]);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> new ChunkFiles(dir, false, false));
+        assertTrue(e.getMessage().contains("local_disk.claim_nonempty_dir"), e.getMessage());
+        assertFalse(Files.exists(dir.resolve(MARKER)), "nothing was claimed");
+        assertEquals("not a chunk, just named like one", Files.readString(lookalike));
+        assertArrayEquals(new byte[8192], Files.readAllBytes(other));
+    }
 }

@@ -224,4 +224,33 @@ class LocalDiskBackendIntegrityTest {
         assertArrayEquals(new byte[(int) FILE_BYTES], Files.readAllBytes(dir.resolve("imposter.lmc")));
         assertEquals("outside", Files.readString(precious));
     }
+    /**
+     * A regular file with another magic at the exact name a key's chunk file would have is not the
+     * tier's: writing that key, evicting, clearing and removing it leave the file as it was.
+     */
+    @Test
+    void aForeignFileAtAKeysExactNameSurvivesWriteEvictClearAndRemove() throws Exception {
+        writeChunks(1); // the directory is the tier's now
+        byte[] notOurs = new byte[(int) FILE_BYTES];
+        for (int b = 0; b < notOurs.length; b++) {
+            notOurs[b] = (byte) (b * 31 + 7);
+        }
+        Path squatted = Files.write(pathOf(5, dir), notOurs);
+
+        LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 2);
+        try (LocalDiskBackend disk = open(cpu, 3); StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            assertEquals(1, disk.recovery().foreign());
+            for (int i = 1; i < 10; i++) { // key 5's name is taken; 9 chunks through a 3-chunk tier evict
+                storage.batchedPut(keys(i, i + 1), List.of(chunk(cpu, i, AllocationMode.EVICT).orElseThrow()), Optional.empty());
+                disk.awaitPuts();
+            }
+            assertTrue(disk.stats().evictions() > 0);
+            assertFalse(disk.contains(key(5), false), "the chunk whose name a foreign file holds is not cached");
+            assertTrue(disk.getBlocking(key(5)).isEmpty(), "the foreign file is never read as a chunk");
+            storage.clear();
+            disk.remove(key(5));
+        }
+        assertTrue(Files.isRegularFile(squatted, LinkOption.NOFOLLOW_LINKS), squatted + " was deleted");
+        assertArrayEquals(notOurs, Files.readAllBytes(squatted), squatted + " was changed");
+    }
 }

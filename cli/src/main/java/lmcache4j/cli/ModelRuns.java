@@ -53,7 +53,8 @@ final class ModelRuns {
      * report says the same), the model is resolved (a bad {@code --model} is a usage error) and
      * loaded, and the model and the scratch directory are gone afterwards.
      */
-    private static int withModel(String who, Optional<Path> modelDir, PrintStream err, Body body) {
+    private static int withModel(String command, Optional<Path> modelDir, PrintStream err, Body body) {
+        String who = "lmcache4j " + command;
         Optional<String> missing = missingModules();
         if (missing.isPresent()) {
             err.println(who + ": " + missing.get());
@@ -63,7 +64,7 @@ final class ModelRuns {
         try {
             source = ModelSource.resolve(modelDir);
         } catch (IllegalArgumentException e) {
-            return CliMain.usageError(err, who.substring(who.indexOf(' ') + 1), e.getMessage());
+            return CliMain.usageError(err, command, e.getMessage());
         }
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previous = lmcacheLogs.getLevel();
@@ -89,7 +90,7 @@ final class ModelRuns {
     /** The model demo: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
     static int demo(Optional<Path> modelDir, ModelDemo.Settings base, boolean json, boolean quiet, PrintStream out,
                     PrintStream err) {
-        return withModel("lmcache4j demo", modelDir, err, (source, model, scratch) -> {
+        return withModel("demo", modelDir, err, (source, model, scratch) -> {
             ModelDemo.Settings s = base.disk().isEmpty() && base.diskGb() > 0
                     ? new ModelDemo.Settings(base.cpuGb(), Optional.of(scratch.resolve("disk")), base.diskGb(), base.remote(),
                     base.seed(), base.decodeTokens(), base.shape())
@@ -124,7 +125,7 @@ final class ModelRuns {
     /** {@code bench ttft}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
     static int ttft(Optional<Path> modelDir, int[] lengths, int runs, long seed, boolean json, PrintStream out,
                     PrintStream err) {
-        return withModel("lmcache4j bench ttft", modelDir, err, (source, model, scratch) -> {
+        return withModel("bench ttft", modelDir, err, (source, model, scratch) -> {
             List<TtftBench.Row> rows = TtftBench.run(new TtftBench.Settings(lengths, runs, scratch, seed), model,
                     source.name(), err);
             out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));

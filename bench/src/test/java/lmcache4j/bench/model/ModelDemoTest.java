@@ -2,6 +2,7 @@ package lmcache4j.bench.model;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -9,7 +10,9 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -112,13 +115,21 @@ class ModelDemoTest {
     }
 
     @Test
+    void aModelDirectoryWithoutConfigJsonIsRefusedWithTheReason() throws IOException {
+        Path empty = Files.createDirectories(dir.resolve("not-a-model"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ModelSource.resolve(Optional.of(empty)));
+        assertTrue(e.getMessage().contains("no config.json"), e.getMessage());
+    }
+
+    @Test
     void theWorkloadIsSeededAndItsFamiliesSharePrefixes() {
         List<ModelWorkload.Request> a = ModelWorkload.requests(ModelWorkload.Shape.demo(), 1_000, 9);
         List<ModelWorkload.Request> b = ModelWorkload.requests(ModelWorkload.Shape.demo(), 1_000, 9);
         assertEquals(a.size(), b.size());
         for (int i = 0; i < a.size(); i++) {
             assertEquals(a.get(i).name(), b.get(i).name());
-            assertTrue(java.util.Arrays.equals(a.get(i).tokens(), b.get(i).tokens()));
+            assertTrue(Arrays.equals(a.get(i).tokens(), b.get(i).tokens()));
             for (int t : a.get(i).tokens()) {
                 assertTrue(t >= 3 && t < 1_000);
             }

@@ -132,9 +132,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
         lock.lock();
         try {
             ensureOpen();
-            if (!hot.containsKey(key)) {
-                hot.put(key, obj.retain()); // the tier's own reference
-            }
+            keep(key, obj);
         } finally {
             lock.unlock();
         }
@@ -152,13 +150,17 @@ public final class LocalCpuBackend implements AllocatorBackend {
         try {
             ensureOpen();
             for (int i = 0; i < keys.size(); i++) {
-                CacheKey key = keys.get(i);
-                if (!hot.containsKey(key)) {
-                    hot.put(key, objs.get(i).retain()); // the tier's own reference
-                }
+                keep(keys.get(i), objs.get(i));
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Holds {@code obj} under {@code key} with the tier's own reference, unless the key is held; under the lock. */
+    private void keep(CacheKey key, MemoryObj obj) {
+        if (!hot.containsKey(key)) {
+            hot.put(key, obj.retain());
         }
     }
 

@@ -4,6 +4,7 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,7 +49,8 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
 
     private final LocalCpuBackend cpu;
     private final Map<String, StorageBackend> tiers;
-    private final Set<String> bypassed = ConcurrentHashMap.newKeySet();
+    /** Bypassed tier names; read and written under its own lock, only by setBypass. */
+    private final Set<String> bypassed = new HashSet<>();
     /** The tiers not bypassed, in search order: rebuilt when a bypass changes, read without copying. */
     private volatile List<StorageBackend> active;
     /** Prefetch planning and blocking loads: virtual threads, so a slow tier never holds up another request's. */
@@ -293,7 +295,6 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     }
 
     // ---- lookups ----------------------------------------------------------------------------
-
 
     /** The first tier that holds {@code key}, pinning it there if asked. */
     public Optional<String> contains(CacheKey key, boolean pin) {

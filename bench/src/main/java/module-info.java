@@ -24,6 +24,7 @@ module lmcache4j.bench {
     exports lmcache4j.bench.demo to lmcache4j.cli;
     exports lmcache4j.bench.demo.cluster to lmcache4j.cli;
     exports lmcache4j.bench.disk to lmcache4j.cli;
+    exports lmcache4j.bench.gpu to lmcache4j.cli;
     exports lmcache4j.bench.hash to lmcache4j.cli;
     exports lmcache4j.bench.json to lmcache4j.cli;
     exports lmcache4j.bench.model to lmcache4j.cli;

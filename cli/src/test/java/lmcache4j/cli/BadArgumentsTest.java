@@ -40,7 +40,8 @@ class BadArgumentsTest {
                     out, err, Map.of("PYTHONHASHSEED", "0")),
             "config", (args, out, err) -> ConfigCommand.run(List.of(args), Map.of(), out, err),
             "bench", BenchCommand::run,
-            "report", MachineReportCommand::run);
+            "report", MachineReportCommand::run,
+            "cuda-check", CudaCheckCommand::run);
 
     private static Run run(String line) {
         List<String> words = new ArrayList<>(Arrays.asList(line.split(" ", -1)));
@@ -144,7 +145,13 @@ class BadArgumentsTest {
             "bench redis --chunks abc",
             "bench redis --tokens 0",
             "bench redis --bogus",
-            "report extra");
+            "report extra",
+            "cuda-check --tokens 300",
+            "cuda-check --tokens abc",
+            "cuda-check --tokens 0",
+            "cuda-check --runs 0",
+            "cuda-check --json=1",
+            "cuda-check extra");
 
     @Test
     void everyBadArgumentIsOneLineOnStderrAndExitTwo() {

@@ -60,7 +60,7 @@ class PublicSurfaceTest {
             "lmcache4j.jlama", Set.of(),
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
-                    "lmcache4j.bench.disk", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model",
+                    "lmcache4j.bench.disk", "lmcache4j.bench.gpu", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model",
                     "lmcache4j.bench.p2p", "lmcache4j.bench.remote", "lmcache4j.bench.store"),
             "lmcache4j.cli", Set.of());
 

@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
         "Runs the cache controller in the foreground until Ctrl-C / SIGTERM: the cluster-wide index of which instance "
                 + "holds which chunks, KV-aware lookup for routers, and control of every engine. Wire-compatible with "
                 + "LMCache's controller protocol (msgpack over ZeroMQ); an HTTP JSON API for routers and operators "
-                + "(POST /lookup, GET /instances, POST /clear /pin /move /health /check_finish /query_instance, GET /metrics).",
+                + "(POST /lookup, GET /instances, POST /clear /pin /compress /decompress /move /health /check_finish /query_instance /query_worker_info, GET /metrics).",
         "Every address is loopback unless given; HOST:PORT, port 0 = any free port."},
         footer = {"Engines report with LMCache's settings: enable_controller, lmcache_instance_id, controller_pull_url = --pull, "
                 + "controller_reply_url = --reply, lmcache_worker_ports. Lookups hash prompts with --chunk-size, "

@@ -5,9 +5,12 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
@@ -18,6 +21,7 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import lmcache4j.engine.controller.message.Position;
+import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
@@ -141,11 +145,16 @@ public final class ControllerServer implements AutoCloseable {
                 b.string("location")))));
         server.post("/pin", b -> outcome(orchestrator(() -> orchestrator.pin(eventId(b), b.string("instance_id"),
                 b.string("location"), b.tokens("tokens")))));
+        server.post("/compress", b -> outcome(orchestrator(() -> orchestrator.compress(eventId(b), b.string("instance_id"),
+                b.string("method"), b.string("location"), b.optionalTokens("tokens")))));
+        server.post("/decompress", b -> outcome(orchestrator(() -> orchestrator.decompress(eventId(b), b.string("instance_id"),
+                b.string("method"), b.string("location"), b.optionalTokens("tokens")))));
         server.post("/move", b -> {
             var from = b.pair("old_position");
             var to = b.pair("new_position");
+            boolean copy = moveCopies(b);
             return outcome(orchestrator(() -> orchestrator.move(eventId(b), new Position(from.get(0), from.get(1)),
-                    new Position(to.get(0), to.get(1)), b.optionalTokens("tokens"), b.optionalBoolean("copy"))));
+                    new Position(to.get(0), to.get(1)), b.optionalTokens("tokens"), copy)));
         });
         server.post("/health", b -> {
             Orchestrator.Health h = orchestrator(() -> orchestrator.health(eventId(b), b.string("instance_id")));
@@ -158,17 +167,50 @@ public final class ControllerServer implements AutoCloseable {
             return out;
         });
         server.post("/check_finish", b -> {
-            String id = b.string("event_id");
-            return Map.of("event_id", id, "status", orchestrator.checkFinish(id));
+            b.string("event_id");
+            throw new BadRequestException(500, Orchestrator.CHECK_FINISH_UNSUPPORTED);
         });
         server.post("/query_instance", b -> {
+            String ip = b.string("ip");
+            String instance = orchestrator.instanceAt(ip).orElseThrow(() -> new BadRequestException(404,
+                    "no registered worker at ip '" + ip + "'"));
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("event_id", eventId(b));
-            out.put("instance_id", orchestrator.instanceAt(b.string("ip")).orElse(null));
+            out.put("res", instance);
+            return out;
+        });
+        server.post("/query_worker_info", b -> {
+            Optional<List<Integer>> ids = b.optionalIntegers("worker_ids");
+            List<WorkerInfo> infos = orchestrator(() -> orchestrator.workerInfo(b.string("instance_id"), ids));
+            List<Object> workers = new ArrayList<>();
+            for (WorkerInfo w : infos) {
+                Map<String, Object> one = new LinkedHashMap<>();
+                one.put("instance_id", w.instanceId());
+                one.put("worker_id", (long) w.workerId());
+                one.put("ip", w.ip());
+                one.put("port", (long) w.port());
+                one.put("peer_init_url", w.peerInitUrl().orElse(null));
+                one.put("registration_time", w.registrationTime());
+                one.put("last_heartbeat_time", w.lastHeartbeatTime());
+                workers.add(one);
+            }
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("event_id", eventId(b));
+            out.put("worker_infos", workers);
             return out;
         });
         server.start();
         return server;
+    }
+
+    /** {@code should_copy} as LMCache's API names it (older LMCache: {@code copy}); false when absent, as there. */
+    private static boolean moveCopies(JsonBody b) {
+        Optional<Boolean> shouldCopy = b.optionalBoolean("should_copy");
+        Optional<Boolean> copy = b.optionalBoolean("copy");
+        if (shouldCopy.isPresent() && copy.isPresent() && !shouldCopy.equals(copy)) {
+            throw new BadRequestException("\"should_copy\" and \"copy\" disagree; send one (LMCache's API reads should_copy)");
+        }
+        return shouldCopy.or(() -> copy).orElse(false);
     }
 
     private String eventId(JsonBody b) {
@@ -184,6 +226,8 @@ public final class ControllerServer implements AutoCloseable {
             return call.get();
         } catch (Orchestrator.UnknownInstanceException e) {
             throw new BadRequestException(404, e.getMessage());
+        } catch (Orchestrator.NoPeerUrlException e) {
+            throw new BadRequestException(400, e.getMessage());
         }
     }
 

@@ -143,6 +143,8 @@ final class IngestHandler {
             case WorkerReqMsg.BatchedP2PLookupMsg p -> p2pLookup(p);
             case OrchMsg.LookupMsg l -> lookupReply(l);
             case OrchMsg.QueryInstMsg q -> new OrchRetMsg.QueryInstRetMsg(q.eventId(), orchestrator.instanceAt(q.ip()));
+            case OrchMsg.QueryWorkerInfoMsg q -> queryWorkerInfo(q);
+            case OrchMsg.CheckFinishMsg c -> new ErrorMsg(Orchestrator.CHECK_FINISH_UNSUPPORTED);
             default -> {
                 metrics.unknown(Socket.REPLY);
                 yield new ErrorMsg(Wire.typeName(m) + " is not served on the controller's reply socket");
@@ -315,6 +317,14 @@ final class IngestHandler {
         return new WorkerReqRetMsg.BatchedP2PLookupRetMsg(holders);
     }
 
+    private ControllerMessage queryWorkerInfo(OrchMsg.QueryWorkerInfoMsg q) {
+        try {
+            return new OrchRetMsg.QueryWorkerInfoRetMsg(q.eventId(), orchestrator.workerInfo(q.instanceId(), q.workerIds()));
+        } catch (Orchestrator.UnknownInstanceException e) {
+            return new ErrorMsg(e.getMessage());
+        }
+    }
+
     private OrchRetMsg lookupReply(OrchMsg.LookupMsg l) {
         ControllerLookup.Answer a = lookup.lookup(l.tokens());
         Map<String, OrchRetMsg.Layout> layout = new LinkedHashMap<>();
@@ -328,9 +338,13 @@ final class IngestHandler {
             Object result = switch (o) {
                 case OrchMsg.ClearMsg c -> orchestrator.clear(c.eventId(), c.instanceId(), c.location());
                 case OrchMsg.PinMsg p -> orchestrator.pin(p.eventId(), p.instanceId(), p.location(), p.tokens());
-                case OrchMsg.MoveMsg mv -> orchestrator.move(mv.eventId(), mv.oldPosition(), mv.newPosition(), mv.tokens(), mv.copy());
+                case OrchMsg.CompressMsg c -> orchestrator.compress(c.eventId(), c.instanceId(), c.method(), c.location(), c.tokens());
+                case OrchMsg.DecompressMsg d -> orchestrator.decompress(d.eventId(), d.instanceId(), d.method(), d.location(),
+                        d.tokens());
+                case OrchMsg.MoveMsg mv -> orchestrator.move(mv.eventId(), mv.oldPosition(), mv.newPosition(), mv.tokens(),
+                        mv.copy().orElse(false));
                 case OrchMsg.HealthMsg h -> orchestrator.health(h.eventId(), h.instanceId());
-                case OrchMsg.CheckFinishMsg c -> orchestrator.checkFinish(c.eventId());
+                case OrchMsg.CheckFinishMsg c -> Orchestrator.CHECK_FINISH_UNSUPPORTED;
                 case OrchMsg.LookupMsg l -> lookup.lookup(l.tokens());
                 case OrchMsg.QueryInstMsg q -> orchestrator.instanceAt(q.ip());
                 default -> {

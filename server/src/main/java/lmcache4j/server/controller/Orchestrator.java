@@ -1,8 +1,7 @@
 package lmcache4j.server.controller;
 
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -26,15 +25,14 @@ import lmcache4j.server.controller.registry.WorkerInfo;
 import lmcache4j.server.controller.registry.WorkerRegistry;
 
 /**
- * The orchestration commands (LMCache's {@code ClearMsg}, {@code PinMsg}, {@code MoveMsg},
- * {@code HealthMsg}, {@code CheckFinishMsg}, {@code QueryInstMsg}) turned into control messages to
- * every worker of the instance concerned, sent in parallel over the workers' REP sockets, and
- * their answers combined. Used by the HTTP API (request/reply) and for orchestrators'
- * fire-and-forget messages on the PULL socket. Never runs on the ingestion thread.
+ * The orchestration commands (LMCache's {@code ClearMsg}, {@code PinMsg}, {@code CompressMsg},
+ * {@code DecompressMsg}, {@code MoveMsg}, {@code HealthMsg}, {@code QueryInstMsg},
+ * {@code QueryWorkerInfoMsg}) turned into control messages to every worker of the instance
+ * concerned, sent in parallel over the workers' REP sockets, and their answers combined as
+ * LMCache's cluster executor combines them. Used by the HTTP API (request/reply) and for
+ * orchestrators' fire-and-forget messages on the PULL socket. Never runs on the ingestion thread.
  */
 final class Orchestrator implements AutoCloseable {
-    /** Events remembered for check-finish; the oldest are forgotten past this. */
-    static final int MAX_EVENTS = 10_000;
     /** A health error code for a worker that did not answer. */
     public static final int NO_ANSWER = -1;
 
@@ -50,17 +48,6 @@ final class Orchestrator implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
-    private final Map<String, List<WorkerEvent>> events = Collections.synchronizedMap(
-            new LinkedHashMap<>(16, 0.75f, false) {
-                @Override
-                protected boolean removeEldestEntry(Map.Entry<String, List<WorkerEvent>> eldest) {
-                    return size() > MAX_EVENTS;
-                }
-            });
-
-    private record WorkerEvent(String address, String workerEventId, String worker) {
-    }
-
     /** What one worker answered, or why it did not. */
     private record Answer(WorkerInfo worker, Optional<ControlRetMsg> reply, Optional<String> problem) {
     }
@@ -68,7 +55,9 @@ final class Orchestrator implements AutoCloseable {
     /**
      * A control command's outcome over an instance's workers.
      *
-     * @param numTokens the workers' token counts, summed
+     * @param numTokens the token count the workers answered: one number for the instance, as LMCache
+     *                  reports it (its tensor-parallel workers each hold a shard of the same tokens);
+     *                  the largest when they differ, which {@code errors} then records
      * @param errors    worker ({@code instance:worker}) to what went wrong, for those that failed
      * @param workers   how many workers were asked
      */
@@ -90,6 +79,21 @@ final class Orchestrator implements AutoCloseable {
         }
     }
 
+    /** A move to another instance whose worker registered no P2P URL: nothing could receive the chunks. */
+    public static final class NoPeerUrlException extends RuntimeException {
+        NoPeerUrlException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * What LMCache's controller answers to {@code CheckFinishMsg}: its cluster executor raises
+     * {@code NotImplementedError}, so the request fails. lmcache4j answers the same, in words.
+     */
+    public static final String CHECK_FINISH_UNSUPPORTED = "check_finish is not implemented: LMCache's controller "
+            + "refuses it too (its cluster executor raises NotImplementedError), and LMCache's workers do not answer "
+            + "CheckFinishWorkerMsg";
+
     Orchestrator(WorkerRegistry registry, WorkerConnections connections, ControllerMetrics metrics) {
         this.registry = Objects.requireNonNull(registry);
         this.connections = Objects.requireNonNull(connections);
@@ -106,23 +110,43 @@ final class Orchestrator implements AutoCloseable {
         return tokensCommand(eventId, instanceId, id -> new ControlMsg.PinWorkerMsg(id, location, tokens));
     }
 
+    /** {@code CompressMsg}: every worker of the instance compresses the chunks of {@code tokens} (all when empty) in {@code location}. */
+    public Outcome compress(String eventId, String instanceId, String method, String location, Optional<int[]> tokens) {
+        return tokensCommand(eventId, instanceId, id -> new ControlMsg.CompressWorkerMsg(id, method, location, tokens));
+    }
+
+    /** {@code DecompressMsg}: the inverse of {@link #compress}. */
+    public Outcome decompress(String eventId, String instanceId, String method, String location, Optional<int[]> tokens) {
+        return tokensCommand(eventId, instanceId, id -> new ControlMsg.DecompressWorkerMsg(id, method, location, tokens));
+    }
+
     /**
-     * {@code MoveMsg}: the source instance's workers move (or copy) chunks from their
-     * {@code from.location()} to {@code to.location()} of instance {@code to.target()}; within one
-     * instance, disk to CPU is a prefetch. Each worker is told the destination worker's P2P URL
-     * (same worker id), or its control address when it has none.
+     * {@code MoveMsg}: the source instance's workers move (or, with {@code copy}, copy) chunks from
+     * their {@code from.location()} to {@code to.location()} of instance {@code to.target()}. Each
+     * source worker is paired with the destination worker of the same id (else the first), and
+     * told the destination as LMCache's worker reads it: within one instance (a disk to CPU
+     * prefetch) its own control address as {@code *:port}, which is how an LMCache worker
+     * recognises an in-node move; across instances the destination's P2P URL, and a destination
+     * that registered none is refused before anything is sent, as LMCache refuses it.
      */
-    public Outcome move(String eventId, Position from, Position to, Optional<int[]> tokens, Optional<Boolean> copy) {
+    public Outcome move(String eventId, Position from, Position to, Optional<int[]> tokens, boolean copy) {
         List<WorkerInfo> destination = registry.workersOf(to.target());
         if (destination.isEmpty()) {
             throw new UnknownInstanceException(to.target());
         }
+        boolean inNode = from.target().equals(to.target());
+        Map<Integer, String> targets = new TreeMap<>();
+        for (WorkerInfo source : registry.workersOf(from.target())) {
+            WorkerInfo peer = destination.stream().filter(w -> w.key().workerId() == source.key().workerId()).findFirst()
+                    .orElse(destination.getFirst());
+            String url = inNode ? "*:" + source.port() : peer.peerInitUrl().orElseThrow(() -> new NoPeerUrlException(
+                    "worker " + peer.key() + " of the destination registered no P2P URL (peer_init_url): enable P2P on it"));
+            targets.put(source.key().workerId(), url);
+        }
         return tokensCommand(eventId, from.target(), id -> {
             int worker = Integer.parseInt(id.substring(id.lastIndexOf('/') + 1));
-            WorkerInfo peer = destination.stream().filter(w -> w.key().workerId() == worker).findFirst()
-                    .orElse(destination.getFirst());
-            String url = peer.peerInitUrl().orElse(peer.replyAddress());
-            return new ControlMsg.MoveWorkerMsg(id, from.location(), new Position(url, to.location()), tokens, copy);
+            return new ControlMsg.MoveWorkerMsg(id, from.location(), new Position(targets.get(worker), to.location()), tokens,
+                    Optional.of(copy));
         });
     }
 
@@ -143,36 +167,6 @@ final class Orchestrator implements AutoCloseable {
         return new Health(eventId, codes, errors);
     }
 
-    /**
-     * {@code CheckFinishMsg}: asks the workers of an earlier event whether they finished it. The
-     * answer is their common status, {@code "unknown_event"} for an event this controller did not
-     * send (or forgot), or {@code "worker:status, ..."} when they differ or some did not answer.
-     */
-    public String checkFinish(String eventId) {
-        List<WorkerEvent> sent = events.get(eventId);
-        if (sent == null) {
-            return "unknown_event";
-        }
-        Map<String, String> statuses = new TreeMap<>();
-        List<Future<String>> futures = new ArrayList<>();
-        for (WorkerEvent e : sent) {
-            futures.add(parallel.submit(() -> {
-                ControlRetMsg reply = request(e.address(), new ControlMsg.CheckFinishWorkerMsg(e.workerEventId())).orElse(null);
-                return reply instanceof ControlRetMsg.CheckFinishWorkerRetMsg r ? r.status() : "no_answer";
-            }));
-        }
-        for (int i = 0; i < sent.size(); i++) {
-            statuses.put(sent.get(i).worker(), join(futures.get(i)).orElse("no_answer"));
-        }
-        List<String> distinct = statuses.values().stream().distinct().toList();
-        if (distinct.size() == 1) {
-            return distinct.getFirst();
-        }
-        StringBuilder sb = new StringBuilder();
-        statuses.forEach((w, s) -> sb.append(sb.isEmpty() ? "" : ", ").append(w).append(':').append(s));
-        return sb.toString();
-    }
-
     /** Closes the REQ socket to a worker that left (deregistered or timed out). */
     public void forget(WorkerInfo worker) {
         connections.forget(worker.replyAddress());
@@ -183,21 +177,47 @@ final class Orchestrator implements AutoCloseable {
         return registry.workers().stream().filter(w -> w.ip().equals(ip)).map(w -> w.key().instanceId()).findFirst();
     }
 
+    /**
+     * {@code QueryWorkerInfoMsg}: the registered workers of an instance, those of {@code workerIds}
+     * only when given, in worker-id order.
+     */
+    public List<lmcache4j.engine.controller.message.WorkerInfo> workerInfo(String instanceId, Optional<List<Integer>> workerIds) {
+        List<WorkerInfo> workers = registry.workersOf(instanceId);
+        if (workers.isEmpty()) {
+            throw new UnknownInstanceException(instanceId);
+        }
+        return workers.stream()
+                .filter(w -> workerIds.map(ids -> ids.contains(w.key().workerId())).orElse(true))
+                .sorted(Comparator.comparingInt(w -> w.key().workerId()))
+                .map(w -> new lmcache4j.engine.controller.message.WorkerInfo(w.key().instanceId(), w.key().workerId(), w.ip(),
+                        w.port(), w.peerInitUrl(), w.registeredAt().toEpochMilli() / 1000.0,
+                        w.lastHeartbeat().toEpochMilli() / 1000.0))
+                .toList();
+    }
+
     private Outcome tokensCommand(String eventId, String instanceId, Function<String, ControlMsg> message) {
         List<Answer> answers = ask(eventId, instanceId, message);
-        long tokens = 0;
+        Map<String, Long> counts = new TreeMap<>();
         Map<String, String> errors = new TreeMap<>();
         for (Answer a : answers) {
             ControlRetMsg r = a.reply().orElse(null);
+            String worker = a.worker().key().toString();
             switch (r) {
-                case ControlRetMsg.ClearWorkerRetMsg c -> tokens += c.numTokens();
-                case ControlRetMsg.PinWorkerRetMsg p -> tokens += p.numTokens();
-                case ControlRetMsg.MoveWorkerRetMsg m -> tokens += m.numTokens();
-                case ErrorMsg e -> errors.put(a.worker().key().toString(), "worker error: " + e.error());
-                case null -> errors.put(a.worker().key().toString(), a.problem().orElse("no answer"));
-                default -> errors.put(a.worker().key().toString(), "unexpected reply " + r);
+                case ControlRetMsg.ClearWorkerRetMsg c -> counts.put(worker, c.numTokens());
+                case ControlRetMsg.PinWorkerRetMsg p -> counts.put(worker, p.numTokens());
+                case ControlRetMsg.CompressWorkerRetMsg c -> counts.put(worker, c.numTokens());
+                case ControlRetMsg.DecompressWorkerRetMsg d -> counts.put(worker, d.numTokens());
+                case ControlRetMsg.MoveWorkerRetMsg m -> counts.put(worker, m.numTokens());
+                case ErrorMsg e -> errors.put(worker, "worker error: " + e.error());
+                case null -> errors.put(worker, a.problem().orElse("no answer"));
+                default -> errors.put(worker, "unexpected reply " + r);
             }
         }
+        if (counts.values().stream().distinct().count() > 1) {
+            // LMCache asserts the workers agree; lmcache4j reports the largest and says who differed.
+            counts.forEach((w, n) -> errors.put(w, "workers answered different token counts: " + counts));
+        }
+        long tokens = counts.values().stream().mapToLong(Long::longValue).max().orElse(0);
         return new Outcome(eventId, tokens, errors, answers.size());
     }
 
@@ -207,15 +227,11 @@ final class Orchestrator implements AutoCloseable {
         if (workers.isEmpty()) {
             throw new UnknownInstanceException(instanceId);
         }
-        List<WorkerEvent> sent = new ArrayList<>();
         List<Future<Answer>> futures = new ArrayList<>();
         for (WorkerInfo w : workers) {
-            String workerEventId = eventId + "/" + w.key().workerId();
-            ControlMsg m = message.apply(workerEventId);
-            sent.add(new WorkerEvent(w.replyAddress(), workerEventId, w.key().toString()));
+            ControlMsg m = message.apply(eventId + "/" + w.key().workerId());
             futures.add(parallel.submit(() -> answer(w, m)));
         }
-        events.put(eventId, List.copyOf(sent));
         List<Answer> answers = new ArrayList<>();
         for (int i = 0; i < workers.size(); i++) {
             WorkerInfo w = workers.get(i);
@@ -243,20 +259,6 @@ final class Orchestrator implements AutoCloseable {
             metrics.malformed(ControllerMetrics.Socket.WORKER_REQ);
             metrics.forwardFailed("malformed_reply");
             return new Answer(w, Optional.empty(), Optional.of("malformed reply: " + e.getMessage()));
-        }
-    }
-
-    private Optional<ControlRetMsg> request(String address, ControlMsg m) {
-        WorkerConnections.Reply r = connections.request(address, Wire.encode(m));
-        if (r.payload().isEmpty()) {
-            metrics.forwardFailed("timeout");
-            return Optional.empty();
-        }
-        try {
-            return Wire.decode(r.payload().get()) instanceof ControlRetMsg c ? Optional.of(c) : Optional.empty();
-        } catch (MalformedMessageException e) {
-            metrics.malformed(ControllerMetrics.Socket.WORKER_REQ);
-            return Optional.empty();
         }
     }
 

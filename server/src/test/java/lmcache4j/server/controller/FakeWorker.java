@@ -81,6 +81,8 @@ final class FakeWorker implements AutoCloseable {
             case ControlMsg.ClearWorkerMsg c -> new ControlRetMsg.ClearWorkerRetMsg(42);
             case ControlMsg.PinWorkerMsg p -> new ControlRetMsg.PinWorkerRetMsg(p.tokens().length);
             case ControlMsg.MoveWorkerMsg mv -> new ControlRetMsg.MoveWorkerRetMsg(256);
+            case ControlMsg.CompressWorkerMsg c -> new ControlRetMsg.CompressWorkerRetMsg(128);
+            case ControlMsg.DecompressWorkerMsg d -> new ControlRetMsg.DecompressWorkerRetMsg(64);
             case ControlMsg.HealthWorkerMsg h -> new ControlRetMsg.HealthWorkerRetMsg(0);
             case ControlMsg.CheckFinishWorkerMsg c -> new ControlRetMsg.CheckFinishWorkerRetMsg("finished");
             default -> new lmcache4j.engine.controller.message.ErrorMsg("not supported");
@@ -127,8 +129,12 @@ final class FakeWorker implements AutoCloseable {
     }
 
     WorkerReqRetMsg.RegisterRetMsg register() throws Exception {
+        return register(Optional.empty());
+    }
+
+    WorkerReqRetMsg.RegisterRetMsg register(Optional<String> peerInitUrl) throws Exception {
         return (WorkerReqRetMsg.RegisterRetMsg) ask(dealer, new WorkerReqMsg.RegisterMsg(instanceId, workerId, "127.0.0.1",
-                repPort, Optional.empty()));
+                repPort, peerInitUrl));
     }
 
     WorkerReqRetMsg.HeartbeatRetMsg heartbeat() throws Exception {

@@ -1,5 +1,6 @@
 package lmcache4j.server.controller.http;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -64,6 +65,26 @@ public record JsonBody(Map<String, Object> fields) {
             out[i] = (int) (long) t;
         }
         return Optional.of(out);
+    }
+
+    /** An optional array of non-negative integers that fit an {@code int} (absent or null: empty). */
+    public Optional<List<Integer>> optionalIntegers(String name) {
+        Object v = fields.get(name);
+        if (v == null) {
+            return Optional.empty();
+        }
+        if (!(v instanceof List<?> list)) {
+            throw new BadRequestException("field \"" + name + "\" must be an array of integers, got " + Json.typeName(v));
+        }
+        List<Integer> out = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            if (!(list.get(i) instanceof Long n) || n < 0 || n > Integer.MAX_VALUE) {
+                throw new BadRequestException("field \"" + name + "\"[" + i + "] must be an integer 0.."
+                        + Integer.MAX_VALUE + ", got " + describe(list.get(i)));
+            }
+            out.add((int) (long) n);
+        }
+        return Optional.of(List.copyOf(out));
     }
 
     /** A required array of two strings (LMCache's {@code (url, location)} positions). */

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A bounded fuzz loop against a cache controller's sockets (and its HTTP API), from outside.
 
-    /usr/bin/python3 controller_fuzz.py --pull tcp://127.0.0.1:P --reply tcp://127.0.0.1:R \
+    .cache/python/bin/python tests/python/controller_fuzz.py --pull tcp://127.0.0.1:P --reply tcp://127.0.0.1:R \
         [--http 127.0.0.1:H] --golden controller-messages.json [--frames 3000] [--seed 1] [--seconds 60]
 
 Sends malformed, truncated and unknown frames built from the golden vectors (LMCache's exact

@@ -1,277 +1,35 @@
-"""LMCache's controller wire format, for Debian's /usr/bin/python3 with python3-msgpack.
+"""LMCache's controller wire format over the real msgspec library.
 
 Two users import this one module, so that the bytes they produce come from the same code:
 
-* generate-controller-messages.py (engine/src/test/resources/golden/controller/) installs
-  ``msgspec_standin()`` as the module ``msgspec`` and then imports LMCache's own, unmodified
-  ``message.py``: the class definitions are LMCache's, the encoding rules are this stand-in's.
-* lmcache_worker_sim.py builds the same messages from ``SCHEMAS`` (a table of LMCache's message
-  names, field names in wire order and defaults) with ``message()``; the generator checks that
-  table against LMCache's classes, and ``--self-check`` checks the table against the golden bytes.
+* lmcache_worker_sim.py and controller_fuzz.py build LMCache's messages from ``SCHEMAS`` (a table
+  of LMCache's message names, field names in wire order and defaults): ``encode_message`` makes a
+  ``msgspec.Struct`` class per message with ``msgspec.defstruct`` (tagged with the class name
+  under ``"type"``, as LMCache's ``MsgBase(msgspec.Struct, tag=True)``) and encodes it with
+  ``msgspec.msgpack.encode``, so every byte on the wire is msgspec's own.
+* generate-controller-messages.py (engine/src/test/resources/golden/controller/) imports LMCache's
+  own message.py with this same msgspec and checks ``SCHEMAS`` against LMCache's classes.
 
-The encoding rules (real msgspec is not installable here: not in Debian bookworm, and PyPI is not
-reachable), each with what it rests on in msgspec's documentation or its C encoder
-(msgspec/_core.c):
-
-* A ``Struct`` encodes as one map of its fields in field order (docs, "Supported Types: Struct":
-  "msgspec.Struct types map to objects/maps"). Fields are ordered base classes first, as for
-  dataclasses (docs, "Structs: Field Ordering": "The field ordering rules for Struct types are
-  identical to those for dataclasses").
-* A tagged struct's map starts with its tag field (docs, "Structs: Tagged Unions": with
-  ``tag=True`` "tag_field defaults to "type", and tag defaults to the struct class name"; the
-  example ``b'{"type":"Get","key":"my key"}'`` puts it first). ``tag_field`` alone also makes a
-  struct tagged, with the class name as tag; ``tag`` and ``tag_field`` are inherited.
-* Defaults are written: "By default, msgspec encodes all fields in a Struct type, including
-  optional fields" (docs, "Omitting Default Values"; LMCache sets no ``omit_defaults``).
-  ``[]``/``{}`` defaults and ``field(default_factory=...)`` give each instance a new value.
-* ``Enum`` encodes as its member value ("Enum / IntEnum": "encode as their member values").
-  Tuples and lists are arrays; dicts are maps in insertion order; dataclasses are maps of their
-  fields without a leading underscore; ``None`` is nil; ``bool`` is true/false.
-* Integers take the smallest msgpack form (positive fixint, uint8/16/32/64, negative fixint,
-  int8/16/32/64) and must lie in [-2**63, 2**64) (docs, "int"; widths: _core.c
-  ``mpack_encode_long``). Floats are always float64 (0xcb, _core.c ``mpack_encode_float``).
-  Strings are fixstr/str8/str16/str32 by UTF-8 length (_core.c ``mpack_encode_str``).
-
-python3-msgpack's ``Packer(use_bin_type=True, use_single_float=False)`` makes the same width
-choices for int, float and str; ``check_width_rules()`` asserts each of them on sample values so
-that a different msgpack release cannot change the bytes silently.
+Run it with the virtual environment ``./lmcache4j test`` creates (tests/python/requirements.txt
+pins msgspec, pyzmq, msgpack and cbor2).
 """
 
-import dataclasses
-import enum
-import sys
-import types
 import typing
 
-import msgpack
+import msgspec
 
 INT_MIN = -(1 << 63)
 INT_LIMIT = 1 << 64
 
 
-# ---------------------------------------------------------------------------------------------
-# Bytes: one packer, one unpacker.
-# ---------------------------------------------------------------------------------------------
-
 def pack(wire_tree):
-    """Encodes a tree of None/bool/int/float/str/list/dict (dicts in wire order) as msgspec would."""
-    return msgpack.packb(wire_tree, use_bin_type=True, use_single_float=False)
+    """msgspec's msgpack encoding of a tree of None/bool/int/float/str/list/dict (also of a malformed one)."""
+    return msgspec.msgpack.encode(wire_tree)
 
 
 def unpack(data):
-    """Decodes one msgpack value; maps keep their wire order; int map keys are allowed."""
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
-
-
-def check_width_rules():
-    """Asserts that python3-msgpack picks the same encodings as msgspec's C encoder."""
-    # Pairs, not a dict: 0 == False and 1.0 == True would collide as dict keys.
-    expect = [
-        (0, "00"),
-        (127, "7f"), (128, "cc80"), (255, "ccff"), (256, "cd0100"), (65536, "ce00010000"),
-        ((1 << 32), "cf0000000100000000"), ((1 << 63), "cf8000000000000000"),
-        (INT_LIMIT - 1, "cfffffffffffffffff"), (-1, "ff"), (-32, "e0"), (-33, "d0df"), (-129, "d1ff7f"),
-        (-32769, "d2ffff7fff"), (INT_MIN, "d38000000000000000"), (0.5, "cb3fe0000000000000"),
-        (1.0, "cb3ff0000000000000"), ("", "a0"), ("a" * 31, "bf" + "61" * 31),
-        ("a" * 32, "d920" + "61" * 32), ("a" * 256, "da0100" + "61" * 256), (None, "c0"), (True, "c3"),
-        (False, "c2"),
-    ]
-    for value, hexed in expect:
-        got = pack(value).hex()
-        if got != hexed:
-            raise AssertionError(f"python3-msgpack encodes {value!r} as {got}, msgspec as {hexed}")
-    if pack(list(range(15)))[0] != 0x9F or pack(list(range(16)))[0] != 0xDC:
-        raise AssertionError("array headers differ from msgspec's (fixarray below 16, array16 from 16)")
-    if pack({i: i for i in range(16)})[0] != 0xDE:
-        raise AssertionError("map headers differ from msgspec's (fixmap below 16, map16 from 16)")
-
-
-# ---------------------------------------------------------------------------------------------
-# The msgspec stand-in: Struct, field, msgpack.encode/decode.
-# ---------------------------------------------------------------------------------------------
-
-class _Factory:
-    """What ``field(default_factory=...)`` and an empty ``[]``/``{}``/``set()`` default become."""
-
-    def __init__(self, make):
-        self.make = make
-
-
-class _FieldSpec:
-    def __init__(self, default, default_factory):
-        self.default = default
-        self.default_factory = default_factory
-
-
-_NODEFAULT = object()
-
-
-def field(*, default=_NODEFAULT, default_factory=_NODEFAULT, name=None):
-    """msgspec.field: a default or a default factory (renaming is not used by LMCache: refused)."""
-    if name is not None:
-        raise NotImplementedError("msgspec stand-in: field(name=...) is not supported")
-    return _FieldSpec(default, default_factory)
-
-
-def _default_of(value):
-    """The stored default for a class attribute value (msgspec's rules for mutable defaults)."""
-    if isinstance(value, _FieldSpec):
-        if value.default_factory is not _NODEFAULT:
-            return _Factory(value.default_factory)
-        return _default_of(value.default) if value.default is not _NODEFAULT else _NODEFAULT
-    if isinstance(value, (list, dict, set, bytearray)):
-        if len(value):
-            raise TypeError("msgspec refuses a non-empty mutable default; use default_factory")
-        return _Factory(type(value))
-    return value
-
-
-def _is_classvar(annotation):
-    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
-
-
-class Struct:
-    """msgspec.Struct: fields from annotations (bases first), defaults, tag configuration."""
-
-    __struct_fields__ = ()
-    __struct_defaults__ = {}
-    __struct_tag_field__ = None
-    __struct_tag__ = None  # the effective tag value of this class, or None when untagged
-    __struct_tag_rule__ = None  # what subclasses inherit: True, a callable, or an explicit value
-
-    def __init_subclass__(cls, tag=None, tag_field=None, **options):
-        super().__init_subclass__()
-        if options:
-            raise NotImplementedError(f"msgspec stand-in: struct options {sorted(options)} are not supported")
-        parent = next(b for b in cls.__mro__[1:] if issubclass(b, Struct))
-        rule = parent.__struct_tag_rule__ if tag is None else tag
-        tag_field = parent.__struct_tag_field__ if tag_field is None else tag_field
-        if rule is False:
-            rule, tag_field = None, None
-        if rule is not None or tag_field is not None:
-            tag_field = tag_field or "type"
-            if rule is None or rule is True:
-                value = cls.__name__
-            elif callable(rule):
-                value = rule(cls.__qualname__)
-            elif tag is not None:
-                value = rule
-            else:
-                # An explicit tag value named by a base class: no LMCache class does this, and
-                # guessing msgspec's behaviour here would put a wrong tag in golden bytes.
-                raise NotImplementedError(f"{cls.__name__} inherits the explicit tag {rule!r}")
-            cls.__struct_tag__ = value
-        else:
-            cls.__struct_tag__ = None
-        cls.__struct_tag_field__ = tag_field
-        cls.__struct_tag_rule__ = rule
-
-        fields, defaults = [], {}
-        for klass in reversed(cls.__mro__):
-            if klass is Struct or not issubclass(klass, Struct):
-                continue
-            for name, annotation in klass.__dict__.get("__annotations__", {}).items():
-                if _is_classvar(annotation):
-                    continue
-                if name not in fields:
-                    fields.append(name)
-                if name in klass.__dict__:
-                    defaults[name] = _default_of(klass.__dict__[name])
-        seen_default = None
-        for name in fields:
-            if name in defaults:
-                seen_default = name
-            elif seen_default is not None:
-                raise TypeError(f"Required field '{name}' cannot follow optional fields ('{seen_default}')")
-        if tag_field in fields:
-            raise TypeError(f"tag_field {tag_field!r} conflicts with a field of {cls.__name__}")
-        cls.__struct_fields__ = tuple(fields)
-        cls.__struct_defaults__ = defaults
-
-    def __init__(self, *args, **kwargs):
-        fields = type(self).__struct_fields__
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes {len(fields)} fields, got {len(args)} positional")
-        values = dict(zip(fields, args))
-        for name, value in kwargs.items():
-            if name not in fields:
-                raise TypeError(f"Unexpected keyword argument '{name}' for {type(self).__name__}")
-            if name in values:
-                raise TypeError(f"Argument '{name}' given by name and position")
-            values[name] = value
-        for name in fields:
-            if name not in values:
-                default = type(self).__struct_defaults__.get(name, _NODEFAULT)
-                if default is _NODEFAULT:
-                    raise TypeError(f"Missing required argument '{name}' of {type(self).__name__}")
-                values[name] = default.make() if isinstance(default, _Factory) else default
-            object.__setattr__(self, name, values[name])
-
-    def __eq__(self, other):
-        return type(self) is type(other) and all(
-            getattr(self, f) == getattr(other, f) for f in self.__struct_fields__)
-
-    def __repr__(self):
-        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__)
-        return f"{type(self).__name__}({inner})"
-
-
-def to_wire(obj):
-    """The tree msgspec's msgpack encoder writes for ``obj`` (dicts in wire order)."""
-    if obj is None or isinstance(obj, (bool, str, float)):
-        return obj
-    if isinstance(obj, enum.Enum):
-        return to_wire(obj.value)
-    if isinstance(obj, int):
-        if not INT_MIN <= obj < INT_LIMIT:
-            raise OverflowError(f"msgspec encodes ints in [-2**63, 2**64): {obj}")
-        return int(obj)
-    if isinstance(obj, Struct):
-        out = {}
-        if type(obj).__struct_tag__ is not None:
-            out[type(obj).__struct_tag_field__] = type(obj).__struct_tag__
-        for name in type(obj).__struct_fields__:
-            out[name] = to_wire(getattr(obj, name))
-        return out
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_wire(getattr(obj, f.name))
-                for f in dataclasses.fields(obj) if not f.name.startswith("_")}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [to_wire(x) for x in obj]
-    if isinstance(obj, dict):
-        return {to_wire(k): to_wire(v) for k, v in obj.items()}
-    raise TypeError(f"msgspec stand-in cannot encode {type(obj).__name__}")
-
-
-def encode(obj):
-    """msgspec.msgpack.encode."""
-    return pack(to_wire(obj))
-
-
-def msgspec_standin():
-    """A module object named ``msgspec`` (with ``msgspec.msgpack``) to put in ``sys.modules``."""
-    module = types.ModuleType("msgspec")
-    module.__doc__ = "lmcache4j's stand-in for msgspec (see tests/python/lmcache_wire.py)"
-    module.Struct = Struct
-    module.field = field
-    module.NODEFAULT = _NODEFAULT
-    sub = types.ModuleType("msgspec.msgpack")
-    sub.encode = encode
-
-    def decode(data, type=None):  # noqa: A002 - msgspec's signature
-        raise NotImplementedError("msgspec stand-in: typed decoding is not provided; use lmcache_wire.unpack")
-
-    sub.decode = decode
-    module.msgpack = sub
-    return module
-
-
-def install_msgspec_standin():
-    """Makes ``import msgspec`` return the stand-in (before LMCache's modules are imported)."""
-    module = msgspec_standin()
-    sys.modules["msgspec"] = module
-    sys.modules["msgspec.msgpack"] = module.msgpack
-    return module
+    """Decodes one msgpack value untyped; maps keep their wire order; integer map keys are kept."""
+    return msgspec.msgpack.decode(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,6 +125,27 @@ OP_ADMIT = "admit"
 OP_EVICT = "evict"
 
 
+def _struct(name, schema, **tagging):
+    """A real msgspec.Struct class for one schema entry (field types are left open: Any)."""
+    fields = []
+    for field_name, default in schema:
+        if default is REQUIRED:
+            fields.append((field_name, typing.Any))
+        elif default is EMPTY_LIST:
+            fields.append((field_name, typing.Any, msgspec.field(default_factory=list)))
+        elif default is EMPTY_DICT:
+            fields.append((field_name, typing.Any, msgspec.field(default_factory=dict)))
+        else:
+            fields.append((field_name, typing.Any, default))
+    return msgspec.defstruct(name, fields, **tagging)
+
+
+STRUCTS = {name: _struct(name, schema, tag=True) for name, schema in SCHEMAS.items()}
+COMMAND_STRUCTS = {tag: _struct("FullSyncCommand", schema, tag_field=COMMAND_TAG_FIELD, tag=tag)
+                   for tag, schema in COMMAND_SCHEMAS.items()}
+KV_OP_EVENT = msgspec.defstruct("KVOpEvent", [(name, typing.Any) for name in KV_OP_EVENT_FIELDS])
+
+
 def _fill(kind, schema, fields):
     unknown = set(fields) - {name for name, _ in schema}
     if unknown:
@@ -390,28 +169,29 @@ def message(type_name, **fields):
     """The wire tree of LMCache message ``type_name``: {"type": name, fields in order, defaults filled}."""
     if type_name not in SCHEMAS:
         raise KeyError(f"not an LMCache controller message: {type_name}")
-    out = {"type": type_name}
-    out.update(_fill(type_name, SCHEMAS[type_name], fields))
-    return out
+    _fill(type_name, SCHEMAS[type_name], fields)  # names the missing or unknown field first
+    return msgspec.to_builtins(STRUCTS[type_name](**fields))
 
 
 def command(tag, **fields):
     """A heartbeat command's wire tree, e.g. command("full_sync", reason="controller_restart")."""
-    out = {COMMAND_TAG_FIELD: tag}
-    out.update(_fill(tag, COMMAND_SCHEMAS[tag], fields))
-    return out
+    _fill(tag, COMMAND_SCHEMAS[tag], fields)
+    return msgspec.to_builtins(COMMAND_STRUCTS[tag](**fields))
 
 
 def kv_op(op_type, key, seq_num):
     """One KVOpEvent of a BatchedKVOperationMsg (an untagged struct: a plain map)."""
     if op_type not in (OP_ADMIT, OP_EVICT):
         raise ValueError(f"op_type is admit or evict, not {op_type!r}")
-    return {"op_type": op_type, "key": key, "seq_num": seq_num}
+    return msgspec.to_builtins(KV_OP_EVENT(op_type, key, seq_num))
 
 
 def encode_message(type_name, **fields):
-    """``pack(message(type_name, **fields))``."""
-    return pack(message(type_name, **fields))
+    """msgspec's encoding of LMCache message ``type_name`` (a tagged Struct) with ``fields``."""
+    if type_name not in SCHEMAS:
+        raise KeyError(f"not an LMCache controller message: {type_name}")
+    _fill(type_name, SCHEMAS[type_name], fields)
+    return msgspec.msgpack.encode(STRUCTS[type_name](**fields))
 
 
 def decode_message(data):

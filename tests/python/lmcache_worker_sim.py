@@ -1,9 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """An LMCache-format cache-controller worker, for lmcache4j's cross-process tests.
 
-Run with Debian's /usr/bin/python3 (python3-zmq, python3-msgpack). It does on the wire what an
-LMCache worker does, with the messages built by lmcache_wire (the module the golden generator
-checks against LMCache's message.py):
+Run it in the tests' Python environment (.cache/python, created by ./lmcache4j test: the real
+msgspec and pyzmq). It does on the wire what an LMCache worker does, with the messages built by
+lmcache_wire as msgspec Structs (the table the golden generator checks against LMCache's
+message.py):
 
   1. binds its REP socket (the controller's control messages arrive there);
   2. DEALER to --reply: RegisterMsg -> RegisterRetMsg, whose extra_config["heartbeat_url"] it keeps;
@@ -376,10 +377,10 @@ class Worker:
 
 
 def self_check(path):
-    """Re-encodes every golden vector from its fields with lmcache_wire.message(): same bytes?"""
+    """Re-encodes every golden vector from its fields with msgspec (lmcache_wire's Structs): same bytes?"""
     with open(path, encoding="utf-8") as f:
         vectors = json.load(f)
-    wire.check_width_rules()
+
     bad = []
     for v in vectors:
         decoded = wire.decode_message(bytes.fromhex(v["hex"]))

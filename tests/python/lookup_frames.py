@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The scheduler side of LMCache's asynchronous lookup, as LMCache builds it, for lmcache4j's golden test.
 
 Builds the request frames the way LMCache's LMCacheAsyncLookupClient.lookup does (LMCache/LMCache
 lmcache/v1/lookup_client/lmcache_async_lookup_client.py at b8788cd32e1466e259c3e899ad462009a884bc40):
 [lookup_id utf-8, msgpack(hashes), msgpack(offsets), "k%v@k%v" utf-8]. LMCache encodes the two lists
-with msgspec.msgpack.Encoder; for lists of ints msgspec and msgpack-python write the same bytes
-(smallest array header, smallest int format), so Debian's python3-msgpack stands in for msgspec.
+with msgspec.msgpack.Encoder, and so does this script (the real msgspec, in the tests' Python
+environment that ./lmcache4j test creates).
 
 Then binds PULL on the scheduler URL, connects PUSH to the worker URL, sends the request, and reads
 the answer as LMCache's process_responses_from_workers does (2 frames, int.from_bytes(frame, "big")).
@@ -17,8 +17,10 @@ Input: one JSON object on the command line: {"worker", "scheduler", "lookup_id",
 import json
 import sys
 
-import msgpack
+import msgspec
 import zmq
+
+ENCODER = msgspec.msgpack.Encoder()
 
 
 def request_frames(lookup_id, hashes, offsets, request_configs):
@@ -27,8 +29,8 @@ def request_frames(lookup_id, hashes, offsets, request_configs):
         request_configs_str = "@".join([f"{k}%{v}" for k, v in request_configs.items()])
     return [
         lookup_id.encode("utf-8"),
-        msgpack.packb(hashes),
-        msgpack.packb(offsets),
+        ENCODER.encode(hashes),
+        ENCODER.encode(offsets),
         request_configs_str.encode("utf-8"),
     ]
 

@@ -1,35 +1,30 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes controller-messages.json: golden msgpack bytes of LMCache's cache-controller messages.
 
-    /usr/bin/python3 generate-controller-messages.py /path/to/LMCache > controller-messages.json
+    <venv>/bin/python generate-controller-messages.py /path/to/LMCache > controller-messages.json
 
-What comes from where (README.md beside this file says the same at more length):
+Run it with the virtual environment ``./lmcache4j test`` creates (.cache/python; the real msgspec,
+pinned in tests/python/requirements.txt). What comes from where (README.md beside this file says
+the same at more length):
 
 * LMCache's code: the message classes, read from the LMCache checkout given as the argument and
   imported unmodified: lmcache/v1/cache_controller/message.py, commands/base.py and
   commands/full_sync.py. Their class names, field names, field order, defaults and tag settings
   decide every byte below. Nothing of LMCache is copied into this repository.
-* The stand-in: msgspec itself cannot be installed on these machines (it is not packaged in
-  Debian bookworm and PyPI is not reachable), so before the import this script puts lmcache4j's
-  small stand-in (tests/python/lmcache_wire.py) in sys.modules as ``msgspec``. It implements
-  msgspec's Struct (fields, defaults, tags) and msgspec's msgpack encoding rules on top of Debian's
-  python3-msgpack; lmcache_wire.py's docstring lists each rule with the msgspec documentation
-  statement (or msgspec C encoder function) it rests on, and check_width_rules() asserts the
-  integer/float/string widths before anything is written.
+* msgspec: the real library encodes every message (``msgspec.msgpack.encode``).
 * ``lmcache.logging`` is replaced by a one-function stub (full_sync.py imports init_logger), and
   LMCache's package __init__ files are not run, so a full LMCache clone (with torch-importing
   packages) works as well as a copy of the three files.
 
 Self-checks before the JSON is printed, each fatal: every message class of LMCache's ``Msg`` union
-has at least one vector; each vector's bytes decode (python3-msgpack) back to exactly the encoded
-tree, tag first; and lmcache_wire.SCHEMAS (the table lmcache4j's Python worker simulator builds
-its messages from) agrees with LMCache's classes and re-encodes every vector to the same bytes.
+has at least one vector; each vector's bytes decode back to exactly the encoded tree, tag first;
+and lmcache_wire.SCHEMAS (the table lmcache4j's Python worker simulator builds its messages from)
+agrees with LMCache's classes and re-encodes every vector to the same bytes.
 
 Output: a JSON list of {"name", "type", "fields", "hex"}. "fields" is the message's map without the
-tag entry, in wire order, as lmcache4j's records hold it: an integer >= 2**63 (a uint64 on the
-wire) is written as the signed 64-bit value with the same bits, as a Java long holds it; maps with
-integer keys (HealthRetMsg.error_codes) have their keys written as decimal strings, because JSON
-object keys are strings. The hex is the wire: uint64 stays uint64 there.
+tag entry, in wire order, with integers as LMCache writes them (a key >= 2**63 is that unsigned
+number); maps with integer keys (HealthRetMsg.error_codes) have their keys written as decimal
+strings, because JSON object keys are strings.
 """
 
 import importlib.util
@@ -39,6 +34,8 @@ import os
 import sys
 import types
 import typing
+
+import msgspec
 
 
 def _find_wire_module_dir():
@@ -57,11 +54,10 @@ import lmcache_wire as wire  # noqa: E402
 
 
 def import_lmcache_messages(checkout):
-    """Imports LMCache's message.py from ``checkout`` with the stand-ins in place; returns the module."""
+    """Imports LMCache's message.py from ``checkout`` (lmcache.logging stubbed); returns the module."""
     controller_dir = os.path.join(checkout, "lmcache", "v1", "cache_controller")
     if not os.path.isfile(os.path.join(controller_dir, "message.py")):
         sys.exit(f"{checkout} has no lmcache/v1/cache_controller/message.py (give the LMCache checkout)")
-    wire.install_msgspec_standin()
     # Package shells with the checkout's directories as their path: submodules are found there,
     # the packages' own __init__.py files (torch imports in a full clone) are not executed.
     for name, path in (("lmcache", ("lmcache",)), ("lmcache.v1", ("lmcache", "v1")),
@@ -81,9 +77,9 @@ def import_lmcache_messages(checkout):
     return module
 
 
-# Values a real deployment sends: chunk keys are 64-bit (lmcache4j folds its sha256 chunk digest to
-# the first 8 bytes, unsigned, so half of them are >= 2**63; LMCache's builtin-hash keys are signed
-# and often negative), token ids up to a 152k vocabulary, backend names as LMCache spells them.
+# Values a real deployment sends: chunk keys are 64-bit (a sha256_cbor chain folded to 64 bits is
+# unsigned, so half of them are >= 2**63; LMCache's builtin-hash keys are signed and often
+# negative), token ids up to a 152k vocabulary, backend names as LMCache spells them.
 KEY_HIGH = 0xF3A91C2B7D4E8F60          # >= 2**63: uint64 on the wire
 KEY_MAX = (1 << 64) - 1
 KEY_SIGN = 1 << 63                      # exactly 2**63
@@ -215,15 +211,9 @@ def vectors(m):
 
 
 def json_friendly(tree):
-    """Integers as Java's long holds them (>= 2**63 as the signed value with the same 64 bits: the
-    reader is lmcache4j's Json, which reads integers as long); integer map keys as decimal strings
-    (JSON object keys are strings)."""
-    if isinstance(tree, bool) or tree is None:
-        return tree
-    if isinstance(tree, int):
-        return tree - (1 << 64) if tree >= (1 << 63) else tree
+    """Integer map keys as decimal strings (JSON object keys are strings); everything else as is."""
     if isinstance(tree, dict):
-        return {str(json_friendly(k)) if isinstance(k, int) else k: json_friendly(v) for k, v in tree.items()}
+        return {str(k) if isinstance(k, int) else k: json_friendly(v) for k, v in tree.items()}
     if isinstance(tree, list):
         return [json_friendly(x) for x in tree]
     return tree
@@ -233,12 +223,21 @@ def check_schema_table(m):
     """lmcache_wire.SCHEMAS (used by the worker simulator) must say what LMCache's classes say."""
     def described(cls):
         out = []
-        for name in cls.__struct_fields__:
-            default = cls.__struct_defaults__.get(name, wire.REQUIRED)
-            if isinstance(default, wire._Factory):
-                default = {list: wire.EMPTY_LIST, dict: wire.EMPTY_DICT}[default.make]
-            out.append((name, default))
+        for f in msgspec.structs.fields(cls):
+            if f.default_factory is not msgspec.NODEFAULT:
+                default = {list: wire.EMPTY_LIST, dict: wire.EMPTY_DICT}[f.default_factory]
+            elif f.default is msgspec.NODEFAULT:
+                default = wire.REQUIRED
+            elif f.default == [] or f.default == {}:
+                default = wire.EMPTY_LIST if f.default == [] else wire.EMPTY_DICT
+            else:
+                default = f.default
+            out.append((f.name, default))
         return tuple(out)
+
+    def tagging(cls):
+        config = cls.__struct_config__
+        return config.tag_field, config.tag
 
     classes = typing.get_args(m.Msg)
     names = {c.__name__ for c in classes}
@@ -246,15 +245,14 @@ def check_schema_table(m):
         raise AssertionError(f"SCHEMAS and LMCache's Msg union differ: only LMCache {sorted(names - set(wire.SCHEMAS))},"
                              f" only SCHEMAS {sorted(set(wire.SCHEMAS) - names)}")
     for cls in classes:
-        if cls.__struct_tag_field__ != "type" or cls.__struct_tag__ != cls.__name__:
-            raise AssertionError(f"{cls.__name__} is tagged {cls.__struct_tag_field__}={cls.__struct_tag__}")
+        if tagging(cls) != ("type", cls.__name__):
+            raise AssertionError(f"{cls.__name__} is tagged {tagging(cls)}")
         if described(cls) != wire.SCHEMAS[cls.__name__]:
             raise AssertionError(f"{cls.__name__}: LMCache {described(cls)} vs SCHEMAS {wire.SCHEMAS[cls.__name__]}")
     fs = m.FullSyncCommand
-    if (fs.__struct_tag_field__, fs.__struct_tag__) != (wire.COMMAND_TAG_FIELD, "full_sync") \
-            or described(fs) != wire.COMMAND_SCHEMAS["full_sync"]:
+    if tagging(fs) != (wire.COMMAND_TAG_FIELD, "full_sync") or described(fs) != wire.COMMAND_SCHEMAS["full_sync"]:
         raise AssertionError(f"FullSyncCommand differs from COMMAND_SCHEMAS: {described(fs)}")
-    if m.KVOpEvent.__struct_tag__ is not None or m.KVOpEvent.__struct_fields__ != wire.KV_OP_EVENT_FIELDS:
+    if tagging(m.KVOpEvent)[1] is not None or m.KVOpEvent.__struct_fields__ != wire.KV_OP_EVENT_FIELDS:
         raise AssertionError("KVOpEvent differs from KV_OP_EVENT_FIELDS")
     if [o.value for o in m.OpType] != [wire.OP_ADMIT, wire.OP_EVICT]:
         raise AssertionError("OpType values differ")
@@ -266,14 +264,13 @@ def check_schema_table(m):
 
 def main(argv):
     if len(argv) != 2:
-        sys.exit("usage: /usr/bin/python3 generate-controller-messages.py LMCACHE_CHECKOUT > controller-messages.json")
-    wire.check_width_rules()
+        sys.exit("usage: .cache/python/bin/python generate-controller-messages.py LMCACHE_CHECKOUT > controller-messages.json")
     m = import_lmcache_messages(argv[1])
     classes = check_schema_table(m)
     out, covered = [], set()
     for name, msg in vectors(m):
-        data = wire.encode(msg)
-        tree = wire.to_wire(msg)
+        data = msgspec.msgpack.encode(msg)
+        tree = msgspec.to_builtins(msg)
         decoded = wire.unpack(data)
         if decoded != tree or list(decoded) != list(tree) or next(iter(decoded)) != "type":
             raise AssertionError(f"{name}: decodes to {decoded!r}, encoded {tree!r}")

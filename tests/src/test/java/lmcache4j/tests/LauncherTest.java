@@ -149,12 +149,16 @@ class LauncherTest {
     }
 
     @Test
-    void theTestSuitesDebianPackagesIncludeThePythonModulesOfTheControllerTests() throws Exception {
-        // tests/python/ runs on Debian's /usr/bin/python3: ./lmcache4j test installs its modules with the rest.
-        Result r = sourced("printf '%s\\n' \"${TEST_DEBIAN_PACKAGES[@]}\"");
+    void theTestSuiteMakesItsPythonEnvironmentFromPinnedRequirements() throws Exception {
+        // tests/python/ runs in a virtual environment of the real msgspec & co.: python3-venv makes it.
+        Result r = sourced("printf '%s\\n' \"${TEST_DEBIAN_PACKAGES[@]}\"; echo \"$TEST_PYTHON_REQUIREMENTS\"");
         assertEquals(0, r.exit(), r.output());
-        List<String> packages = r.output().lines().toList();
-        assertTrue(packages.containsAll(List.of("python3-zmq", "python3-msgpack", "redis-server")), r.output());
+        List<String> lines = r.output().lines().toList();
+        assertTrue(lines.containsAll(List.of("python3-venv", "redis-server")), r.output());
+        Path requirements = Path.of(lines.getLast());
+        List<String> pins = Files.readAllLines(requirements).stream().filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
+        assertEquals(List.of("msgspec", "pyzmq", "msgpack", "cbor2"), pins.stream().map(l -> l.substring(0, l.indexOf("=="))).toList(),
+                "every package pinned with ==: " + pins);
     }
 
     /** A directory shaped like a JDK: {@code release} with {@code JAVA_VERSION} (unless null), {@code bin/java}, maybe {@code bin/javac}. */

@@ -32,20 +32,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The lookup frames against LMCache's own construction, in Python (tests/python/lookup_frames.py,
- * Debian's python3 with python3-msgpack and python3-zmq): the request LMCache's async client builds
+ * The lookup frames against LMCache's own construction, in Python (tests/python/lookup_frames.py, in
+ * the tests' Python environment, {@link TestPython}): the request LMCache's async client builds
  * from a prompt's hashes is byte for byte the one lmcache4j's client builds, and lmcache4j's lookup
  * server answers it with the 2 frames LMCache's client reads.
  */
 class LookupGoldenTest {
-    private static final Path PYTHON = Path.of("/usr/bin/python3");
-    private static final Path SCRIPT = Path.of("python", "lookup_frames.py").toAbsolutePath().normalize();
     private static final int TOKENS = 320; // 5 chunks
 
     @Test
     void lmcacheBuiltFramesEqualLmcache4jsAndTheServerAnswersThem(@TempDir Path dir) throws Exception {
-        TestPrerequisites.require(pythonUsable(), "Debian's /usr/bin/python3 with python3-zmq and python3-msgpack "
-                + "(apt-get install python3-zmq python3-msgpack; ./lmcache4j test installs them)");
+        TestPython.require();
         String scheduler = "tcp://127.0.0.1:" + LookupServiceProcessTest.freePort();
         String worker = "tcp://127.0.0.1:" + LookupServiceProcessTest.freePort();
         LMCacheEngineConfig config = LookupWorkerMain.config(scheduler, worker, dir.resolve("disk"), 60);
@@ -98,7 +95,7 @@ class LookupGoldenTest {
 
     private static List<Map<String, Object>> runPython(Path dir, String spec) throws Exception {
         Path err = dir.resolve("python.stderr");
-        Process p = new ProcessBuilder(PYTHON.toString(), "-u", SCRIPT.toString(), spec).redirectError(err.toFile()).start();
+        Process p = new ProcessBuilder(TestPython.script("lookup_frames.py", List.of(spec))).redirectError(err.toFile()).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         if (!p.waitFor(60, TimeUnit.SECONDS)) {
             p.destroyForcibly();
@@ -112,19 +109,6 @@ class LookupGoldenTest {
             }
         }
         return events;
-    }
-
-    private static boolean pythonUsable() {
-        if (!Files.isExecutable(PYTHON)) {
-            return false;
-        }
-        try {
-            Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack").redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (IOException | InterruptedException e) {
-            return false;
-        }
     }
 
     private static PagedKvCache cache(Arena arena) {

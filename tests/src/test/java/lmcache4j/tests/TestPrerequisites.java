@@ -7,8 +7,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * What a test of this module needs from the machine and cannot make itself (Debian's Python with
- * python3-zmq, for example). On a developer's machine a missing one skips the test, saying why; in
+ * What a test of this module needs from the machine and cannot make itself (the tests' Python
+ * environment, or redis-server, for example). On a developer's machine a missing one skips the test, saying why; in
  * CI ({@code CI} set) it fails the test. The same rule as the engine's {@code TestPrerequisites},
  * which this module cannot use: test classes of another module are not on its module path.
  */

@@ -1,6 +1,7 @@
 package lmcache4j.engine.json;
 
 import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -12,7 +13,9 @@ import java.util.Map;
  * lmcache4j's one JSON codec (RFC 8259): the config's {@code extra_config}, the commands'
  * {@code --json} reports and the tests' golden files all go through it. Reading, objects become
  * unmodifiable insertion-ordered {@code Map<String, Object>}, arrays unmodifiable {@code List},
- * integers {@link Long}, other numbers {@link Double}, {@code null} Java {@code null}.
+ * integers {@link Long} (an integer in [2^63, 2^64), an unsigned 64-bit value as msgpack and
+ * LMCache write chunk keys, a {@link BigInteger}), other numbers {@link Double}, {@code null} Java
+ * {@code null}.
  *
  * <p>Hand-written rather than a dependency because the project needs only this much, and the
  * error messages can say exactly where the text went wrong. Stricter than Python's {@code json}:
@@ -250,8 +253,15 @@ public final class Json {
             try {
                 return Long.parseLong(literal);
             } catch (NumberFormatException e) {
+                // Tried only for literals of at most 20 characters: a client cannot make it cost more.
+                if (literal.length() <= 20 && literal.charAt(0) != '-') {
+                    BigInteger unsigned = new BigInteger(literal);
+                    if (unsigned.bitLength() <= 64) {
+                        return unsigned;
+                    }
+                }
                 pos = start;
-                throw error("an integer that fits in 64 bits, not " + literal);
+                throw error("an integer that fits in 64 bits (signed, or unsigned up to 2^64-1), not " + literal);
             }
         }
         double d = new BigDecimal(literal).doubleValue();

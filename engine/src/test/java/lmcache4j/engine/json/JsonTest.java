@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.math.BigInteger;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -67,11 +68,25 @@ class JsonTest {
             "1e | expected a digit in the exponent",
             "- | expected a digit",
             "99999999999999999999 | an integer that fits in 64 bits",
+            "18446744073709551616 | an integer that fits in 64 bits",
+            "-9223372036854775809 | an integer that fits in 64 bits",
+            "000000000000000000001 | expected end of text after the value",
             "1e999 | a finite number"})
     void malformedTextIsRefusedSayingWhereAndWhat(String text, String expected) {
         JsonException e = assertThrows(JsonException.class, () -> Json.parse(text));
         assertTrue(e.getMessage().startsWith("invalid JSON at character "), e.getMessage());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
+    }
+
+    @Test
+    void integersFrom2To63UpTo2To64AreReadAsUnsignedBigIntegers() {
+        // LMCache writes chunk keys >= 2^63 as unsigned numbers; a long cannot hold them as such.
+        assertEquals(new BigInteger("9223372036854775808"), Json.parse("9223372036854775808"));
+        assertEquals(new BigInteger("18446744073709551615"), Json.parse("18446744073709551615"));
+        assertEquals(Long.MAX_VALUE, Json.parse("9223372036854775807"));
+        assertEquals(Long.MIN_VALUE, Json.parse("-9223372036854775808"));
+        assertEquals("[18446744073709551615]", Json.write(Json.parse("[18446744073709551615]")));
+        assertEquals("a number", Json.typeName(Json.parse("18446744073709551615")));
     }
 
     @Test

@@ -10,6 +10,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import lmcache4j.tests.TestPython;
+
 /**
  * A controller process fed by LMCache-format workers (the Python simulator: LMCache's exact
  * encodings over pyzmq): its lookups answer from what they pushed, an evict shortens the answer,
@@ -25,7 +27,7 @@ class SimulatorControllerTest {
 
     @Test
     void aLookupNamesTheSimulatorThatPushedThePromptsChunks() throws Exception {
-        DebianPython.require();
+        TestPython.require();
         ControllerProcess.Ports ports = ControllerProcess.Ports.free();
         PromptChunks prompt = PromptChunks.of(PromptChunks.randomTokens(1, 4 * CHUNK + 100), CHUNK);
         PromptChunks other = PromptChunks.of(PromptChunks.randomTokens(2, 2 * CHUNK), CHUNK);
@@ -58,7 +60,7 @@ class SimulatorControllerTest {
 
     @Test
     void aSimulatorThatStopsHeartbeatingIsDroppedWithItsEntries() throws Exception {
-        DebianPython.require();
+        TestPython.require();
         ControllerProcess.Ports ports = ControllerProcess.Ports.free();
         PromptChunks prompt = PromptChunks.of(PromptChunks.randomTokens(3, 3 * CHUNK), CHUNK);
         try (ControllerProcess controller = ControllerProcess.start("controller", ports, CHUNK, Duration.ofSeconds(2), tmp);
@@ -74,7 +76,7 @@ class SimulatorControllerTest {
 
     @Test
     void aRestartedControllerIsRepopulatedByFullSync() throws Exception {
-        DebianPython.require();
+        TestPython.require();
         ControllerProcess.Ports ports = ControllerProcess.Ports.free();
         PromptChunks prompt = PromptChunks.of(PromptChunks.randomTokens(4, 5 * CHUNK), CHUNK);
         try (WorkerSimulator a = WorkerSimulator.start("sim-a", ports.reply(), ports.pull(), tmp,
@@ -99,7 +101,7 @@ class SimulatorControllerTest {
 
     @Test
     void theControllerSurvivesAFuzzLoopOnItsSocketsAndHttpApiAndCountsWhatItDropped() throws Exception {
-        DebianPython.require();
+        TestPython.require();
         ControllerProcess.Ports ports = ControllerProcess.Ports.free();
         PromptChunks prompt = PromptChunks.of(PromptChunks.randomTokens(5, 2 * CHUNK), CHUNK);
         try (ControllerProcess controller = ControllerProcess.start("controller", ports, CHUNK, Duration.ofSeconds(30), tmp);
@@ -107,9 +109,9 @@ class SimulatorControllerTest {
             a.awaitRegistered();
             a.admit(prompt, WorkerSimulator.CPU);
             controller.http().awaitLookup(prompt.tokens(), r -> ControllerHttp.tokensOf(r, "sim-a") == 2 * CHUNK, WAIT, "sim-a");
-            try (ChildProcess fuzz = ChildProcess.start("fuzz", DebianPython.script("controller_fuzz.py", java.util.List.of(
+            try (ChildProcess fuzz = ChildProcess.start("fuzz", TestPython.script("controller_fuzz.py", java.util.List.of(
                     "--pull", "tcp://127.0.0.1:" + ports.pull(), "--reply", "tcp://127.0.0.1:" + ports.reply(),
-                    "--http", "127.0.0.1:" + ports.http(), "--golden", DebianPython.GOLDEN.toString(),
+                    "--http", "127.0.0.1:" + ports.http(), "--golden", TestPython.GOLDEN.toString(),
                     "--frames", "3000", "--http-requests", "300", "--seconds", "60")), tmp, Map.of())) {
                 Map<String, Object> done = fuzz.awaitEvent("fuzz_done", Duration.ofSeconds(120));
                 assertEquals(Boolean.TRUE, done.get("alive"), done + "\n" + controller.process().output());

@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import lmcache4j.tests.TestPython;
+
 /**
  * tests/python/lmcache_worker_sim.py in a process of its own: an LMCache-format worker (LMCache's
  * exact message encodings over pyzmq) that registers with a controller, heartbeats, pushes the
@@ -29,12 +31,12 @@ final class WorkerSimulator implements AutoCloseable {
      */
     static WorkerSimulator start(String instance, int replyPort, int pullPort, Path logDir, String... extra)
             throws IOException {
-        DebianPython.require();
+        TestPython.require();
         List<String> args = new ArrayList<>(List.of("--reply", "tcp://127.0.0.1:" + replyPort,
                 "--pull", "tcp://127.0.0.1:" + pullPort, "--instance", instance));
         args.addAll(List.of(extra));
         return new WorkerSimulator(ChildProcess.start("sim-" + instance,
-                DebianPython.script("lmcache_worker_sim.py", args), logDir, Map.of()));
+                TestPython.script("lmcache_worker_sim.py", args), logDir, Map.of()));
     }
 
     /** Waits until the controller answered its RegisterMsg; the "registered" event. */

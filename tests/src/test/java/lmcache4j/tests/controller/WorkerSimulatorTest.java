@@ -11,6 +11,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import lmcache4j.tests.TestPython;
+
 /**
  * The Python side of the controller tests on its own: the simulator's message table re-encodes
  * every golden vector (generated from LMCache's message.py) to the same bytes, and the simulator
@@ -22,9 +24,9 @@ class WorkerSimulatorTest {
 
     @Test
     void theSimulatorEncodesEveryGoldenVectorByteForByte() throws Exception {
-        DebianPython.require();
-        try (ChildProcess p = ChildProcess.start("self-check", DebianPython.script("lmcache_worker_sim.py",
-                List.of("--self-check", DebianPython.GOLDEN.toString())), tmp, Map.of())) {
+        TestPython.require();
+        try (ChildProcess p = ChildProcess.start("self-check", TestPython.script("lmcache_worker_sim.py",
+                List.of("--self-check", TestPython.GOLDEN.toString())), tmp, Map.of())) {
             Map<String, Object> result = p.awaitEvent("self_check", Duration.ofSeconds(60));
             assertEquals(List.of(), result.get("failed"), p.output());
             assertTrue((Long) result.get("vectors") >= 60, "every message type has a vector: " + result);

@@ -10,6 +10,7 @@ import java.lang.reflect.Constructor;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.RecordComponent;
 import java.lang.reflect.Type;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -94,6 +95,18 @@ class GoldenControllerMessagesTest {
                 assertTrue(!HEX.formatHex(wire).equals(HEX.formatHex(encoded)), v.get("name") + " differs only by key forms");
             }
         }
+    }
+
+    /**
+     * The 64 bits of a JSON integer: the vectors carry keys >= 2^63 as the unsigned numbers LMCache
+     * writes (Json reads those as BigInteger), and a record holds them in a long's bits.
+     */
+    private static long bits(Object json) {
+        if (json instanceof BigInteger unsigned) {
+            assertTrue(unsigned.signum() >= 0 && unsigned.bitLength() == 64, "an unsigned 64-bit key: " + unsigned);
+            return unsigned.longValue();
+        }
+        return (Long) json;
     }
 
     // ---- building records from the vectors' fields, by reflection ----
@@ -196,7 +209,7 @@ class GoldenControllerMessagesTest {
             return Math.toIntExact((Long) json);
         }
         if (c == long.class) {
-            return (Long) json;
+            return bits(json);
         }
         if (c == boolean.class || c == Boolean.class) {
             return (Boolean) json;
@@ -208,7 +221,7 @@ class GoldenControllerMessagesTest {
             return ((List<Object>) json).stream().mapToInt(x -> Math.toIntExact((Long) x)).toArray();
         }
         if (c == long[].class) {
-            return ((List<Object>) json).stream().mapToLong(x -> (Long) x).toArray();
+            return ((List<Object>) json).stream().mapToLong(GoldenControllerMessagesTest::bits).toArray();
         }
         if (c == OpType.class) {
             return Stream.of(OpType.values()).filter(t -> t.wireValue().equals(json)).findFirst().orElseThrow();

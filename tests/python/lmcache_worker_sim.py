@@ -24,6 +24,8 @@ exactly lmcache4j's key (hash agreement with vLLM/LMCache is ChunkHasherGoldenTe
 
 Input (stdin, JSON lines; or --prompt-file with one "admit" object at start):
   {"op": "admit", "location": "LocalCPUBackend", "tokens": [...], "chunks": [[start, end, key], ...]}
+  {"op": "admit", "location": "LocalCPUBackend", "tokens": [...]}   keys computed here as LMCache
+                               computes them (lmcache_chunks: --chunk-size, --hash-seed)
   {"op": "evict", "location": "LocalCPUBackend", "keys": [key, ...]}
   {"op": "heartbeat"}          one heartbeat now
   {"op": "quit"}
@@ -49,6 +51,26 @@ import lmcache_wire as wire  # noqa: E402
 
 CPU = "LocalCPUBackend"
 DISK = "LocalDiskBackend"
+
+
+def lmcache_chunks(tokens, chunk_size, seed):
+    """[start, end, key] of each full chunk, keyed as LMCache's token database keys them (LMCache PR
+    #2999's lmcache/v1/token_database.py with vLLM's sha256_cbor): NONE_HASH = sha256_cbor(seed) folded
+    to its first 8 bytes, then key_i = first 8 bytes of sha256_cbor((key_{i-1}, tuple(chunk), ())).
+    The golden generator engine/src/test/resources/golden/controller-keys/ writes the same formula."""
+    import hashlib
+
+    import cbor2
+
+    def sha256_cbor(obj):
+        return hashlib.sha256(cbor2.dumps(obj, canonical=True)).digest()
+
+    key = int.from_bytes(sha256_cbor(seed)[:8], "big")
+    out = []
+    for start in range(0, len(tokens) - len(tokens) % chunk_size, chunk_size):
+        key = int.from_bytes(sha256_cbor((key, tuple(tokens[start:start + chunk_size]), ()))[:8], "big")
+        out.append([start, start + chunk_size, key])
+    return out
 
 
 def emit(event, **fields):
@@ -331,7 +353,10 @@ class Worker:
             cmd = json.loads(line)
             op = cmd["op"]
             if op == "admit":
-                self.admit(cmd.get("location", CPU), cmd.get("tokens", []), cmd["chunks"])
+                tokens = cmd.get("tokens", [])
+                chunks = cmd["chunks"] if "chunks" in cmd else lmcache_chunks(tokens, self.args.chunk_size,
+                                                                               self.args.hash_seed)
+                self.admit(cmd.get("location", CPU), tokens, chunks)
             elif op == "evict":
                 self.evict(cmd.get("location", CPU), cmd["keys"])
             elif op == "heartbeat":
@@ -411,6 +436,8 @@ def main():
     p.add_argument("--sync-timeout", type=float, default=15.0)
     p.add_argument("--run-seconds", type=float, default=0.0, help="exit after this long (0: at quit or end of stdin)")
     p.add_argument("--signed-keys", action="store_true", help="send keys as given (LMCache's signed builtin hash)")
+    p.add_argument("--chunk-size", type=int, default=256, help="chunk size for admits without chunks (LMCache keys)")
+    p.add_argument("--hash-seed", default="0", help="PYTHONHASHSEED for admits without chunks (LMCache keys)")
     p.add_argument("--self-check", metavar="GOLDEN_JSON", help="check lmcache_wire against golden vectors and exit")
     args = p.parse_args()
     if args.self_check:

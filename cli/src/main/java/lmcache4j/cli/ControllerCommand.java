@@ -5,13 +5,15 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine;
+
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.controller.Endpoint;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j controller [--pull H:P] [--reply H:P] [--heartbeat H:P] [--http H:P] [--chunk-size N] ...}:
@@ -86,6 +88,17 @@ public final class ControllerCommand implements CliMain.Command {
             description = "pre_caching_hash_algorithm of the engines (default sha256_cbor, the only portable one)")
     private void hashAlgorithm(String value) {
         config = config.withHashing(config.chunkSize(), config.saveUnfullChunk(), HashAlgorithm.fromName(value), config.hashSeed());
+    }
+
+    @Option(names = "--chunk-keys", paramLabel = "SCHEME", order = 8, description = "how a chunk becomes a key, as the "
+            + "engines' controller_chunk_keys: lmcache (LMCache's token database's integer chain, the default: LMCache "
+            + "workers' admits are found) or vllm (vLLM's block hash folded to its low 64 bits)")
+    private void chunkKeys(String value) {
+        try {
+            config = config.withChunkKeys(ControllerKeys.Scheme.fromName(value));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--chunk-keys: " + e.getMessage());
+        }
     }
 
     @Option(names = "--model", paramLabel = "NAME", order = 8, description = "the served model's name (reported in /instances)")
@@ -167,6 +180,7 @@ public final class ControllerCommand implements CliMain.Command {
                 + "), http http://" + controller.httpEndpoint());
         out.println("lmcache4j controller: chunk size " + config.chunkSize() + (config.saveUnfullChunk() ? " (partial last chunk keyed)" : "")
                 + ", " + config.hashAlgorithm().lmcacheName() + ", hash seed " + (config.hashSeed().isPresent() ? "set" : "NOT set")
+                + ", chunk keys " + config.chunkKeys().configName()
                 + ", worker timeout " + config.workerTimeout().toMillis() / 1000.0 + " s");
         out.flush();
         try {

@@ -2,6 +2,7 @@ package lmcache4j.engine;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
@@ -11,6 +12,20 @@ import lmcache4j.engine.metrics.EngineMetrics;
 /** The parts an engine is assembled from that its config alone decides. */
 final class EngineAssembly {
     private EngineAssembly() {
+    }
+
+    /** Chunks keyed for the control plane at most (about 24 MiB of heap when full). */
+    static final int CONTROLLER_KEYS_CAPACITY = 1 << 18;
+
+    /**
+     * The controller keys of the chunks this engine hashes, when a controller, lookup service or
+     * P2P lookup needs them ({@code enable_controller} or {@code enable_async_loading}); else null.
+     */
+    static ControllerKeys.Index controllerKeys(LMCacheEngineConfig config) {
+        if (!config.enableController() && !config.enableAsyncLoading()) {
+            return null;
+        }
+        return new ControllerKeys.Index(ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), CONTROLLER_KEYS_CAPACITY);
     }
 
     /** LMCache's chunked token database for this config and model: chunk size, hash, seed, key fields. */

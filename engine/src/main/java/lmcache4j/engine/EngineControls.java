@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import lmcache4j.engine.controller.WorkerControls;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.StorageBackend;
@@ -25,6 +26,11 @@ final class EngineControls implements WorkerControls {
     @Override
     public void setResidencyListener(ResidencyListener listener) {
         engine.storage().setResidencyListener(listener);
+    }
+
+    @Override
+    public OptionalLong controllerKey(ChunkHash digest) {
+        return engine.controllerKey(digest);
     }
 
     @Override

@@ -45,7 +45,7 @@ final class EngineTiers {
      * closed again when a tier cannot be opened.
      */
     static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers) {
-        return open(config, metadata, extraTiers, controllerP2pTier(config, metadata));
+        return open(config, metadata, extraTiers, controllerP2pTier(config, metadata, EngineAssembly.controllerKeys(config)));
     }
 
     /**
@@ -54,7 +54,7 @@ final class EngineTiers {
      * the server module's transfer server.
      */
     static Optional<Function<MemoryProvider, StorageBackend>> controllerP2pTier(
-            LMCacheEngineConfig config, ModelMetadata metadata) {
+            LMCacheEngineConfig config, ModelMetadata metadata, lmcache4j.engine.controller.ControllerKeys.Index keys) {
         Optional<lmcache4j.engine.config.P2pSettings> p2p = config.p2p();
         if (p2p.isEmpty() || !config.enableController()) {
             return Optional.empty();
@@ -65,7 +65,7 @@ final class EngineTiers {
         var s = p2p.get();
         return Optional.of(memory -> lmcache4j.engine.p2p.P2pBackend.overController(
                 new lmcache4j.engine.p2p.ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(),
-                        s.timeout()), memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
+                        s.timeout(), keys::key), memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
     }
 
     /**

@@ -5,20 +5,24 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.controller.ControllerWorker;
+import lmcache4j.engine.controller.ControllerWorkerSettings;
+import lmcache4j.engine.events.KvEvents;
+import lmcache4j.engine.events.KvEventsSettings;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.key.TokenDatabase;
-import lmcache4j.engine.controller.ControllerWorker;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.metrics.EngineMetrics;
-import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.storage.AllocationMode;
@@ -48,8 +52,6 @@ import lmcache4j.engine.storage.StorageManager;
  */
 public final class LMCacheEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LMCacheEngine.class.getName());
-    /** Chunk digests the lookup service can resolve from their folds (about 16 MiB of heap when full). */
-    private static final int FOLDED_HASH_CAPACITY = 1 << 18;
 
     private final LMCacheEngineConfig config;
     private final ModelMetadata metadata;
@@ -67,9 +69,10 @@ public final class LMCacheEngine implements AutoCloseable {
     private volatile boolean closed;
     /** The cache controller's worker, when {@code enable_controller} is set. */
     private volatile ControllerWorker controllerWorker;
+    private volatile KvEvents events;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
-                          TokenDatabase tokens, StorageManager storage) {
+                          TokenDatabase tokens, ControllerKeys.Index controllerKeys, StorageManager storage) {
         this.config = config;
         this.metadata = metadata;
         this.connector = connector;
@@ -82,7 +85,7 @@ public final class LMCacheEngine implements AutoCloseable {
         this.prefetches = new Prefetches(storage, config, threads);
         this.checks = new RequestChecks(metadata, tokens);
         this.lookups = new Lookups(config, metadata, tokens, storage, metrics, lookupPins, prefetches,
-                config.enableAsyncLoading() ? new FoldedHashIndex(FOLDED_HASH_CAPACITY) : null);
+                controllerKeys);
         this.copies = new ChunkCopies(storage, metrics, storeMode, config.storeLocation(), prefetches, lookupPins);
         storage.publishMetrics(metrics);
         EngineAssembly.bindCopyMetrics(metrics, connector);
@@ -113,7 +116,9 @@ public final class LMCacheEngine implements AutoCloseable {
                     + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
                     + "ProbingPeerLocator");
         }
-        return create(config, metadata, connector, extraTiers, tokenDatabase, EngineTiers.controllerP2pTier(config, metadata));
+        ControllerKeys.Index keys = EngineAssembly.controllerKeys(config);
+        return create(config, metadata, connector, extraTiers, tokenDatabase, keys,
+                EngineTiers.controllerP2pTier(config, metadata, keys));
     }
 
     /**
@@ -133,15 +138,24 @@ public final class LMCacheEngine implements AutoCloseable {
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
         return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),
-                Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
+                EngineAssembly.controllerKeys(config), Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
                         p2p.connections())));
     }
 
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                         List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
-                                        Optional<Function<MemoryProvider, StorageBackend>> lowest) {
-        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase,
+                                        ControllerKeys.Index keys, Optional<Function<MemoryProvider, StorageBackend>> lowest) {
+        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, keys,
                 EngineTiers.open(config, metadata, extraTiers, lowest));
+        try {
+            KvEventsSettings.from(config).ifPresent(settings -> {
+                engine.events = KvEvents.start(settings, config.chunkSize());
+                engine.storage.setResidencyListener(engine.events);
+            });
+        } catch (RuntimeException e) {
+            engine.close();
+            throw e;
+        }
         if (config.enableController()) {
             try {
                 engine.controllerWorker = ControllerWorker.start(
@@ -190,7 +204,11 @@ public final class LMCacheEngine implements AutoCloseable {
     private PreparedRequest prepared(int[] tokens, int skippedTokens, Map<String, String> requestConfigs) {
         List<ChunkRange> chunks = this.tokens.processTokens(tokens, requestConfigs);
         metrics.recordHashed(tokens.length);
-        lookups.remember(chunks);
+        lookups.remember(tokens, chunks);
+        KvEvents published = events;
+        if (published != null) {
+            published.remember(tokens, chunks);
+        }
         return new PreparedRequest(this.tokens, tokens.length, chunks, skippedTokens);
     }
 
@@ -250,7 +268,7 @@ public final class LMCacheEngine implements AutoCloseable {
                            Map<String, String> requestConfigs) {
         ensureOpen("store");
         List<ChunkRange> ranges = this.tokens.processHashes(hashes, lengths, requestConfigs);
-        lookups.remember(ranges);
+        lookups.rememberDigests(ranges);
         int total = ranges.isEmpty() ? 0 : ranges.getLast().end();
         if (slotMapping.length < total) {
             throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
@@ -407,12 +425,12 @@ public final class LMCacheEngine implements AutoCloseable {
 
     /**
      * LMCache's {@code async_lookup_and_prefetch}, as the lookup service calls it: the request comes
-     * as the scheduler hashed it (each chunk's hash folded to 64 bits, and its token count), starts
-     * the prefetch of {@link #prefetch(PreparedRequest, String)} for {@code lookupId} and returns at
-     * once. A folded hash this engine cannot resolve to a chunk it has hashed ends the prefix.
+     * as the scheduler keyed it (each chunk's controller key, and its token count), starts the
+     * prefetch of {@link #prefetch(PreparedRequest, String)} for {@code lookupId} and returns at
+     * once. A key this engine cannot resolve to a chunk it has keyed ends the prefix.
      * Needs {@code enable_async_loading}.
      *
-     * @param foldedHashes    each chunk's hash as {@link lmcache4j.engine.controller.ControllerKeys#fold} gives it
+     * @param foldedHashes    each chunk's key as {@link lmcache4j.engine.controller.ControllerKeys} makes it
      * @param chunkTokens     each chunk's token count (LMCache's offsets: end − start)
      * @param requestConfigs  the request's configs; {@code lmcache.tag.*} entries tag the keys
      * @return completes (never exceptionally) with the tokens ready for the retrieve: the answer the
@@ -482,7 +500,17 @@ public final class LMCacheEngine implements AutoCloseable {
     /** Removes every evictable chunk from every tier; returns the tokens removed. */
     public long clear() {
         ensureOpen("clear");
-        return storage.clear();
+        long removed = storage.clear();
+        KvEvents published = events;
+        if (published != null && storage.residentKeys().values().stream().allMatch(List::isEmpty)) {
+            published.allCleared();
+        }
+        return removed;
+    }
+
+    /** The control-plane key of a chunk this engine keyed ({@code package-private}: for the controller's worker). */
+    OptionalLong controllerKey(ChunkHash digest) {
+        return lookups.controllerKey(digest);
     }
 
     /** The cache controller's worker, when {@code enable_controller} is set. */
@@ -536,6 +564,9 @@ public final class LMCacheEngine implements AutoCloseable {
         closed = true;
         if (controllerWorker != null) {
             controllerWorker.close(); // deregisters, before the tiers' closing removals would be reported
+        }
+        if (events != null) {
+            events.close(); // publishes what is queued; the tiers' closing removals are not events
         }
         lookupPins.releaseAll();
         List<RequestPrefetch> held = prefetches.releaseAll();

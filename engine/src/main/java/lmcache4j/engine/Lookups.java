@@ -6,9 +6,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkRange;
@@ -19,8 +21,8 @@ import lmcache4j.engine.storage.TieredPrefix;
 
 /**
  * Lookups: how much of a request's prefix the tiers hold (pinning it for the retrieve when asked),
- * and LMCache's asynchronous lookup, which comes as folded chunk hashes the lookup service resolves
- * against the digests this engine hashed.
+ * and LMCache's asynchronous lookup, which comes as controller keys ({@link ControllerKeys}) the
+ * lookup service resolves against the chunks this engine keyed.
  */
 final class Lookups {
     private final LMCacheEngineConfig config;
@@ -30,11 +32,11 @@ final class Lookups {
     private final EngineMetrics metrics;
     private final LookupPins lookupPins;
     private final Prefetches prefetches;
-    /** Folded chunk hashes → digests, for the lookup service; null unless {@code enable_async_loading}. */
-    private final FoldedHashIndex foldedHashes;
+    /** Controller keys ↔ digests, for the control plane; null without a controller or lookup service. */
+    private final ControllerKeys.Index controllerKeys;
 
     Lookups(LMCacheEngineConfig config, ModelMetadata metadata, TokenDatabase tokens, StorageManager storage,
-            EngineMetrics metrics, LookupPins lookupPins, Prefetches prefetches, FoldedHashIndex foldedHashes) {
+            EngineMetrics metrics, LookupPins lookupPins, Prefetches prefetches, ControllerKeys.Index controllerKeys) {
         this.config = config;
         this.metadata = metadata;
         this.tokens = tokens;
@@ -42,7 +44,7 @@ final class Lookups {
         this.metrics = metrics;
         this.lookupPins = lookupPins;
         this.prefetches = prefetches;
-        this.foldedHashes = foldedHashes;
+        this.controllerKeys = controllerKeys;
     }
 
     /** How many leading tokens are cached; with {@code lookupId}, pins them (replacing its earlier pins). */
@@ -78,7 +80,7 @@ final class Lookups {
                                                       Map<String, String> requestConfigs) {
         Objects.requireNonNull(lookupId, "lookupId");
         Objects.requireNonNull(requestConfigs, "requestConfigs");
-        if (this.foldedHashes == null) {
+        if (controllerKeys == null || !config.enableAsyncLoading()) {
             throw new IllegalStateException("asynchronous lookups need enable_async_loading: true");
         }
         if (foldedHashes.length != chunkTokens.length) {
@@ -86,8 +88,8 @@ final class Lookups {
                     + " chunk token counts");
         }
         List<ChunkHash> hashes = new ArrayList<>(foldedHashes.length);
-        for (long fold : foldedHashes) {
-            Optional<ChunkHash> hash = this.foldedHashes.resolve(fold);
+        for (long key : foldedHashes) {
+            Optional<ChunkHash> hash = controllerKeys.digest(key);
             if (hash.isEmpty()) {
                 break; // never hashed here: no tier can hold it under a key this engine knows
             }
@@ -103,12 +105,35 @@ final class Lookups {
         return prefetches.start(ranges, lookupId);
     }
 
-    /** Remembers the folds of hashed chunks, for {@link #asyncLookupAndPrefetch}. */
-    void remember(List<ChunkRange> ranges) {
-        if (foldedHashes != null) {
+    /**
+     * Keys a request's chunks for the control plane (its controller reports, the lookup service,
+     * P2P lookups): under LMCache's scheme the keys chain over {@code tokens}.
+     */
+    void remember(int[] tokens, List<ChunkRange> ranges) {
+        if (controllerKeys == null || ranges.isEmpty()
+                || controllerKeys.key(ranges.getLast().key().chunkHash()).isPresent()) {
+            return; // a prompt keyed before (its last chunk's key chains over all the others)
+        }
+        long[] keys = ControllerKeys.of(controllerKeys.scheme(), this.tokens.hasher(), tokens, ranges);
+        for (int i = 0; i < keys.length; i++) {
+            controllerKeys.record(ranges.get(i).key().chunkHash(), keys[i]);
+        }
+    }
+
+    /**
+     * Keys chunks whose digests the caller computed (no tokens): only vLLM's scheme can, since
+     * LMCache's keys come from the tokens.
+     */
+    void rememberDigests(List<ChunkRange> ranges) {
+        if (controllerKeys != null && controllerKeys.scheme() == ControllerKeys.Scheme.VLLM) {
             for (ChunkRange r : ranges) {
-                foldedHashes.record(r.key().chunkHash());
+                controllerKeys.record(r.key().chunkHash(), ControllerKeys.vllmFold(r.key().chunkHash()));
             }
         }
+    }
+
+    /** The control-plane key of a chunk this engine keyed, when known. */
+    OptionalLong controllerKey(ChunkHash digest) {
+        return controllerKeys == null ? OptionalLong.empty() : controllerKeys.key(digest);
     }
 }

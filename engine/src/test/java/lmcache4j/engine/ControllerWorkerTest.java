@@ -20,7 +20,6 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
@@ -38,9 +37,12 @@ import lmcache4j.engine.controller.message.OpType;
 import lmcache4j.engine.controller.message.Position;
 import lmcache4j.engine.controller.message.WorkerMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
+import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The engine's controller worker against a real (tiny, in-test) ZeroMQ controller: registration,
@@ -73,8 +75,9 @@ class ControllerWorkerTest {
     }
 
     private static long[] controllerKeys(LMCacheEngine engine, int tokens, long seed) {
-        return engine.prepare(SyntheticKv.tokens(tokens, seed), Map.of()).chunks().stream()
-                .map(ChunkRange::key).mapToLong(ControllerKeys::fold).toArray();
+        int[] t = SyntheticKv.tokens(tokens, seed);
+        return ControllerKeys.of(ControllerKeys.Scheme.LMCACHE, ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0"), t,
+                engine.prepare(t, Map.of()).chunks());
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {

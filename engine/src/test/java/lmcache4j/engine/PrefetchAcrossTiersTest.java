@@ -12,18 +12,21 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.CacheEngineKey;
+import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The prefetch across every tier (CPU, disk, an fs:// remote, and a slow or failing tier below
@@ -297,7 +300,8 @@ class PrefetchAcrossTiersTest {
     }
 
     private static long[] folds(LMCacheEngine engine, int[] tokens) {
-        return keys(engine, tokens).stream().mapToLong(ControllerKeys::fold).toArray();
+        return ControllerKeys.of(ControllerKeys.Scheme.LMCACHE, ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0"), tokens,
+                engine.prepare(tokens, Map.of()).chunks());
     }
 
     private static int[] chunkTokens(int chunks) {

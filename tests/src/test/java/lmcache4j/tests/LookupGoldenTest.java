@@ -15,6 +15,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
 import lmcache4j.allocator.DType;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.LMCacheEngineConfig;
@@ -23,13 +26,13 @@ import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.json.Json;
+import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.lookup.LookupClient;
 import lmcache4j.engine.lookup.LookupRequest;
 import lmcache4j.engine.lookup.LookupWire;
 import lmcache4j.server.lookup.LookupServer;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The lookup frames against LMCache's own construction, in Python (tests/python/lookup_frames.py, in
@@ -61,7 +64,8 @@ class LookupGoldenTest {
             PrefixKv.write(kv, PrefixKv.prefixHashes(tokens), slots, 0, TOKENS);
             assertEquals(TOKENS, engine.store(tokens, null, kv, slots, configs));
             List<ChunkRange> chunks = engine.prepare(tokens, configs).chunks();
-            expected = new LookupRequest("golden-1", chunks.stream().mapToLong(r -> ControllerKeys.fold(r.key())).toArray(),
+            expected = new LookupRequest("golden-1", ControllerKeys.of(ControllerKeys.Scheme.LMCACHE,
+                    ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0"), tokens, chunks),
                     chunks.stream().mapToInt(ChunkRange::length).toArray(), configs);
 
             List<String> hashes = new ArrayList<>();

@@ -206,6 +206,46 @@ public final class LMCacheEngineConfig {
         return bool("copy_streaming_stores");
     }
 
+    /**
+     * {@code controller_chunk_keys} (lmcache4j only, default {@code lmcache}): how a chunk becomes a
+     * control-plane key ({@code lmcache4j.engine.controller.ControllerKeys.Scheme} by that name).
+     */
+    public String controllerChunkKeys() {
+        return str("controller_chunk_keys").orElse("lmcache");
+    }
+
+    // --- KV events ----------------------------------------------------------------------------
+
+    /** {@code kv_events_endpoint} (lmcache4j only): where KV events are published; empty: none. */
+    public Optional<String> kvEventsEndpoint() {
+        return str("kv_events_endpoint");
+    }
+
+    /** {@code kv_events_replay_endpoint} (lmcache4j only): the replay ROUTER address; empty: no replay. */
+    public Optional<String> kvEventsReplayEndpoint() {
+        return str("kv_events_replay_endpoint");
+    }
+
+    /** {@code kv_events_topic} (lmcache4j only, default empty). */
+    public String kvEventsTopic() {
+        return str("kv_events_topic").orElse("");
+    }
+
+    /** {@code kv_events_buffer_steps} (lmcache4j only, default 10000). */
+    public int kvEventsBufferSteps() {
+        return (Integer) values.get("kv_events_buffer_steps");
+    }
+
+    /** {@code kv_events_hwm} (lmcache4j only, default 100000). */
+    public int kvEventsHwm() {
+        return (Integer) values.get("kv_events_hwm");
+    }
+
+    /** {@code kv_events_max_queue_size} (lmcache4j only, default 100000). */
+    public int kvEventsMaxQueueSize() {
+        return (Integer) values.get("kv_events_max_queue_size");
+    }
+
     // --- blending -----------------------------------------------------------------------------
 
     /** {@code enable_blending} (default false). */

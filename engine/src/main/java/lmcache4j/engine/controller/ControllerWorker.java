@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -19,7 +20,6 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -34,6 +34,7 @@ import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.LayerCacheEngineKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * One engine worker's side of LMCache's cache controller ({@code lmcache/v1/cache_controller/worker.py}):
@@ -97,7 +98,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private ControllerWorker(ControllerWorkerSettings settings, WorkerControls engine) {
         this.settings = settings;
         this.engine = engine;
-        this.queue = new ReportQueue(settings.queueCapacity());
+        this.queue = new ReportQueue(settings.queueCapacity(), engine::controllerKey);
         this.control = new ControlRequestHandler(engine);
         this.ip = localAddressToward(settings.replyAddress());
         this.thread = Thread.ofPlatform().daemon().name("lmcache4j-controller-worker-" + settings.workerId())
@@ -544,7 +545,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         fullSyncs.increment();
         boolean ok = true;
         for (Map.Entry<String, List<CacheKey>> tier : engine.residentKeys().entrySet()) {
-            ok &= syncLocation(tier.getKey(), foldedKeys(tier.getValue()));
+            ok &= syncLocation(tier.getKey(), controllerKeys(tier.getValue()));
             if (!running) {
                 return;
             }
@@ -555,18 +556,22 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         }
     }
 
-    private static long[] foldedKeys(List<CacheKey> keys) {
-        long[] folded = new long[keys.size()];
+    /** The distinct controller keys of {@code keys}, sorted; chunks this engine has not keyed are left out. */
+    private long[] controllerKeys(List<CacheKey> keys) {
+        long[] out = new long[keys.size()];
         int n = 0;
         for (CacheKey key : keys) {
             if (key instanceof LayerCacheEngineKey layer && layer.layerId() != 0) {
                 continue;
             }
-            folded[n++] = ControllerKeys.fold(key.chunkKey());
+            OptionalLong k = engine.controllerKey(key.chunkKey().chunkHash());
+            if (k.isPresent()) {
+                out[n++] = k.getAsLong();
+            }
         }
-        folded = Arrays.copyOf(folded, n);
-        Arrays.sort(folded);
-        return Arrays.stream(folded).distinct().toArray();
+        out = Arrays.copyOf(out, n);
+        Arrays.sort(out);
+        return Arrays.stream(out).distinct().toArray();
     }
 
     private boolean syncLocation(String location, long[] keys) {

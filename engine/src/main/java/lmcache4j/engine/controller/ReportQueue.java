@@ -1,11 +1,14 @@
 package lmcache4j.engine.controller;
 
+import java.util.OptionalLong;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
 
 import lmcache4j.engine.controller.message.OpType;
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.LayerCacheEngineKey;
 import lmcache4j.engine.storage.ResidencyListener;
 
@@ -23,12 +26,16 @@ final class ReportQueue implements ResidencyListener {
     }
 
     private final ArrayBlockingQueue<Op> queue;
+    private final Function<ChunkHash, OptionalLong> keys;
+    private final LongAdder unkeyed = new LongAdder();
     private final LongAdder queued = new LongAdder();
     private final LongAdder dropped = new LongAdder();
     private final AtomicBoolean resyncRequested = new AtomicBoolean();
 
-    ReportQueue(int capacity) {
+    /** @param keys a chunk's controller key, empty when the engine has not keyed it (such chunks are not reported) */
+    ReportQueue(int capacity, Function<ChunkHash, OptionalLong> keys) {
         this.queue = new ArrayBlockingQueue<>(capacity);
+        this.keys = keys;
     }
 
     @Override
@@ -46,12 +53,22 @@ final class ReportQueue implements ResidencyListener {
         if (key instanceof LayerCacheEngineKey layer && layer.layerId() != 0) {
             return;
         }
-        if (queue.offer(new Op(type, tier, ControllerKeys.fold(key.chunkKey())))) {
+        OptionalLong controllerKey = keys.apply(key.chunkKey().chunkHash());
+        if (controllerKey.isEmpty()) {
+            unkeyed.increment(); // hashed in another process (recovered from disk): the controller cannot match it
+            return;
+        }
+        if (queue.offer(new Op(type, tier, controllerKey.getAsLong()))) {
             queued.increment();
         } else {
             dropped.increment();
             resyncRequested.set(true);
         }
+    }
+
+    /** Admits and evicts not reported because the engine had not keyed the chunk. */
+    long unkeyed() {
+        return unkeyed.sum();
     }
 
     /** The oldest operation, or null. Only the worker's thread calls this. */

@@ -6,6 +6,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 
 import lmcache4j.engine.key.CacheKey;
+import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.storage.ResidencyListener;
 
 /**
@@ -33,4 +34,10 @@ public interface WorkerControls {
 
     /** 0 when healthy (LMCache's {@code health()}). */
     int health();
+
+    /**
+     * The control-plane key ({@link ControllerKeys}) of the chunk with {@code digest}; empty when this
+     * engine has not keyed it (LMCache's keys come from a prompt's tokens).
+     */
+    OptionalLong controllerKey(ChunkHash digest);
 }

@@ -93,6 +93,12 @@ final class CborEncoder {
         putInt(v);
     }
 
+    /** An integer read from {@code bits} as unsigned 64-bit (major type 0, 8 bytes when the top bit is set). */
+    void writeUnsigned(long bits) {
+        ensure(MAX_HEAD_BYTES);
+        head(MAJOR_UNSIGNED, bits);
+    }
+
     /** A byte string holding the hash's bytes. */
     void writeBytes(ChunkHash hash) {
         int n = hash.length();

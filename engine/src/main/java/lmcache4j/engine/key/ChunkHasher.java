@@ -174,6 +174,39 @@ public final class ChunkHasher {
     }
 
     /**
+     * LMCache's integer key of chunk {@code tokens[from, to)} after the chunk keyed {@code parentKey}
+     * ({@link #noneIntKey()} for the first): since LMCache folds its token database's hashes to ints,
+     * the first 8 bytes, big-endian, of SHA-256 over the canonical CBOR of
+     * {@code [parentKey, [tokens...], []]} (an unsigned integer parent, an empty tuple of extra keys).
+     * These ints are what an LMCache worker reports to its controller and a scheduler sends to its
+     * lookup service, and they chain on themselves, not on the 32-byte digests of {@link #next}.
+     */
+    public long nextIntKey(long parentKey, int[] tokens, int from, int to) {
+        Objects.checkFromToIndex(from, to, tokens.length);
+        Scratch s = SCRATCH.get();
+        s.cbor.reset();
+        s.cbor.arrayHead(3);
+        s.cbor.writeUnsigned(parentKey);
+        s.cbor.writeIntArray(tokens, from, to);
+        s.cbor.arrayHead(0);
+        s.sha256.update(s.cbor.buffer(), 0, s.cbor.length());
+        return firstEightBytes(s.sha256.digest());
+    }
+
+    /** The start of LMCache's integer chain: {@link #noneHash()} folded to its first 8 bytes, big-endian. */
+    public long noneIntKey() {
+        return firstEightBytes(noneHash.toBytes());
+    }
+
+    private static long firstEightBytes(byte[] digest) {
+        long bits = 0;
+        for (int i = 0; i < Long.BYTES; i++) {
+            bits = (bits << 8) | (digest[i] & 0xff);
+        }
+        return bits;
+    }
+
+    /**
      * The exact bytes {@link #next} hashes for this chunk (a fresh array): for tests, benchmarks
      * and for comparing with other implementations.
      */

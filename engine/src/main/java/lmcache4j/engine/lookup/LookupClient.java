@@ -13,19 +13,21 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
-import lmcache4j.engine.zmq.ZmqConnect;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.HashRange;
 import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
-import org.zeromq.SocketType;
-import org.zeromq.ZContext;
-import org.zeromq.ZMQ;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The scheduler's side of the lookup service (LMCache's {@code LMCacheAsyncLookupClient}): hashes
@@ -42,6 +44,7 @@ public final class LookupClient implements AutoCloseable {
     private static final int POLL_MS = 50;
 
     private final TokenDatabase tokens;
+    private final ControllerKeys.Scheme scheme;
     private final long timeoutNanos;
     private final int ranks;
     private final ZContext context = new ZContext();
@@ -77,8 +80,9 @@ public final class LookupClient implements AutoCloseable {
     public record Stats(long sent, long answers, long malformed, long unexpected, long timedOut, long unsent) {
     }
 
-    private LookupClient(LookupEndpoints endpoints, TokenDatabase tokens, Duration timeout) {
+    private LookupClient(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme, Duration timeout) {
         this.tokens = Objects.requireNonNull(tokens, "tokens");
+        this.scheme = Objects.requireNonNull(scheme, "scheme");
         this.timeoutNanos = timeout.toNanos();
         this.ranks = endpoints.serverWorkerIds().size();
         try {
@@ -104,8 +108,8 @@ public final class LookupClient implements AutoCloseable {
     /**
      * A client for the deployment a config describes: the endpoints of {@link LookupEndpoints#of},
      * the engine's chunking and hashing ({@code chunk_size}, {@code save_unfull_chunk},
-     * {@code pre_caching_hash_algorithm}, {@code hash_seed}) so its hashes are the workers', and
-     * {@code lookup_timeout_ms}.
+     * {@code pre_caching_hash_algorithm}, {@code hash_seed}, {@code controller_chunk_keys}) so its
+     * keys are the workers', and {@code lookup_timeout_ms}.
      */
     public static LookupClient open(LMCacheEngineConfig config, ModelMetadata model) {
         if (config.enableBlending()) {
@@ -116,23 +120,30 @@ public final class LookupClient implements AutoCloseable {
         KeyFactory keys = new KeyFactory(model.modelName(), model.worldSize(), model.workerId(), model.kvDtype());
         return open(LookupEndpoints.of(config, model.worldSize(), model.mla()),
                 new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
-                Duration.ofMillis(config.lookupTimeoutMs()));
+                ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), Duration.ofMillis(config.lookupTimeoutMs()));
     }
 
-    /** A client on {@code endpoints}, hashing with {@code tokens}; lookups unanswered after {@code timeout} count as 0. */
-    public static LookupClient open(LookupEndpoints endpoints, TokenDatabase tokens, Duration timeout) {
-        return new LookupClient(endpoints, tokens, timeout);
+    /**
+     * A client on {@code endpoints}, hashing with {@code tokens} and keying chunks by {@code scheme};
+     * lookups unanswered after {@code timeout} count as 0.
+     */
+    public static LookupClient open(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme,
+                                    Duration timeout) {
+        return new LookupClient(endpoints, tokens, scheme, timeout);
     }
 
-    /** The request a lookup of {@code prompt} sends: its chunks' folded hashes and token counts. */
+    /** The request a lookup of {@code prompt} sends: its chunks' controller keys and token counts. */
     public LookupRequest request(int[] prompt, String lookupId, Map<String, String> requestConfigs) {
         List<HashRange> chunks = tokens.hashTokens(prompt);
-        long[] hashes = new long[chunks.size()];
+        List<ChunkHash> digests = new ArrayList<>(chunks.size());
+        int[] ends = new int[chunks.size()];
         int[] counts = new int[chunks.size()];
-        for (int i = 0; i < hashes.length; i++) {
-            hashes[i] = ControllerKeys.fold(chunks.get(i).hash());
+        for (int i = 0; i < counts.length; i++) {
+            digests.add(chunks.get(i).hash());
             counts[i] = chunks.get(i).length();
+            ends[i] = chunks.get(i).end();
         }
+        long[] hashes = ControllerKeys.keys(scheme, tokens.hasher(), prompt, digests, ends);
         return new LookupRequest(lookupId, hashes, counts, requestConfigs);
     }
 

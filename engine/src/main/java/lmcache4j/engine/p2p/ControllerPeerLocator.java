@@ -1,16 +1,22 @@
 package lmcache4j.engine.p2p;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
-import lmcache4j.engine.zmq.ZmqConnect;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
@@ -18,16 +24,13 @@ import lmcache4j.engine.controller.message.ErrorMsg;
 import lmcache4j.engine.controller.message.MalformedMessageException;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
-import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.CacheKey;
-import lmcache4j.engine.key.LayerCacheEngineKey;
-import org.zeromq.SocketType;
-import org.zeromq.ZContext;
-import org.zeromq.ZMQ;
+import lmcache4j.engine.key.ChunkHash;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
- * A {@link PeerLocator} over the cache controller: LMCache's {@code BatchedP2PLookupMsg} (the chunk
- * keys folded as {@link ControllerKeys} folds them) on a DEALER to {@code controller_reply_url},
+ * A {@link PeerLocator} over the cache controller: LMCache's {@code BatchedP2PLookupMsg} (the chunks'
+ * controller keys, {@link ControllerKeys}) on a DEALER to {@code controller_reply_url},
  * answered by {@code BatchedP2PLookupRetMsg}. One socket, owned by one thread; one lookup at a time
  * (a lookup asks for a whole prompt's keys in one message). A lookup past the timeout fails and the
  * socket is replaced, so a late answer never answers the next question.
@@ -40,6 +43,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     private final ZContext context = new ZContext(1);
     private final ExecutorService thread = Executors.newSingleThreadExecutor(
             Thread.ofPlatform().name("lmcache4j-p2p-controller-lookup").daemon(true).factory());
+    private final Function<ChunkHash, OptionalLong> keys;
     private ZMQ.Socket dealer; // only touched on the thread
 
     /**
@@ -47,23 +51,30 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
      * @param instanceId   this instance ({@code lmcache_instance_id}), which the controller leaves out
      * @param workerId     this worker; the controller answers with the same worker of each peer
      * @param timeout      the longest one lookup waits
+     * @param keys         a chunk's controller key, empty when this engine has not keyed it (the lookup
+     *                     then asks for the prefix before it)
      */
-    public ControllerPeerLocator(String replyAddress, String instanceId, int workerId, Duration timeout) {
+    public ControllerPeerLocator(String replyAddress, String instanceId, int workerId, Duration timeout,
+                                 Function<ChunkHash, OptionalLong> keys) {
         this.replyAddress = Objects.requireNonNull(replyAddress, "replyAddress");
         this.instanceId = Objects.requireNonNull(instanceId, "instanceId");
         this.workerId = workerId;
         this.timeout = Objects.requireNonNull(timeout, "timeout");
+        this.keys = Objects.requireNonNull(keys, "keys");
     }
 
     @Override
     public CompletableFuture<List<PeerHolding>> locate(List<? extends CacheKey> keys) {
-        long[] hashes = new long[keys.size()];
-        for (int i = 0; i < hashes.length; i++) {
-            hashes[i] = ControllerKeys.fold(switch (keys.get(i)) {
-                case CacheEngineKey chunk -> chunk;
-                case LayerCacheEngineKey layer -> layer.chunk();
-            });
+        long[] all = new long[keys.size()];
+        int known = 0;
+        for (CacheKey key : keys) {
+            OptionalLong k = this.keys.apply(key.chunkKey().chunkHash());
+            if (k.isEmpty()) {
+                break; // a prefix lookup: what follows an unkeyed chunk cannot be reused anyway
+            }
+            all[known++] = k.getAsLong();
         }
+        long[] hashes = Arrays.copyOf(all, known);
         CompletableFuture<List<PeerHolding>> answer = new CompletableFuture<>();
         try {
             thread.execute(() -> {

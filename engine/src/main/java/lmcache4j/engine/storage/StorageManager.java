@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,6 +52,19 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     private final Map<String, StorageBackend> tiers;
     /** Bypassed tier names; read and written under its own lock, only by setBypass. */
     private final Set<String> bypassed = new HashSet<>();
+    private final List<ResidencyListener> listeners = new CopyOnWriteArrayList<>();
+    /** What the tiers report to: every listener, in the order they were set. */
+    private final ResidencyListener fanOut = new ResidencyListener() {
+        @Override
+        public void admitted(String tier, CacheKey key) {
+            listeners.forEach(l -> l.admitted(tier, key));
+        }
+
+        @Override
+        public void evicted(String tier, CacheKey key) {
+            listeners.forEach(l -> l.evicted(tier, key));
+        }
+    };
     /** The tiers not bypassed, in search order: rebuilt when a bypass changes, read without copying. */
     private volatile List<StorageBackend> active;
     /** Prefetch planning and blocking loads: virtual threads, so a slow tier never holds up another request's. */
@@ -119,10 +133,18 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
         }
     }
 
-    /** Tells {@code listener} of every chunk that enters or leaves any tier from now on. */
+    /**
+     * Tells {@code listener} of every chunk that enters or leaves any tier from now on, besides the
+     * listeners added before (the cache controller's worker, the KV-event publisher).
+     */
     public void setResidencyListener(ResidencyListener listener) {
         Objects.requireNonNull(listener, "listener");
-        tiers.values().forEach(tier -> tier.setResidencyListener(listener));
+        synchronized (listeners) {
+            if (listeners.isEmpty()) {
+                tiers.values().forEach(tier -> tier.setResidencyListener(fanOut));
+            }
+            listeners.add(listener);
+        }
     }
 
     /** For each tier that can list its keys, in search order, the keys it holds now. */

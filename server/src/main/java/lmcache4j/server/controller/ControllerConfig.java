@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
 
 /**
@@ -20,6 +21,7 @@ import lmcache4j.engine.key.HashAlgorithm;
  * @param chunkSize       tokens per chunk, as the engines' {@code chunk_size}
  * @param saveUnfullChunk whether a final shorter chunk is keyed, as the engines' {@code save_unfull_chunk}
  * @param hashSeed        the engines' {@code hash_seed} / {@code PYTHONHASHSEED}; empty: none (lookups match nothing)
+ * @param chunkKeys       how a chunk becomes a key, as the engines' {@code controller_chunk_keys} (LMCache's by default)
  * @param model           the served model's name (reported; the chunk hash itself does not include it)
  * @param workerTimeout   a worker silent this long is dropped with its entries ({@code lmcache_worker_timeout})
  * @param requestTimeout  how long a control message to a worker may take before it counts as failed
@@ -30,13 +32,14 @@ import lmcache4j.engine.key.HashAlgorithm;
  */
 public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http, int chunkSize,
                                boolean saveUnfullChunk, HashAlgorithm hashAlgorithm, Optional<String> hashSeed,
-                               String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
+                               ControllerKeys.Scheme chunkKeys, String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
                                int httpThreads, long maxFrameBytes, int expectedEntries) {
     /** LMCache's default ports: 8300 pull, 8400 reply (lmcache_worker ports start at 8500); heartbeat beside them. */
     public static ControllerConfig defaults() {
         return new ControllerConfig(new Endpoint("127.0.0.1", 8300), new Endpoint("127.0.0.1", 8400),
                 new Endpoint("127.0.0.1", 8301), new Endpoint("127.0.0.1", 9000), 256, false,
-                HashAlgorithm.defaultAlgorithm(), Optional.ofNullable(System.getenv("PYTHONHASHSEED")), "",
+                HashAlgorithm.defaultAlgorithm(), Optional.ofNullable(System.getenv("PYTHONHASHSEED")),
+                ControllerKeys.Scheme.LMCACHE, "",
                 Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20);
     }
 
@@ -53,6 +56,7 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         Objects.requireNonNull(http, "http");
         Objects.requireNonNull(hashAlgorithm, "hashAlgorithm");
         Objects.requireNonNull(hashSeed, "hashSeed");
+        Objects.requireNonNull(chunkKeys, "chunkKeys");
         Objects.requireNonNull(model, "model");
         if (chunkSize < 1) {
             throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
@@ -67,12 +71,12 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
     }
 
     public ControllerConfig withEndpoints(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http) {
-        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
                 workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
     }
 
     public ControllerConfig withHashing(int chunkSize, boolean saveUnfullChunk, HashAlgorithm algorithm, Optional<String> seed) {
-        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, model,
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, chunkKeys, model,
                 workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
     }
 
@@ -80,18 +84,23 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         return withHashing(chunkSize, saveUnfullChunk, hashAlgorithm, seed);
     }
 
+    public ControllerConfig withChunkKeys(ControllerKeys.Scheme chunkKeys) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys,
+                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+    }
+
     public ControllerConfig withModel(String model) {
-        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
                 workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
     }
 
     public ControllerConfig withTimeouts(Duration workerTimeout, Duration requestTimeout) {
-        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
                 workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
     }
 
     public ControllerConfig withLimits(int maxBodyBytes, int httpThreads, long maxFrameBytes, int expectedEntries) {
-        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, model,
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
                 workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
     }
 
@@ -103,7 +112,7 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         m.put("pre_caching_hash_algorithm", hashAlgorithm.lmcacheName());
         m.put("hash_seed_set", hashSeed.isPresent());
         m.put("model", model);
-        m.put("key_folding", "first 8 bytes of the chunk digest, unsigned big-endian");
+        m.put("controller_chunk_keys", chunkKeys.configName());
         return m;
     }
 }

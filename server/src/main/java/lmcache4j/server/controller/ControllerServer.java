@@ -83,7 +83,7 @@ public final class ControllerServer implements AutoCloseable {
         sync = new FullSyncTracker(index);
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout());
         ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
-        lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher), index, metrics);
+        lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher, config.chunkKeys()), index, metrics);
         context = new ZContext(1);
         boolean started = false;
         try {

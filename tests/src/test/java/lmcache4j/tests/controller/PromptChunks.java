@@ -5,16 +5,17 @@ import java.util.List;
 import java.util.Random;
 import java.util.stream.Collectors;
 
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.HashAlgorithm;
 
 /**
- * A prompt and its chunks as lmcache4j's engines key them: the sha256_cbor prefix chain of
- * {@code chunkSize}-token chunks (full chunks only, LMCache's default) from lmcache4j's own
- * {@link ChunkHasher}, each digest folded to the controller protocol's 64-bit key (the first 8 bytes,
- * big-endian, as the bits of a long). The worker simulator is handed these keys rather than hashing
- * itself, so what a lookup is checked against is exactly the key an lmcache4j engine reports.
+ * A prompt and its chunks as lmcache4j's engines key them for the controller: {@code chunkSize}-token
+ * chunks (full chunks only, LMCache's default) keyed by LMCache's integer chain
+ * ({@link ControllerKeys.Scheme#LMCACHE}, from lmcache4j's own {@link ChunkHasher}). The worker
+ * simulator is handed these keys (or computes LMCache's itself, for admits without chunks), so what a
+ * lookup is checked against is exactly the key an engine reports.
  */
 record PromptChunks(int[] tokens, List<Chunk> chunks) {
     static final String SEED = "0";
@@ -24,10 +25,16 @@ record PromptChunks(int[] tokens, List<Chunk> chunks) {
     }
 
     static PromptChunks of(int[] tokens, int chunkSize) {
-        List<ChunkHash> chain = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, SEED).chain(tokens, chunkSize, false);
+        ChunkHasher hasher = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, SEED);
+        List<ChunkHash> chain = hasher.chain(tokens, chunkSize, false);
+        int[] ends = new int[chain.size()];
+        for (int i = 0; i < ends.length; i++) {
+            ends[i] = (i + 1) * chunkSize;
+        }
+        long[] keys = ControllerKeys.keys(ControllerKeys.Scheme.LMCACHE, hasher, tokens, chain, ends);
         List<Chunk> chunks = new ArrayList<>();
-        for (int i = 0; i < chain.size(); i++) {
-            chunks.add(new Chunk(i * chunkSize, (i + 1) * chunkSize, fold(chain.get(i))));
+        for (int i = 0; i < keys.length; i++) {
+            chunks.add(new Chunk(i * chunkSize, ends[i], keys[i]));
         }
         return new PromptChunks(tokens, List.copyOf(chunks));
     }
@@ -35,14 +42,6 @@ record PromptChunks(int[] tokens, List<Chunk> chunks) {
     /** {@code n} token ids of a 128k vocabulary, the same for the same {@code seed}. */
     static int[] randomTokens(long seed, int n) {
         return new Random(seed).ints(n, 0, 128_000).toArray();
-    }
-
-    static long fold(ChunkHash h) {
-        long k = 0;
-        for (int i = 0; i < Long.BYTES; i++) {
-            k = (k << 8) | (h.byteAt(i) & 0xFF);
-        }
-        return k;
     }
 
     /** The simulator's admit command: {"op":"admit","location":..,"tokens":[..],"chunks":[[start,end,key],..]}. */

@@ -26,6 +26,25 @@ class SimulatorControllerTest {
     Path tmp;
 
     @Test
+    void anLmcacheWorkersOwnKeysAreFoundByATokenLookup() throws Exception {
+        // The simulator keys the chunks itself, with LMCache's token-database formula in Python; the
+        // controller hashes the lookup's tokens in Java: the integers must coincide.
+        TestPython.require();
+        ControllerProcess.Ports ports = ControllerProcess.Ports.free();
+        int[] tokens = PromptChunks.randomTokens(7, 5 * CHUNK + 17);
+        try (ControllerProcess controller = ControllerProcess.start("controller", ports, CHUNK, Duration.ofSeconds(30), tmp);
+             WorkerSimulator lmcache = WorkerSimulator.start("lmcache-worker", ports.reply(), ports.pull(), tmp,
+                     "--chunk-size", Integer.toString(CHUNK), "--hash-seed", PromptChunks.SEED)) {
+            lmcache.awaitRegistered();
+            lmcache.admitKeyedByLmcache(tokens, WorkerSimulator.CPU);
+            Map<String, Object> found = controller.http().awaitLookup(tokens,
+                    r -> ControllerHttp.tokensOf(r, "lmcache-worker") == 5 * CHUNK, WAIT, "the LMCache worker's 5 chunks");
+            assertEquals("lmcache-worker", found.get("best_instance"), found.toString());
+            assertEquals(0, lmcache.quit(), lmcache.process().output());
+        }
+    }
+
+    @Test
     void aLookupNamesTheSimulatorThatPushedThePromptsChunks() throws Exception {
         TestPython.require();
         ControllerProcess.Ports ports = ControllerProcess.Ports.free();

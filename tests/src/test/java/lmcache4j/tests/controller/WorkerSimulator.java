@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -48,6 +49,17 @@ final class WorkerSimulator implements AutoCloseable {
     void admit(PromptChunks prompt, String location) throws IOException, InterruptedException {
         int before = count("pushed");
         process.send(prompt.admitCommand(location));
+        process.awaitEvent("pushed", before + 1, e -> true, WAIT);
+    }
+
+    /**
+     * Holds {@code tokens}' full chunks at {@code location}, keyed by the simulator itself as LMCache's
+     * token database keys them (Python and cbor2, not lmcache4j), and pushes their admits.
+     */
+    void admitKeyedByLmcache(int[] tokens, String location) throws IOException, InterruptedException {
+        int before = count("pushed");
+        process.send("{\"op\":\"admit\",\"location\":\"" + location + "\",\"tokens\":"
+                + Arrays.toString(tokens).replace(" ", "") + "}");
         process.awaitEvent("pushed", before + 1, e -> true, WAIT);
     }
 

@@ -119,6 +119,31 @@ public final class LMCacheFieldTable {
                         + "where the machine offers them (x86-64 Linux: AVX2, else SSE2), so a gather's short runs do "
                         + "not first read every destination line from memory. false: ordinary cached stores "
                         + "(MemorySegment.copy) everywhere. Ignored by the CUDA connector.").build());
+        f.add(define("controller_chunk_keys", CHOICE).defaultValue("lmcache").allowed("lmcache", "vllm").lmcache4jOnly()
+                .description("lmcache4j only: the integer a chunk is known by in the control plane (cache controller, "
+                        + "lookup service, P2P lookup). lmcache: LMCache's token database's keys (a chain of 64-bit "
+                        + "ints from the same seed), so lmcache4j and LMCache workers share a controller; vllm: the "
+                        + "chunk's vLLM block hash folded to its low 64 bits, as vLLM's KV events carry it. Every "
+                        + "engine, scheduler and controller of a deployment must use the same.").build());
+        // --- KV events (vLLM's format, for KV-aware routers) ---------------------------------
+        f.add(define("kv_events_endpoint", STRING).nullable().lmcache4jOnly()
+                .description("lmcache4j only: publish the tiers' admits and evictions as vLLM's KV events "
+                        + "(KVEventBatch of BlockStored/BlockRemoved/AllBlocksCleared, msgspec msgpack) on a ZeroMQ PUB "
+                        + "socket at this address, as vLLM's endpoint: bound when it holds * or :: or is ipc:// or "
+                        + "inproc://, else connected (e.g. tcp://*:5557). Unset: no events.").build());
+        f.add(define("kv_events_replay_endpoint", STRING).nullable().lmcache4jOnly()
+                .description("lmcache4j only: a ROUTER address (bound) where a subscriber asks for the batches from a "
+                        + "sequence number on, as vLLM's replay_endpoint (e.g. tcp://*:5558). Unset: no replay.").build());
+        f.add(define("kv_events_topic", STRING).defaultValue("").lmcache4jOnly()
+                .description("lmcache4j only: the topic frame of every KV event message, as vLLM's topic.").build());
+        f.add(define("kv_events_buffer_steps", INT).defaultValue(10_000).range(1.0, true, 1_000_000.0, true).lmcache4jOnly()
+                .description("lmcache4j only: KV event batches kept for replay (vLLM's buffer_steps).").build());
+        f.add(define("kv_events_hwm", INT).defaultValue(100_000).range(1.0, true, 10_000_000.0, true).lmcache4jOnly()
+                .description("lmcache4j only: the PUB socket's send high-water mark in messages (vLLM's hwm).").build());
+        f.add(define("kv_events_max_queue_size", INT).defaultValue(100_000).range(1.0, true, 10_000_000.0, true)
+                .lmcache4jOnly()
+                .description("lmcache4j only: KV events waiting to be published at most; beyond it they are dropped "
+                        + "and counted, never waited for (vLLM's max_queue_size).").build());
         f.add(define("enable_blending", BOOL).defaultValue(false)
                 .description("CacheBlend: reuse non-prefix segments split at blend_special_str. Forces save_unfull_chunk.").build());
         f.add(define("blend_recompute_ratios", DOUBLE_LIST).nullable()

@@ -1,0 +1,197 @@
+package lmcache4j.engine.events;
+
+import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMQException;
+
+/**
+ * vLLM's {@code ZmqEventPublisher}, wire for wire: a PUB socket sends each batch as the frames
+ * {@code [topic, seq as 8 bytes big-endian, payload]} (seq from 0), and an optional ROUTER answers
+ * a replay request {@code [start seq as 8 bytes]} with every buffered batch from that seq, each as
+ * {@code [seq, payload]}, then {@code [-1 as 8 bytes, empty]}. One thread
+ * ({@code lmcache4j-kv-events}) owns the sockets: it drains the queue into batches of at most
+ * {@value #MAX_BATCH} events every {@value #BATCH_MILLIS} ms and serves replays between them.
+ * The queue is bounded; events beyond it are dropped and counted, never waited for.
+ */
+final class KvEventPublisher implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(KvEventPublisher.class.getName());
+    static final int MAX_BATCH = 1024;
+    static final int BATCH_MILLIS = 10;
+    static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
+    private static final long JOIN_MILLIS = 2_000;
+
+    private final KvEventsSettings settings;
+    private final ZContext context = new ZContext();
+    private final ZMQ.Socket pub;
+    private final ZMQ.Socket replay;
+    private final byte[] topic;
+    private final BlockingQueue<KvEvent> queue;
+    private final ArrayDeque<Batch> buffer = new ArrayDeque<>();
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong published = new AtomicLong();
+    private final Thread thread;
+    private volatile boolean running = true;
+    private long nextSeq;
+
+    private record Batch(long seq, byte[] payload) {
+    }
+
+    KvEventPublisher(KvEventsSettings settings) {
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.topic = settings.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        this.queue = new ArrayBlockingQueue<>(settings.maxQueueSize());
+        try {
+            pub = context.createSocket(SocketType.PUB);
+            pub.setLinger(0);
+            pub.setSndHWM(settings.hwm());
+            if (binds(settings.endpoint())) {
+                pub.bind(settings.endpoint());
+            } else {
+                pub.connect(settings.endpoint());
+            }
+            if (settings.replayEndpoint().isPresent()) {
+                replay = context.createSocket(SocketType.ROUTER);
+                replay.setLinger(0);
+                replay.bind(settings.replayEndpoint().get());
+            } else {
+                replay = null;
+            }
+        } catch (ZMQException | IllegalArgumentException e) {
+            context.close();
+            throw new IllegalArgumentException("KV events: cannot open " + settings.endpoint()
+                    + settings.replayEndpoint().map(r -> " / replay " + r).orElse("") + ": " + e.getMessage(), e);
+        }
+        thread = Thread.ofPlatform().daemon().name("lmcache4j-kv-events").start(this::run);
+    }
+
+    /** vLLM's rule: bind a wildcard, IPv6-any, ipc:// or inproc:// address; connect to anything else. */
+    static boolean binds(String endpoint) {
+        return endpoint.contains("*") || endpoint.contains("::") || endpoint.startsWith("ipc://")
+                || endpoint.startsWith("inproc://");
+    }
+
+    /** Queues {@code event}; false (and counted) when the queue is full or the publisher closed. */
+    boolean offer(KvEvent event) {
+        if (!running || !queue.offer(event)) {
+            if (dropped.getAndIncrement() == 0) {
+                LOG.log(Level.WARNING, "KV events: the queue of " + settings.maxQueueSize()
+                        + " events is full (or the publisher closed); events are dropped and counted");
+            }
+            return false;
+        }
+        return true;
+    }
+
+    long dropped() {
+        return dropped.get();
+    }
+
+    long publishedBatches() {
+        return published.get();
+    }
+
+    private void run() {
+        List<KvEvent> batch = new ArrayList<>(MAX_BATCH);
+        try {
+            while (running || !queue.isEmpty()) {
+                serveReplay();
+                KvEvent first = queue.poll(BATCH_MILLIS, TimeUnit.MILLISECONDS);
+                if (first == null) {
+                    continue;
+                }
+                batch.add(first);
+                queue.drainTo(batch, MAX_BATCH - 1);
+                publish(batch);
+                batch.clear();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            LOG.log(Level.ERROR, "KV events: the publisher thread stopped: " + e, e);
+        }
+    }
+
+    private void publish(List<KvEvent> events) {
+        byte[] payload = KvEventCodec.batch(System.currentTimeMillis() / 1000.0, events);
+        long seq = nextSeq++;
+        pub.sendMore(topic);
+        pub.sendMore(seqBytes(seq));
+        pub.send(payload);
+        buffer.addLast(new Batch(seq, payload));
+        if (buffer.size() > settings.bufferSteps()) {
+            buffer.removeFirst();
+        }
+        published.incrementAndGet();
+    }
+
+    /** Answers every waiting replay request (frames: identity, empty, start seq). */
+    private void serveReplay() {
+        if (replay == null) {
+            return;
+        }
+        byte[] identity;
+        while ((identity = replay.recv(ZMQ.DONTWAIT)) != null) {
+            List<byte[]> rest = new ArrayList<>();
+            while (replay.hasReceiveMore() && rest.size() < 4) {
+                rest.add(replay.recv(0));
+            }
+            while (replay.hasReceiveMore()) {
+                replay.recv(0); // an over-long request: its extra frames are dropped
+            }
+            if (rest.size() != 2 || rest.get(1).length != 8) {
+                LOG.log(Level.DEBUG, "KV events: an invalid replay request of " + (rest.size() + 1) + " frames");
+                continue;
+            }
+            long start = ByteBuffer.wrap(rest.get(1)).getLong();
+            for (Batch b : buffer) {
+                if (b.seq() >= start) {
+                    send(identity, seqBytes(b.seq()), b.payload());
+                }
+            }
+            send(identity, END_SEQ, new byte[0]);
+        }
+    }
+
+    private void send(byte[] identity, byte[] seq, byte[] payload) {
+        replay.sendMore(identity);
+        replay.sendMore(new byte[0]);
+        replay.sendMore(seq);
+        replay.send(payload);
+    }
+
+    static byte[] seqBytes(long seq) {
+        return ByteBuffer.allocate(8).putLong(seq).array();
+    }
+
+    /** Publishes what is queued (for at most two seconds), then closes the sockets. */
+    @Override
+    public void close() {
+        running = false;
+        try {
+            thread.join(JOIN_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            thread.interrupt();
+            try {
+                thread.join(JOIN_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        context.close();
+    }
+}

@@ -212,6 +212,19 @@ public final class DemoCommand implements CliMain.Command {
         holdSeconds = OptionValues.wholeNumber("--hold", value, 0, 86_400);
     }
 
+    private String kvEvents;
+
+    @Option(names = "--kv-events", paramLabel = "ENDPOINT", order = 14, description = "publish the engine's KV events in "
+            + "vLLM's format (KVEventBatch over ZeroMQ PUB) at ENDPOINT, as kv_events_endpoint: bound when it holds * (e.g. "
+            + "tcp://*:5557), else connected to a subscriber that bound it")
+    private void kvEvents(String value) {
+        if (!value.matches("(tcp|ipc|inproc)://\\S+")) {
+            throw new IllegalArgumentException("--kv-events needs a ZeroMQ endpoint such as tcp://*:5557, got '"
+                    + CliText.echo(value) + "'");
+        }
+        kvEvents = value;
+    }
+
     @Option(names = "--prompt-out", paramLabel = "FILE", order = 13, description = "after the report, write {\"tokens\": "
             + "[...]} of the last prompt served (its chunks were stored last) to FILE: the body of a controller /lookup")
     private void promptOut(String value) {
@@ -332,7 +345,11 @@ public final class DemoCommand implements CliMain.Command {
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previousLevel = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
-        try (ServingSimulator simulator = new ServingSimulator(s, afterRetrieve)) {
+        try (ServingSimulator simulator = new ServingSimulator(s, afterRetrieve, builder -> {
+            if (kvEvents != null) {
+                builder.set("kv_events_endpoint", kvEvents);
+            }
+        })) {
             if (!json) {
                 out.println("== lmcache4j demo: a serving engine's prefix cache, end to end ==");
                 out.println(machine());

@@ -84,6 +84,8 @@ class BadArgumentsTest {
             "demo --disk-gb 1e300",
             "demo --disk-gb 0.001",
             "demo --json=yes",
+            "demo --kv-events nonsense",
+            "demo --kv-events",
             "demo --no-disk --disk /tmp",
             "demo extra",
             "demo --\u001b[2J",

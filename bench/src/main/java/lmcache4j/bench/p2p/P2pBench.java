@@ -120,6 +120,7 @@ public final class P2pBench {
             List<CacheKey> keys = new ArrayList<>();
             a.prepare(tokens, Map.of()).chunks().forEach(r -> keys.add(r.key()));
             fillA(a, keys, shape, random);
+            b.prepare(tokens, Map.of()); // B keys the prompt for the controller, as a request to B would
             awaitController(b, keys);
             List<MemoryObj> into = new ArrayList<>();
             try {

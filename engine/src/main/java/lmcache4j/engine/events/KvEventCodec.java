@@ -5,14 +5,15 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
- * msgspec's msgpack encoding of vLLM's {@code KVEventBatch}: structs declared
- * {@code array_like=True, omit_defaults=True} are arrays, a tagged struct's array starts with its
- * class name, defaults at the end are left out. So a batch is {@code [ts, [event, ...]]}
- * ({@code data_parallel_rank} is None and omitted), and the events are
- * {@code ["BlockStored", hashes, parent, token_ids, block_size, lora_id, medium, lora_name]},
- * {@code ["BlockRemoved", hashes, medium]} and {@code ["AllBlocksCleared"]}. Integers take their
- * smallest form (a hash >= 2^63 is uint64), floats float64, strings their shortest header, as
- * msgspec writes them; golden bytes from msgspec pin it.
+ * msgspec's msgpack encoding of vLLM's {@code KVEventBatch}: structs declared {@code array_like=True}
+ * are arrays of every field in order (msgspec writes defaults in array form too), a tagged struct's
+ * array starts with its class name. So a batch is {@code [ts, [event, ...], data_parallel_rank]}
+ * and the events are {@code ["BlockStored", hashes, parent, token_ids, block_size, lora_id, medium,
+ * lora_name, extra_keys, group_idx]}, {@code ["BlockRemoved", hashes, medium, group_idx]} and
+ * {@code ["AllBlocksCleared"]}, the fields lmcache4j has no value for nil. A subscriber with an older
+ * vLLM's classes (fewer trailing fields) decodes them too: msgspec ignores extra trailing array
+ * elements. Integers take their smallest form (a hash >= 2^63 is uint64), floats float64, strings
+ * their shortest header, as msgspec writes them.
  */
 public final class KvEventCodec {
     private KvEventCodec() {
@@ -21,11 +22,11 @@ public final class KvEventCodec {
     /** The payload frame of one batch published at {@code timestampSeconds}. */
     public static byte[] batch(double timestampSeconds, List<KvEvent> events) {
         Out out = new Out();
-        out.array(2).float64(timestampSeconds).array(events.size());
+        out.array(3).float64(timestampSeconds).array(events.size());
         for (KvEvent e : events) {
             switch (e) {
                 case KvEvent.BlockStored s -> {
-                    out.array(8).str("BlockStored").hashes(s.blockHashes());
+                    out.array(10).str("BlockStored").hashes(s.blockHashes());
                     if (s.parentBlockHash().isPresent()) {
                         out.unsigned(s.parentBlockHash().getAsLong());
                     } else {
@@ -35,13 +36,14 @@ public final class KvEventCodec {
                     for (int t : s.tokenIds()) {
                         out.integer(t);
                     }
-                    out.integer(s.blockSize()).nil().str(s.medium()).nil(); // lora_id, medium, lora_name
+                    // lora_id, medium, lora_name, extra_keys, group_idx
+                    out.integer(s.blockSize()).nil().str(s.medium()).nil().nil().nil();
                 }
-                case KvEvent.BlockRemoved r -> out.array(3).str("BlockRemoved").hashes(r.blockHashes()).str(r.medium());
+                case KvEvent.BlockRemoved r -> out.array(4).str("BlockRemoved").hashes(r.blockHashes()).str(r.medium()).nil();
                 case KvEvent.AllBlocksCleared c -> out.array(1).str("AllBlocksCleared");
             }
         }
-        return out.bytes();
+        return out.nil().bytes(); // data_parallel_rank
     }
 
     /** A minimal msgpack writer: the forms above, each in msgspec's choice of width. */

@@ -2,7 +2,8 @@
 # Regenerates the jextract FFM bindings of cuda-bindings:
 #   src/main/java/lmcache4j/cuda/internal/cudart  (from cudart.args, CUDA runtime API headers)
 #   src/main/java/lmcache4j/cuda/internal/libc    (from libc.args + libc.h, glibc/Linux headers)
-# Requires `jextract` on PATH (see README.md in this directory).
+# Requires `jextract` on PATH and a JDK 25 (JAVA_HOME, or java on PATH) for PostProcess.java
+# (see README.md in this directory).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."   # -> cuda-bindings/
@@ -29,6 +30,12 @@ echo "== jextract @jextract/cudart.args"
 jextract @jextract/cudart.args
 echo "== jextract @jextract/libc.args"
 jextract @jextract/libc.args
+
+# lmcache4j's one change to jextract's output, applied mechanically (see PostProcess.java): the
+# function holders take Downcalls' descriptors and handles, syscall is address-only, no upcalls.
+echo "== post-processing (jextract/PostProcess.java)"
+java_bin="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+"$java_bin" jextract/PostProcess.java "$gen_root"
 
 echo "generated:"
 find "$gen_root/cudart" "$gen_root/libc" -name '*.java' | sort

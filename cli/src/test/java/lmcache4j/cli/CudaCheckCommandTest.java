@@ -33,7 +33,7 @@ class CudaCheckCommandTest {
         Run json = run("--json", "--tokens", "256", "--runs", "1");
         if (cuda.isAvailable()) {
             assertEquals(0, lines.exit(), lines.out() + lines.err());
-            assertTrue(lines.out().contains("cuda-check: all 11 steps passed"), lines.out());
+            assertTrue(lines.out().matches("(?s).*cuda-check: all \\d+ steps passed.*"), lines.out());
             assertTrue(json.out().contains("\"passed\": true") && json.out().contains("\"wrong_tokens\": 0"), json.out());
             return;
         }

@@ -11,6 +11,7 @@ import java.util.OptionalInt;
 
 import lmcache4j.cuda.internal.CudartLibrary;
 import lmcache4j.cuda.internal.cudart.cudaIpcMemHandle_st;
+import lmcache4j.cuda.internal.cudart.cudaMemcpyAttributes;
 import lmcache4j.cuda.internal.cudart.cudaPointerAttributes;
 import lmcache4j.cuda.internal.cudart.cudart_h;
 
@@ -327,6 +328,44 @@ public final class CudaRuntime {
         requireLoaded("cudaMemcpy2DAsync");
         check(cudart_h.cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height, kind.code(), stream.handle()),
                 "cudaMemcpy2DAsync(" + height + " rows of " + width + " bytes, " + kind + ")");
+    }
+
+    /** Whether {@link #memcpyBatchAsync} may be called: a loaded runtime of CUDA 13 or later (its signature). */
+    public boolean hasBatchCopies() {
+        return isLoaded() && runtimeVersion().orElse(0) >= BATCH_COPIES_SINCE;
+    }
+
+    /** The first runtime whose {@code cudaMemcpyBatchAsync} has the signature bound here (CUDA 13.0). */
+    static final int BATCH_COPIES_SINCE = 13000;
+
+    /**
+     * {@code count} asynchronous copies in one call ({@code cudaMemcpyBatchAsync}): copy i moves
+     * {@code sizes[i]} bytes from {@code srcs[i]} to {@code dsts[i]}, the three native arrays of
+     * 8-byte words (addresses, sizes), read during the call. Sources are read in stream order; the
+     * runtime infers each direction from the pointers (unified addressing), so host memory must be
+     * pinned or registered. One call instead of {@code count} is what makes many small copies
+     * (a paged cache's blocks) reach the link's bandwidth.
+     *
+     * @throws IllegalStateException when {@link #hasBatchCopies()} is false
+     */
+    public void memcpyBatchAsync(MemorySegment dsts, MemorySegment srcs, MemorySegment sizes, long count, CudaStream stream) {
+        requireLoaded("cudaMemcpyBatchAsync");
+        if (!hasBatchCopies()) {
+            throw new IllegalStateException("cudaMemcpyBatchAsync needs a CUDA 13 runtime, this one is " + runtimeVersion());
+        }
+        long bytes = count * Long.BYTES;
+        if (count < 1 || dsts.byteSize() < bytes || srcs.byteSize() < bytes || sizes.byteSize() < bytes) {
+            throw new IllegalArgumentException(count + " copies need arrays of " + bytes + " bytes: dsts " + dsts.byteSize()
+                    + ", srcs " + srcs.byteSize() + ", sizes " + sizes.byteSize());
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attrs = arena.allocate(cudaMemcpyAttributes.layout());
+            cudaMemcpyAttributes.srcAccessOrder(attrs, cudart_h.cudaMemcpySrcAccessOrderStream());
+            cudaMemcpyAttributes.flags(attrs, cudart_h.cudaMemcpyFlagDefault());
+            MemorySegment firstIndex = arena.allocate(ValueLayout.JAVA_LONG); // attrs[0] applies from copy 0 on
+            check(cudart_h.cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, firstIndex, 1, stream.handle()),
+                    "cudaMemcpyBatchAsync(" + count + " copies)");
+        }
     }
 
     /** Asynchronously sets {@code bytes} of device memory to {@code value} ({@code cudaMemsetAsync}). */

@@ -90,6 +90,7 @@ public final class CudaCheck {
         step("pinned-memory", this::pinnedMemory);
         step("copies", this::copies);
         step("strided-copy", this::stridedCopy);
+        step("batch-copy", this::batchCopy);
         step("host-registration", this::hostRegistration);
         step("host-arenas", this::hostArenas);
         step("ipc", () -> IpcPeer.check(cuda));
@@ -197,6 +198,41 @@ public final class CudaCheck {
                 require(m == -1, "row " + r + " differs at byte " + m);
             }
             return rows + " rows of " + width + " B at pitch " + pitch + ": identical";
+        }
+    }
+
+    /** cudaMemcpyBatchAsync: 1,024 scattered 32 KiB runs to the device and back in two calls, every byte where it belongs. */
+    private String batchCopy() {
+        if (!cuda.hasBatchCopies()) {
+            return "skipped: cudaMemcpyBatchAsync needs a CUDA 13 runtime (copies go one call per run)";
+        }
+        int runs = 1024;
+        long run = 32 * 1024;
+        long size = runs * run;
+        try (PinnedHostBuffer source = cuda.allocatePinned(size, HostAllocFlags.PORTABLE);
+             PinnedHostBuffer back = cuda.allocatePinned(size, HostAllocFlags.PORTABLE);
+             DeviceBuffer device = cuda.allocateDevice(size);
+             CudaStream stream = cuda.createStream(true);
+             Arena arena = Arena.ofConfined()) {
+            fillRandom(source.segment(), 7);
+            int[] order = new SplittableRandom(8).ints(0, runs).distinct().limit(runs).toArray();
+            MemorySegment dsts = arena.allocate(ValueLayout.JAVA_LONG, runs);
+            MemorySegment srcs = arena.allocate(ValueLayout.JAVA_LONG, runs);
+            MemorySegment sizes = arena.allocate(ValueLayout.JAVA_LONG, runs);
+            for (int i = 0; i < runs; i++) { // host run i goes to device slot order[i]
+                dsts.setAtIndex(ValueLayout.JAVA_LONG, i, device.pointer().address() + order[i] * run);
+                srcs.setAtIndex(ValueLayout.JAVA_LONG, i, source.segment().address() + i * run);
+                sizes.setAtIndex(ValueLayout.JAVA_LONG, i, run);
+            }
+            cuda.memcpyBatchAsync(dsts, srcs, sizes, runs, stream);
+            MemorySegment.copy(dsts, 0, srcs, 0, dsts.byteSize()); // and back: device slot order[i] to host run i
+            for (int i = 0; i < runs; i++) {
+                dsts.setAtIndex(ValueLayout.JAVA_LONG, i, back.segment().address() + i * run);
+            }
+            cuda.memcpyBatchAsync(dsts, srcs, sizes, runs, stream);
+            stream.synchronize();
+            require(source.segment().mismatch(back.segment()) == -1, "a run came back to the wrong place");
+            return runs + " runs of 32 KiB to shuffled device slots and back, two calls: identical";
         }
     }
 

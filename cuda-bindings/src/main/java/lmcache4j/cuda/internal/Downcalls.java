@@ -105,6 +105,8 @@ public final class Downcalls {
     public static final Downcall cudaMemcpy = plain("cudaMemcpy", FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER, C_LONG, C_INT));
     public static final Downcall cudaMemcpyAsync = plain("cudaMemcpyAsync", FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER, C_LONG, C_INT, C_POINTER));
     public static final Downcall cudaMemcpy2DAsync = plain("cudaMemcpy2DAsync", FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_POINTER, C_LONG, C_LONG, C_LONG, C_INT, C_POINTER));
+    /** CUDA 13's signature (CUDA 12.8 and 12.9 had a trailing failIdx): only called on a runtime of 13 or later. */
+    public static final Downcall cudaMemcpyBatchAsync = plain("cudaMemcpyBatchAsync", FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER, C_POINTER, C_LONG, C_POINTER, C_POINTER, C_LONG, C_POINTER));
     public static final Downcall cudaMemsetAsync = plain("cudaMemsetAsync", FunctionDescriptor.of(C_INT, C_POINTER, C_INT, C_LONG, C_POINTER));
     public static final Downcall cudaPointerGetAttributes = plain("cudaPointerGetAttributes", FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER));
     public static final Downcall cudaDriverGetVersion = plain("cudaDriverGetVersion", FunctionDescriptor.of(C_INT, C_POINTER));
@@ -186,6 +188,7 @@ public final class Downcalls {
             cudaMemcpy,
             cudaMemcpyAsync,
             cudaMemcpy2DAsync,
+            cudaMemcpyBatchAsync,
             cudaMemsetAsync,
             cudaPointerGetAttributes,
             cudaDriverGetVersion,

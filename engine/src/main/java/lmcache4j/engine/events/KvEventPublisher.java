@@ -2,6 +2,7 @@ package lmcache4j.engine.events;
 
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,6 +16,8 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMQException;
+
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * vLLM's {@code ZmqEventPublisher}, wire for wire: a PUB socket sends each batch as the frames
@@ -50,7 +53,7 @@ final class KvEventPublisher implements AutoCloseable {
 
     KvEventPublisher(KvEventsSettings settings) {
         this.settings = Objects.requireNonNull(settings, "settings");
-        this.topic = settings.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        this.topic = settings.topic().getBytes(StandardCharsets.UTF_8);
         this.queue = new ArrayBlockingQueue<>(settings.maxQueueSize());
         try {
             pub = context.createSocket(SocketType.PUB);
@@ -59,7 +62,7 @@ final class KvEventPublisher implements AutoCloseable {
             if (binds(settings.endpoint())) {
                 pub.bind(settings.endpoint());
             } else {
-                pub.connect(settings.endpoint());
+                ZmqConnect.connect(pub, settings.endpoint());
             }
             if (settings.replayEndpoint().isPresent()) {
                 replay = context.createSocket(SocketType.ROUTER);

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.Predicate;
-import java.util.function.Supplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -60,7 +59,6 @@ class KvEventsTest {
                          .set("local_disk", tmp.resolve("disk").toString()).set("max_local_disk_size", 0.05)
                          .set("kv_events_endpoint", sub).set("kv_events_replay_endpoint", replay)
                          .set("kv_events_topic", "kv@test").build(), model, KvConnector.host(), List.of())) {
-                Thread.sleep(500); // the PUB connects to the bound SUB: its subscription must arrive before events do
                 long[] slots = new long[tokens.length];
                 Arrays.setAll(slots, i -> i);
                 PagedKvCache kv = cache(arena, model, 64, 16);
@@ -69,7 +67,11 @@ class KvEventsTest {
                 List<ChunkRange> chunks = engine.prepare(tokens, Map.of()).chunks();
                 long[] hashes = chunks.stream().mapToLong(r -> ControllerKeys.vllmFold(r.key().chunkHash())).toArray();
 
-                List<Map<String, Object>> cpu = await(subscriber, () -> stored(subscriber, "CPU"), l -> l.size() >= 3);
+                // PUB drops what it sends before the subscriber's subscription arrives; the replay
+                // socket has every batch, as a router that joined late asks for it.
+                List<Map<String, Object>> stored = replayUntil(subscriber,
+                        all -> stored(all, "CPU").size() >= 3 && stored(all, "DISK").size() >= 3);
+                List<Map<String, Object>> cpu = stored(stored, "CPU");
                 assertEquals(3, cpu.size(), cpu.toString());
                 for (int i = 0; i < 3; i++) {
                     Map<String, Object> e = cpu.get(i);
@@ -80,24 +82,22 @@ class KvEventsTest {
                             e.get("token_ids"));
                     assertEquals((long) CHUNK, e.get("block_size"));
                 }
-                assertTrue(subscriber.events().stream().filter(e -> "batch".equals(e.get("event")))
-                        .allMatch(b -> Boolean.TRUE.equals(b.get("same_bytes"))), "msgspec re-encodes every batch to its bytes");
-                assertEquals(3, await(subscriber, () -> stored(subscriber, "DISK"), l -> l.size() >= 3).size(),
-                        "the disk tier's admits are events too");
+                assertEquals(3, stored(stored, "DISK").size(), "the disk tier's admits are events too");
 
-                engine.clear();
-                subscriber.awaitEvent("batch", 1, b -> ((List<Map<String, Object>>) b.get("events")).stream()
-                        .anyMatch(e -> "AllBlocksCleared".equals(e.get("type"))), WAIT);
-                subscriber.send("replay");
-                Map<String, Object> replayed = subscriber.awaitEvent("replay", WAIT);
-                assertEquals(true, replayed.get("same_payloads"), replayed.toString());
-                List<Map<String, Object>> all = (List<Map<String, Object>>) replayed.get("events");
+                engine.clear(); // by now the subscription has long arrived: these come live
+                Map<String, Object> live = subscriber.awaitEvent("batch", 1, b -> ((List<Map<String, Object>>) b.get("events"))
+                        .stream().anyMatch(e -> "AllBlocksCleared".equals(e.get("type"))), WAIT);
+                assertTrue(subscriber.events().stream().filter(e -> "batch".equals(e.get("event")))
+                        .allMatch(b -> Boolean.TRUE.equals(b.get("same_bytes"))), "msgspec re-encodes every batch to its bytes: " + live);
+                List<Map<String, Object>> all = replayUntil(subscriber,
+                        events -> !events.isEmpty() && "AllBlocksCleared".equals(events.getLast().get("type")));
                 List<Object> removed = new ArrayList<>();
                 all.stream().filter(e -> "BlockRemoved".equals(e.get("type")) && "CPU".equals(e.get("medium")))
                         .forEach(e -> removed.addAll(longs(e.get("block_hashes"))));
                 assertTrue(removed.containsAll(List.of(hashes[0], hashes[1], hashes[2])), "the clear removed every chunk: " + all);
-                assertEquals("AllBlocksCleared", all.getLast().get("type"), all.toString());
-                List<Object> seqs = (List<Object>) replayed.get("seqs");
+                Map<String, Object> lastReplay = lastReplay(subscriber);
+                assertEquals(true, lastReplay.get("same_payloads"), "replayed batches are the live ones, byte for byte");
+                List<Object> seqs = (List<Object>) lastReplay.get("seqs");
                 for (int i = 0; i < seqs.size(); i++) {
                     assertEquals((long) i, seqs.get(i), "replay from seq 0, in order: " + seqs);
                 }
@@ -118,7 +118,8 @@ class KvEventsTest {
             // The demo as a process of its own, through the launcher's run_cli (no build check inside a test run).
             try (ChildProcess demo = ChildProcess.start("demo", List.of("bash", "-c", "source \"$1\"; shift; setup_java; "
                     + "run_cli \"$@\"", "demo", ControllerProcess.LAUNCHER.toString(), "lmcache4j.cli.DemoCommand",
-                    "--requests", "6", "--layers", "1", "--cpu-gb", "0.05", "--no-disk", "--quiet", "--kv-events", sub),
+                    // Enough requests to publish for seconds: a PUB drops what it sends before the subscription arrives.
+                    "--requests", "60", "--layers", "1", "--cpu-gb", "0.05", "--no-disk", "--quiet", "--kv-events", sub),
                     tmp, Map.of())) {
                 assertEquals(0, demo.awaitExit(WAIT), demo.output());
             }
@@ -141,26 +142,33 @@ class KvEventsTest {
                 m.kvDtype());
     }
 
-    /** Every BlockStored in {@code medium} the subscriber has printed so far, in order. */
-    @SuppressWarnings("unchecked")
-    private static List<Map<String, Object>> stored(ChildProcess subscriber, String medium) {
-        return subscriber.events().stream().filter(e -> "batch".equals(e.get("event")))
-                .flatMap(b -> ((List<Map<String, Object>>) b.get("events")).stream())
-                .filter(e -> "BlockStored".equals(e.get("type")) && medium.equals(e.get("medium"))).toList();
+    /** The BlockStored events in {@code medium} among {@code events}, in order. */
+    private static List<Map<String, Object>> stored(List<Map<String, Object>> events, String medium) {
+        return events.stream().filter(e -> "BlockStored".equals(e.get("type")) && medium.equals(e.get("medium"))).toList();
     }
 
-    private static <T> T await(ChildProcess p, Supplier<T> value, Predicate<T> done)
-            throws InterruptedException {
+    /** Asks the subscriber to replay from seq 0 until the replayed events satisfy {@code done}; returns them. */
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> replayUntil(ChildProcess subscriber, Predicate<List<Map<String, Object>>> done)
+            throws Exception {
         long deadline = System.nanoTime() + WAIT.toNanos();
-        T v = value.get();
-        while (!done.test(v)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out; last " + v + "\n" + p.output());
+        while (true) {
+            int before = (int) subscriber.events().stream().filter(e -> "replay".equals(e.get("event"))).count();
+            subscriber.send("replay");
+            Map<String, Object> replayed = subscriber.awaitEvent("replay", before + 1, e -> true, WAIT);
+            List<Map<String, Object>> events = (List<Map<String, Object>>) replayed.get("events");
+            if (done.test(events)) {
+                return events;
             }
-            Thread.sleep(20);
-            v = value.get();
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the replay never held what was expected; last " + events);
+            }
+            Thread.sleep(100);
         }
-        return v;
+    }
+
+    private static Map<String, Object> lastReplay(ChildProcess subscriber) {
+        return subscriber.events().stream().filter(e -> "replay".equals(e.get("event"))).reduce((a, b) -> b).orElseThrow();
     }
 
     /** JSON integers as the 64 bits a long holds (Json reads those >= 2^63 as BigInteger). */

@@ -290,6 +290,24 @@ public class cudart_h extends cudart_h$shared {
     public static int cudaMemcpyDefault() {
         return cudaMemcpyDefault;
     }
+    private static final int cudaMemcpyFlagDefault = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemcpyFlags.cudaMemcpyFlagDefault = 0
+     * }
+     */
+    public static int cudaMemcpyFlagDefault() {
+        return cudaMemcpyFlagDefault;
+    }
+    private static final int cudaMemcpySrcAccessOrderStream = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaMemcpySrcAccessOrder.cudaMemcpySrcAccessOrderStream = 1
+     * }
+     */
+    public static int cudaMemcpySrcAccessOrderStream() {
+        return cudaMemcpySrcAccessOrderStream;
+    }
     /**
      * {@snippet lang=c :
      * typedef struct CUstream_st *cudaStream_t
@@ -2063,6 +2081,63 @@ public class cudart_h extends cudart_h$shared {
                 traceDowncall("cudaMemcpyAsync", dst, src, count, kind, stream);
             }
             return (int)mh$.invokeExact(dst, src, count, kind, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaMemcpyBatchAsync {
+        public static final FunctionDescriptor DESC = Downcalls.cudaMemcpyBatchAsync.descriptor();
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow(Downcalls.cudaMemcpyBatchAsync.symbol());
+
+        public static final MethodHandle HANDLE = Downcalls.link(ADDR, Downcalls.cudaMemcpyBatchAsync);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream)
+     * }
+     */
+    public static FunctionDescriptor cudaMemcpyBatchAsync$descriptor() {
+        return cudaMemcpyBatchAsync.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream)
+     * }
+     */
+    public static MethodHandle cudaMemcpyBatchAsync$handle() {
+        return cudaMemcpyBatchAsync.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream)
+     * }
+     */
+    public static MemorySegment cudaMemcpyBatchAsync$address() {
+        return cudaMemcpyBatchAsync.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream)
+     * }
+     */
+    public static int cudaMemcpyBatchAsync(MemorySegment dsts, MemorySegment srcs, MemorySegment sizes, long count, MemorySegment attrs, MemorySegment attrsIdxs, long numAttrs, MemorySegment stream) {
+        var mh$ = cudaMemcpyBatchAsync.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cudaMemcpyBatchAsync", dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
+            }
+            return (int)mh$.invokeExact(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

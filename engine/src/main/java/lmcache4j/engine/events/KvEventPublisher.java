@@ -20,19 +20,26 @@ import org.zeromq.ZMQException;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
- * vLLM's {@code ZmqEventPublisher}, wire for wire: a PUB socket sends each batch as the frames
+ * vLLM's {@code ZmqEventPublisher}, wire for wire: a publishing socket sends each batch as the frames
  * {@code [topic, seq as 8 bytes big-endian, payload]} (seq from 0), and an optional ROUTER answers
  * a replay request {@code [start seq as 8 bytes]} with every buffered batch from that seq, each as
  * {@code [seq, payload]}, then {@code [-1 as 8 bytes, empty]}. One thread
  * ({@code lmcache4j-kv-events}) owns the sockets: it drains the queue into batches of at most
  * {@value #MAX_BATCH} events every {@value #BATCH_MILLIS} ms and serves replays between them.
  * The queue is bounded; events beyond it are dropped and counted, never waited for.
+ *
+ * <p>One difference: the socket is an XPUB (the same messages to subscribers as a PUB), so the
+ * publisher sees subscriptions arrive. A PUB drops what it sends before the first subscription
+ * reaches it, which loses an engine's first events whenever it starts publishing within the
+ * connection's handshake; this one holds its first batches until a subscriber is there, for at
+ * most {@value #FIRST_SUBSCRIBER_WAIT_MILLIS} ms.
  */
 final class KvEventPublisher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(KvEventPublisher.class.getName());
     static final int MAX_BATCH = 1024;
     static final int BATCH_MILLIS = 10;
     static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
+    static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 2_000;
     private static final long JOIN_MILLIS = 2_000;
 
     private final KvEventsSettings settings;
@@ -47,6 +54,8 @@ final class KvEventPublisher implements AutoCloseable {
     private final Thread thread;
     private volatile boolean running = true;
     private long nextSeq;
+    private boolean subscribed;
+    private long holdUntilNanos;
 
     private record Batch(long seq, byte[] payload) {
     }
@@ -56,7 +65,7 @@ final class KvEventPublisher implements AutoCloseable {
         this.topic = settings.topic().getBytes(StandardCharsets.UTF_8);
         this.queue = new ArrayBlockingQueue<>(settings.maxQueueSize());
         try {
-            pub = context.createSocket(SocketType.PUB);
+            pub = context.createSocket(SocketType.XPUB);
             pub.setLinger(0);
             pub.setSndHWM(settings.hwm());
             if (binds(settings.endpoint())) {
@@ -110,6 +119,10 @@ final class KvEventPublisher implements AutoCloseable {
         try {
             while (running || !queue.isEmpty()) {
                 serveReplay();
+                if (holding()) {
+                    Thread.sleep(BATCH_MILLIS);
+                    continue;
+                }
                 KvEvent first = queue.poll(BATCH_MILLIS, TimeUnit.MILLISECONDS);
                 if (first == null) {
                     continue;
@@ -124,6 +137,29 @@ final class KvEventPublisher implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, "KV events: the publisher thread stopped: " + e, e);
         }
+    }
+
+    /**
+     * Whether the first batches wait for a subscriber: until one subscribes (the XPUB reads the
+     * subscription), for at most {@link #FIRST_SUBSCRIBER_WAIT_MILLIS} from the first queued event,
+     * and never once the publisher is closing.
+     */
+    private boolean holding() {
+        while (pub.recv(ZMQ.DONTWAIT) != null) {
+            subscribed = true; // a subscription (or its cancel): someone is there
+        }
+        if (subscribed || !running || queue.isEmpty()) {
+            return false;
+        }
+        long now = System.nanoTime();
+        if (holdUntilNanos == 0) {
+            holdUntilNanos = now + TimeUnit.MILLISECONDS.toNanos(FIRST_SUBSCRIBER_WAIT_MILLIS);
+        }
+        if (now - holdUntilNanos >= 0) {
+            subscribed = true; // nobody came: publish as a PUB would (what nobody hears is lost)
+            return false;
+        }
+        return true;
     }
 
     private void publish(List<KvEvent> events) {

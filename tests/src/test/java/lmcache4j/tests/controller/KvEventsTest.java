@@ -67,8 +67,7 @@ class KvEventsTest {
                 List<ChunkRange> chunks = engine.prepare(tokens, Map.of()).chunks();
                 long[] hashes = chunks.stream().mapToLong(r -> ControllerKeys.vllmFold(r.key().chunkHash())).toArray();
 
-                // PUB drops what it sends before the subscriber's subscription arrives; the replay
-                // socket has every batch, as a router that joined late asks for it.
+                // The replay socket has every batch, as a router that joined late asks for it.
                 List<Map<String, Object>> stored = replayUntil(subscriber,
                         all -> stored(all, "CPU").size() >= 3 && stored(all, "DISK").size() >= 3);
                 List<Map<String, Object>> cpu = stored(stored, "CPU");
@@ -118,7 +117,7 @@ class KvEventsTest {
             // The demo as a process of its own, through the launcher's run_cli (no build check inside a test run).
             try (ChildProcess demo = ChildProcess.start("demo", List.of("bash", "-c", "source \"$1\"; shift; setup_java; "
                     + "run_cli \"$@\"", "demo", ControllerProcess.LAUNCHER.toString(), "lmcache4j.cli.DemoCommand",
-                    // Enough requests to publish for seconds: a PUB drops what it sends before the subscription arrives.
+                    // Enough requests to publish for a while (the publisher also holds its first batches for a subscriber).
                     "--requests", "60", "--layers", "1", "--cpu-gb", "0.05", "--no-disk", "--quiet", "--kv-events", sub),
                     tmp, Map.of())) {
                 assertEquals(0, demo.awaitExit(WAIT), demo.output());

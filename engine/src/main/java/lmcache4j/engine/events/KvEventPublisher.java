@@ -40,7 +40,9 @@ final class KvEventPublisher implements AutoCloseable {
     static final int BATCH_MILLIS = 10;
     static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
     static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 2_000;
-    private static final long JOIN_MILLIS = 2_000;
+    /** How long closing waits for sent batches to leave (ZeroMQ drops them at once with linger 0). */
+    static final int LINGER_MILLIS = 1_000;
+    private static final long JOIN_MILLIS = FIRST_SUBSCRIBER_WAIT_MILLIS + 2_000;
 
     private final KvEventsSettings settings;
     private final ZContext context = new ZContext();
@@ -64,9 +66,9 @@ final class KvEventPublisher implements AutoCloseable {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.topic = settings.topic().getBytes(StandardCharsets.UTF_8);
         this.queue = new ArrayBlockingQueue<>(settings.maxQueueSize());
+        context.setLinger(LINGER_MILLIS); // ZContext gives every socket its own linger on close
         try {
             pub = context.createSocket(SocketType.XPUB);
-            pub.setLinger(0);
             pub.setSndHWM(settings.hwm());
             if (binds(settings.endpoint())) {
                 pub.bind(settings.endpoint());
@@ -75,7 +77,6 @@ final class KvEventPublisher implements AutoCloseable {
             }
             if (settings.replayEndpoint().isPresent()) {
                 replay = context.createSocket(SocketType.ROUTER);
-                replay.setLinger(0);
                 replay.bind(settings.replayEndpoint().get());
             } else {
                 replay = null;
@@ -142,13 +143,13 @@ final class KvEventPublisher implements AutoCloseable {
     /**
      * Whether the first batches wait for a subscriber: until one subscribes (the XPUB reads the
      * subscription), for at most {@link #FIRST_SUBSCRIBER_WAIT_MILLIS} from the first queued event,
-     * and never once the publisher is closing.
+     * a close included (an engine that stores a little and closes would otherwise publish to nobody).
      */
     private boolean holding() {
         while (pub.recv(ZMQ.DONTWAIT) != null) {
             subscribed = true; // a subscription (or its cancel): someone is there
         }
-        if (subscribed || !running || queue.isEmpty()) {
+        if (subscribed || queue.isEmpty()) {
             return false;
         }
         long now = System.nanoTime();
@@ -214,7 +215,10 @@ final class KvEventPublisher implements AutoCloseable {
         return ByteBuffer.allocate(8).putLong(seq).array();
     }
 
-    /** Publishes what is queued (for at most two seconds), then closes the sockets. */
+    /**
+     * Publishes what is queued (waiting out the first-subscriber hold if it is on), then closes the
+     * sockets, giving sent batches {@value #LINGER_MILLIS} ms to leave.
+     */
     @Override
     public void close() {
         running = false;

@@ -20,11 +20,15 @@ import java.util.Map;
  * <p>Hand-written rather than a dependency because the project needs only this much, and the
  * error messages can say exactly where the text went wrong. Stricter than Python's {@code json}:
  * no {@code NaN}/{@code Infinity}, no duplicate keys, no trailing text, nesting at most
- * {@value #MAX_DEPTH} deep.
+ * {@value #MAX_DEPTH} deep, numbers at most {@value #MAX_NUMBER_CHARS} characters long (the longest
+ * a double or a 64-bit integer needs is 24; a longer literal is refused before it is converted,
+ * since converting 10^6 digits costs seconds of a core).
  */
 public final class Json {
     /** The deepest nesting of objects and arrays {@link #parse} accepts. */
     public static final int MAX_DEPTH = 64;
+    /** The longest number literal {@link #parse} accepts, sign, point and exponent included. */
+    public static final int MAX_NUMBER_CHARS = 40;
 
     private final String text;
     private int pos;
@@ -247,6 +251,11 @@ public final class Json {
             while (isDigit(peek())) {
                 pos++;
             }
+        }
+        if (pos - start > MAX_NUMBER_CHARS) {
+            int length = pos - start;
+            pos = start;
+            throw error("a number of at most " + MAX_NUMBER_CHARS + " characters, not one of " + length);
         }
         String literal = text.substring(start, pos);
         if (integral) {

@@ -90,6 +90,24 @@ class JsonTest {
     }
 
     @Test
+    void longNumbersAreRefusedBeforeTheyAreConverted() {
+        String longest = "-0." + "1".repeat(Json.MAX_NUMBER_CHARS - 7) + "e-10"; // exactly the limit
+        assertEquals(Json.MAX_NUMBER_CHARS, longest.length());
+        assertEquals(Double.parseDouble(longest), Json.parse(longest));
+        // A million digits took 13.6 s of a core through BigDecimal; refused on length, it is a scan.
+        for (String huge : List.of("1." + "7".repeat(1_000_000), "9".repeat(1_000_000), "1e" + "9".repeat(1_000_000),
+                "-" + "1".repeat(40))) {
+            long t0 = System.nanoTime();
+            JsonException e = assertThrows(JsonException.class, () -> Json.parse("[" + huge + "]"));
+            long millis = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(e.getMessage().contains("a number of at most 40 characters, not one of " + huge.length()),
+                    e.getMessage());
+            assertTrue(e.getMessage().length() < 200, "the message does not echo the literal: " + e.getMessage().length());
+            assertTrue(millis < 1_000, "refused in " + millis + " ms");
+        }
+    }
+
+    @Test
     void rawControlCharactersInStringsAreRefused() {
         JsonException e = assertThrows(JsonException.class, () -> Json.parse("\"a\nb\""));
         assertTrue(e.getMessage().contains("no raw control character"), e.getMessage());

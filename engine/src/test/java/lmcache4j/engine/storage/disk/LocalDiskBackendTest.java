@@ -140,6 +140,55 @@ class LocalDiskBackendTest {
         }
     }
 
+    /**
+     * The tier's own files swapped, after it indexed them, for files that differ only in their magic
+     * (as another program sharing the directory might leave them), and one planted before its key's
+     * write: none is the tier's any more, so the write refuses to replace it, and evicting, removing
+     * or clearing the indexed key deletes nothing. (LocalDiskBackendIntegrityTest covers a file that
+     * was foreign from the start.)
+     */
+    @Test
+    void chunkFilesSwappedForOnesWithAnotherMagicSurviveWriteEvictRemoveAndClear(@TempDir Path dir) throws Exception {
+        LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, 3);
+        ChunkFiles names = new ChunkFiles(dir, false, false);
+        List<Path> planted = new ArrayList<>();
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            for (int i = 1; i < 4; i++) { // one at a time: the LRU order is the order written
+                put(storage, cpu, i, i + 1);
+                disk.awaitPuts();
+            }
+            byte[] real = Files.readAllBytes(names.pathFor(key(1)));
+            for (int i = 0; i <= 3; i++) { // keys 1..3 written by the cache, then replaced; key 0 planted before its write
+                Path p = names.pathFor(key(i));
+                byte[] forged = Files.exists(p) ? Files.readAllBytes(p) : real.clone();
+                forged[0] ^= 0x5a;
+                Files.write(p, forged);
+                planted.add(p);
+            }
+            List<byte[]> before = new ArrayList<>();
+            for (Path p : planted) {
+                before.add(Files.readAllBytes(p));
+            }
+
+            put(storage, cpu, 0, 1); // write
+            disk.awaitPuts();
+            assertEquals(1, disk.stats().ioFailures(), "the write over a foreign file is refused and counted");
+            put(storage, cpu, 4, 5); // evicts key 1, the least recently used
+            disk.awaitPuts();
+            assertFalse(disk.contains(key(1), false), "key 1 evicted");
+            assertTrue(disk.remove(key(2)));
+            disk.clear(); // key 3, and key 4's real file
+            disk.close(); // drains the queued deletes
+
+            for (int i = 0; i < planted.size(); i++) {
+                assertTrue(java.util.Arrays.equals(before.get(i), Files.readAllBytes(planted.get(i))),
+                        planted.get(i) + " was changed or deleted");
+            }
+            assertFalse(Files.exists(names.pathFor(key(4))), "the cache's own file was deleted by clear");
+        }
+    }
+
     private static Path findChunkFile(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
             return files.filter(p -> p.getFileName().toString().endsWith(ChunkFileNames.SUFFIX)).findFirst().orElseThrow();

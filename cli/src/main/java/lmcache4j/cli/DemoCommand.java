@@ -2,15 +2,14 @@ package lmcache4j.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
@@ -286,25 +285,29 @@ public final class DemoCommand implements CliMain.Command {
         } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, "demo", e.getMessage());
         }
-        Path temporaryDisk = null;
+        TemporaryDirectory temporaryDisk = null;
         try {
             if (disk != null) {
                 Files.createDirectories(disk);
                 s = s.withDisk(disk, diskGb);
             } else if (!noDisk) {
-                temporaryDisk = Files.createTempDirectory("lmcache4j-demo-disk-");
-                s = s.withDisk(temporaryDisk, diskGb);
+                temporaryDisk = TemporaryDirectory.create("lmcache4j-demo-disk-", err, "lmcache4j demo");
+                s = s.withDisk(temporaryDisk.path(), diskGb);
             }
         } catch (IOException | IllegalArgumentException e) {
             err.println("lmcache4j demo: " + (e instanceof IOException ? "cannot create the disk tier's directory: " : "")
                     + CliText.oneLine(e));
-            deleteQuietly(temporaryDisk, err, "lmcache4j demo");
+            if (temporaryDisk != null) {
+                temporaryDisk.close();
+            }
             return EXIT_USAGE;
         }
         try {
             return serve(s);
         } finally {
-            deleteQuietly(temporaryDisk, err, "lmcache4j demo");
+            if (temporaryDisk != null) {
+                temporaryDisk.close(); // also on SIGTERM or Ctrl-C, through its shutdown hook
+            }
         }
     }
 
@@ -389,6 +392,9 @@ public final class DemoCommand implements CliMain.Command {
                             + "true to use this one anyway", "Give --disk a new or empty directory"));
         } catch (IOException e) {
             return CliMain.failure(err, "demo", "FAILED: cannot write --prompt-out " + promptOut, e);
+        } catch (CancellationException e) { // SIGTERM or Ctrl-C: the run stops between requests, the engine closes
+            err.println("lmcache4j demo: " + e.getMessage());
+            return 1;
         } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
@@ -439,12 +445,13 @@ public final class DemoCommand implements CliMain.Command {
             return CliMain.usageError(err, "demo", "--instances starts its own controller and instances, each with a "
                     + "temporary disk tier; it does not take " + String.join(", ", excluded));
         }
-        Path work;
+        TemporaryDirectory workDir;
         try {
-            work = Files.createTempDirectory("lmcache4j-demo-instances-");
+            workDir = TemporaryDirectory.create("lmcache4j-demo-instances-", err, "lmcache4j demo");
         } catch (IOException e) {
             return CliMain.failure(err, "demo", "FAILED: cannot create a temporary directory", e);
         }
+        Path work = workDir.path();
         try {
             ClusterSettings cs;
             try {
@@ -499,7 +506,7 @@ public final class DemoCommand implements CliMain.Command {
         } catch (IOException | RuntimeException e) {
             return CliMain.failure(err, "demo", "FAILED", e);
         } finally {
-            deleteQuietly(work, err, "lmcache4j demo"); // the instances' disk tiers and logs
+            workDir.close(); // the instances' disk tiers and logs
         }
     }
 
@@ -560,26 +567,6 @@ public final class DemoCommand implements CliMain.Command {
     private static String decimalText(double gb) {
         return gb == Math.rint(gb) && Math.abs(gb) < 1e15 ? String.valueOf((long) gb) : String.valueOf(gb);
     }
-
-    /** Deletes a temporary directory and everything in it. */
-    /** Deletes a temporary directory tree; says on {@code err} (as {@code who}) when it cannot. */
-    static void deleteQuietly(Path dir, PrintStream err, String who) {
-        if (dir == null) {
-            return;
-        }
-        try (var files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(f -> {
-                try {
-                    Files.deleteIfExists(f);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-        } catch (IOException | UncheckedIOException e) {
-            err.println(who + ": could not delete the temporary directory " + dir + ": " + e.getMessage());
-        }
-    }
-
 
     /** Two lines of the machine report: the JDK and the CUDA runtime. */
     static String machine() {

@@ -2,7 +2,6 @@ package lmcache4j.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -69,12 +68,10 @@ final class ModelRuns {
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previous = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
-        Path scratch = null;
-        try {
-            scratch = Files.createTempDirectory("lmcache4j-model-");
+        try (TemporaryDirectory scratch = TemporaryDirectory.create("lmcache4j-model-", err, who)) {
             AbstractModel model = source.load();
             try {
-                return body.run(source, model, scratch);
+                return body.run(source, model, scratch.path());
             } finally {
                 model.close();
             }
@@ -83,7 +80,6 @@ final class ModelRuns {
             return EXIT_FAILED;
         } finally {
             lmcacheLogs.setLevel(previous);
-            DemoCommand.deleteQuietly(scratch, err, who);
         }
     }
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.function.Consumer;
 
 import lmcache4j.allocator.DType;
@@ -338,12 +339,20 @@ public final class ServingSimulator implements AutoCloseable {
         return pagedMemory.byteSize();
     }
 
-    /** Serves every request, measures memcpy, and reports. */
+    /**
+     * Serves every request, measures memcpy, and reports.
+     *
+     * @throws CancellationException when the calling thread is interrupted (a stopped demo): it stops
+     *                               between two requests, so the engine closes cleanly after it
+     */
     public DemoReport run(Progress progress) {
         long started = System.nanoTime();
         MetricsSnapshot tierFull = null;
         int tierFullAt = -1;
         for (int i = 0; i < settings.requests(); i++) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new CancellationException("stopped after " + i + " of " + settings.requests() + " requests");
+            }
             serve(workload.next());
             if (tierFull == null && engine.storage().cpu().evictions() > 0) {
                 // The tier has had to evict: all of its memory has been written once, so page faults are over.

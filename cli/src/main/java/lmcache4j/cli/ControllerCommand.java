@@ -131,7 +131,7 @@ public final class ControllerCommand implements CliMain.Command {
                 OptionValues.wholeNumber("--max-frame-mb", value, 1, 2047) << 20, config.expectedEntries());
     }
 
-    @Option(names = "--http-threads", paramLabel = "N", order = 13, description = "threads serving HTTP (default 4)")
+    @Option(names = "--http-threads", paramLabel = "N", order = 13, description = "HTTP requests handled at once; requests still arriving do not count (default 4)")
     private void httpThreads(String value) {
         config = config.withLimits(config.maxBodyBytes(), OptionValues.intAtLeast("--http-threads", value, 1),
                 config.maxFrameBytes(), config.expectedEntries());

@@ -202,6 +202,63 @@ class ControllerWorkerTest {
         }
     }
 
+    /**
+     * A peer that completes ZeroMQ's handshake as a REQ and then declares a message over the limit
+     * is disconnected before ZeroMQ reserves that memory (without the limit, JeroMQ reserves what
+     * the header declares and waits for it: 64 MiB here, 1.5 GiB killed the I/O thread); the
+     * control socket goes on answering.
+     */
+    @Test
+    void aDeclaredHugeMessageDisconnectsItsSenderAndTheControlSocketStillAnswers() throws Exception {
+        try (FakeController controller = new FakeController();
+             LMCacheEngine engine = engine(controller.pullPort, controller.replyPort, 1024);
+             ZContext zmq = new ZContext(1)) {
+            ControllerWorker worker = engine.controllerWorker().orElseThrow();
+            try (java.net.Socket raw = new java.net.Socket(worker.controlIp(), worker.controlPort())) {
+                raw.setSoTimeout(10_000);
+                java.io.OutputStream out = raw.getOutputStream();
+                byte[] greeting = new byte[64]; // ZMTP 3.0: signature, version 3.0, NULL mechanism, as-server 0
+                greeting[0] = (byte) 0xff;
+                greeting[8] = 1;
+                greeting[9] = 0x7f;
+                greeting[10] = 3;
+                System.arraycopy("NULL".getBytes(java.nio.charset.StandardCharsets.US_ASCII), 0, greeting, 12, 4);
+                out.write(greeting);
+                out.flush();
+                java.io.InputStream in = raw.getInputStream();
+                in.readNBytes(64); // the worker's greeting: JeroMQ takes the rest only after it has sent that
+                java.io.ByteArrayOutputStream ready = new java.io.ByteArrayOutputStream();
+                ready.write(5);
+                ready.writeBytes("READY".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                ready.write(11);
+                ready.writeBytes("Socket-Type".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                ready.writeBytes(new byte[] {0, 0, 0, 3});
+                ready.writeBytes("REQ".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                ready.write(8);
+                ready.writeBytes("Identity".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                ready.writeBytes(new byte[] {0, 0, 0, 0});
+                out.write(new byte[] {0x04, (byte) ready.size()});
+                out.write(ready.toByteArray());
+                out.write(new byte[] {0x01, 0x00}); // REQ's empty delimiter frame, more to come
+                long declared = ControllerWorker.MAX_MESSAGE_BYTES * 4;
+                out.write(java.nio.ByteBuffer.allocate(9).put((byte) 0x02).putLong(declared).array()); // long, last
+                out.flush();
+                try {
+                    while (in.read(new byte[256]) >= 0) {
+                        // the worker's READY, then the end of the connection
+                    }
+                } catch (java.net.SocketTimeoutException e) {
+                    throw new AssertionError("the sender of an over-long message is still connected after 10 s", e);
+                }
+            }
+            ZMQ.Socket req = zmq.createSocket(SocketType.REQ);
+            req.setLinger(0);
+            req.setReceiveTimeOut(10_000);
+            ZmqConnect.connect(req, "tcp://" + worker.controlIp() + ":" + worker.controlPort());
+            assertEquals(new ControlRetMsg.HealthWorkerRetMsg(0), ask(req, new ControlMsg.HealthWorkerMsg("h")));
+        }
+    }
+
     private static ControllerMessage ask(ZMQ.Socket req, ControllerMessage request) {
         req.send(ControllerCodec.encode(request));
         byte[] reply = req.recv(0);

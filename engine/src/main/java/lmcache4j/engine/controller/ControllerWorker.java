@@ -60,6 +60,12 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private static final long SYNC_STATUS_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final int MISSED_HEARTBEATS_BEFORE_REREGISTER = 3;
     private static final int HWM = 10_000;
+    /**
+     * The largest message any of this worker's sockets takes: a control message carries at most one
+     * prompt's tokens (4M tokens at 4 bytes). A longer one disconnects its sender before ZeroMQ
+     * reserves the size it declares (one 12-byte header declaring 1.5 GiB did that without this).
+     */
+    public static final long MAX_MESSAGE_BYTES = 16L << 20;
 
     private final ControllerWorkerSettings settings;
     private final WorkerControls engine;
@@ -223,6 +229,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private ZMQ.Socket socket(SocketType type) {
         ZMQ.Socket s = context.createSocket(type);
         s.setLinger(0);
+        s.setMaxMsgSize(MAX_MESSAGE_BYTES);
         s.setSndHWM(HWM);
         s.setRcvHWM(HWM);
         return s;

@@ -40,6 +40,8 @@ final class KvEventPublisher implements AutoCloseable {
     static final int BATCH_MILLIS = 10;
     static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
     static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 2_000;
+    /** The largest frame a subscriber or replay client may send; a longer one disconnects it. */
+    static final long MAX_REQUEST_BYTES = 64 * 1024;
     /** How long closing waits for sent batches to leave (ZeroMQ drops them at once with linger 0). */
     static final int LINGER_MILLIS = 1_000;
     private static final long JOIN_MILLIS = FIRST_SUBSCRIBER_WAIT_MILLIS + 2_000;
@@ -69,6 +71,7 @@ final class KvEventPublisher implements AutoCloseable {
         context.setLinger(LINGER_MILLIS); // ZContext gives every socket its own linger on close
         try {
             pub = context.createSocket(SocketType.XPUB);
+            pub.setMaxMsgSize(MAX_REQUEST_BYTES); // what comes in is subscriptions
             pub.setSndHWM(settings.hwm());
             if (binds(settings.endpoint())) {
                 pub.bind(settings.endpoint());
@@ -77,6 +80,7 @@ final class KvEventPublisher implements AutoCloseable {
             }
             if (settings.replayEndpoint().isPresent()) {
                 replay = context.createSocket(SocketType.ROUTER);
+                replay.setMaxMsgSize(MAX_REQUEST_BYTES); // and replay requests of 8 bytes
                 replay.bind(settings.replayEndpoint().get());
             } else {
                 replay = null;

@@ -40,6 +40,8 @@ import lmcache4j.engine.zmq.ZmqConnect;
  * <p>Thread-safe. Malformed answers are counted and dropped.
  */
 public final class LookupClient implements AutoCloseable {
+    /** The largest answer taken: an answer is a few counts; a longer one disconnects its sender. */
+    static final long MAX_ANSWER_BYTES = 1L << 20;
     private static final System.Logger LOG = System.getLogger(LookupClient.class.getName());
     private static final int POLL_MS = 50;
 
@@ -88,6 +90,7 @@ public final class LookupClient implements AutoCloseable {
         try {
             pull = context.createSocket(SocketType.PULL);
             pull.setLinger(0);
+            pull.setMaxMsgSize(MAX_ANSWER_BYTES);
             pull.setReceiveTimeOut(POLL_MS);
             pull.bind(endpoints.schedulerUrl());
             for (int rank : endpoints.serverWorkerIds()) {

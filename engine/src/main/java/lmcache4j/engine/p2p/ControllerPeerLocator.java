@@ -18,6 +18,7 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.controller.ControllerWorker;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -94,6 +95,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
         if (dealer == null) {
             dealer = context.createSocket(SocketType.DEALER);
             dealer.setLinger(0);
+            dealer.setMaxMsgSize(ControllerWorker.MAX_MESSAGE_BYTES); // an answer names holders, never KV
             ZmqConnect.connect(dealer, replyAddress);
         }
         dealer.sendMore(new byte[0]);

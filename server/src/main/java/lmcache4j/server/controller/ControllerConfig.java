@@ -26,7 +26,7 @@ import lmcache4j.engine.key.HashAlgorithm;
  * @param workerTimeout   a worker silent this long is dropped with its entries ({@code lmcache_worker_timeout})
  * @param requestTimeout  how long a control message to a worker may take before it counts as failed
  * @param maxBodyBytes    largest HTTP request body
- * @param httpThreads     threads serving HTTP requests
+ * @param httpThreads     HTTP requests handled at once (requests still arriving, on virtual threads, do not count)
  * @param maxFrameBytes   largest ZeroMQ message accepted on any socket (larger: the peer is disconnected)
  * @param expectedEntries index entries to size the table for at start
  */

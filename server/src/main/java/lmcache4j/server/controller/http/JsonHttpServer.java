@@ -16,8 +16,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -31,10 +31,31 @@ import lmcache4j.server.controller.ControllerMetrics;
  * works in a GraalVM native image). Each route is a method and an exact path; a POST body is one
  * JSON object of at most {@code maxBodyBytes}. Answers are JSON objects; every refusal is
  * {@code {"error": "..."}} with a 4xx status: 400 bad JSON or fields, 404 unknown path, 405 wrong
- * method, 413 body too large, 415 not UTF-8; a handler's unexpected failure is a 500.
+ * method, 413 body too large, 415 not UTF-8; a handler's unexpected failure is a 500, and 503 when
+ * every handler slot stayed busy for {@value #SLOT_WAIT_SECONDS} s.
+ *
+ * <p>Slow clients cannot starve it: each exchange (reading its headers and body included) runs on a
+ * virtual thread of its own, so a connection that dribbles bytes holds only that thread, and only
+ * handlers (the work after a request has arrived) are limited to {@code threads} at once. The JDK
+ * server's own limits close what is slow for too long; they are JVM-wide system properties, set
+ * here unless the operator set them ({@code -D...} in {@code JAVA_TOOL_OPTIONS}):
+ * {@code sun.net.httpserver.maxReqTime} {@value #MAX_REQUEST_SECONDS} s to receive a request,
+ * {@code sun.net.httpserver.maxRspTime} {@value #MAX_RESPONSE_SECONDS} s to send an answer,
+ * {@code jdk.httpserver.maxConnections} {@value #MAX_CONNECTIONS} connections at once.
  */
 public final class JsonHttpServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(JsonHttpServer.class.getName());
+    static final int MAX_REQUEST_SECONDS = 30;
+    static final int MAX_RESPONSE_SECONDS = 30;
+    static final int MAX_CONNECTIONS = 1024;
+    static final int SLOT_WAIT_SECONDS = 30;
+
+    static {
+        // Read once, when the JDK's server configuration class loads: before the first HttpServer.
+        System.getProperties().putIfAbsent("sun.net.httpserver.maxReqTime", Integer.toString(MAX_REQUEST_SECONDS));
+        System.getProperties().putIfAbsent("sun.net.httpserver.maxRspTime", Integer.toString(MAX_RESPONSE_SECONDS));
+        System.getProperties().putIfAbsent("jdk.httpserver.maxConnections", Integer.toString(MAX_CONNECTIONS));
+    }
 
     /** What a POST route does with its body; returns the object to send as JSON. */
     @FunctionalInterface
@@ -54,34 +75,37 @@ public final class JsonHttpServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    private final Semaphore handlerSlots;
     private final int maxBodyBytes;
     private final ControllerMetrics metrics;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
     private final Map<String, GetHandler> gets = new LinkedHashMap<>();
 
-    private JsonHttpServer(HttpServer server, ExecutorService executor, int maxBodyBytes, ControllerMetrics metrics) {
+    private JsonHttpServer(HttpServer server, ExecutorService executor, int handlers, int maxBodyBytes,
+                           ControllerMetrics metrics) {
         this.server = server;
         this.executor = executor;
+        this.handlerSlots = new Semaphore(handlers);
         this.maxBodyBytes = maxBodyBytes;
         this.metrics = metrics;
     }
 
-    /** Binds {@code address} (port 0: any free port); call {@link #start()} after adding routes. */
+    /**
+     * Binds {@code address} (port 0: any free port); call {@link #start()} after adding routes.
+     *
+     * @param threads how many handlers run at once (requests still arriving do not count)
+     */
     public static JsonHttpServer bind(InetSocketAddress address, int threads, int maxBodyBytes, ControllerMetrics metrics)
             throws IOException {
-        if (maxBodyBytes < 1) {
-            throw new IllegalArgumentException("max body bytes must be at least 1, was " + maxBodyBytes);
+        if (maxBodyBytes < 1 || threads < 1) {
+            throw new IllegalArgumentException("max body bytes and threads must be at least 1, were " + maxBodyBytes + ", "
+                    + threads);
         }
         HttpServer server = HttpServer.create(address, 128);
-        AtomicInteger n = new AtomicInteger();
-        ThreadFactory named = r -> {
-            Thread t = new Thread(r, "lmcache4j-controller-http-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
-        ExecutorService executor = Executors.newFixedThreadPool(threads, named);
+        ExecutorService executor = Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("lmcache4j-controller-http-", 1).factory());
         server.setExecutor(executor);
-        JsonHttpServer s = new JsonHttpServer(server, executor, maxBodyBytes, Objects.requireNonNull(metrics));
+        JsonHttpServer s = new JsonHttpServer(server, executor, threads, maxBodyBytes, Objects.requireNonNull(metrics));
         server.createContext("/", s::serve);
         return s;
     }
@@ -117,14 +141,15 @@ public final class JsonHttpServer implements AutoCloseable {
                     if (g == null) {
                         throw refusal(path);
                     }
-                    yield send(exchange, 200, g.handle());
+                    yield send(exchange, 200, inSlot(g::handle));
                 }
                 case "POST" -> {
                     PostHandler p = posts.get(path);
                     if (p == null) {
                         throw refusal(path);
                     }
-                    yield send(exchange, 200, p.handle(new JsonBody(readObject(exchange))));
+                    JsonBody body = new JsonBody(readObject(exchange)); // read before a slot is taken: slow bodies hold none
+                    yield send(exchange, 200, inSlot(() -> p.handle(body)));
                 }
                 default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
                         + " not allowed; use GET or POST");
@@ -138,6 +163,26 @@ public final class JsonHttpServer implements AutoCloseable {
             exchange.close();
         }
         metrics.http(label, status);
+    }
+
+    /** Runs a handler in one of the {@code threads} slots; 503 when none frees up in time. */
+    private Object inSlot(GetHandler handler) {
+        boolean acquired;
+        try {
+            acquired = handlerSlots.tryAcquire(SLOT_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BadRequestException(503, "the controller is stopping");
+        }
+        if (!acquired) {
+            throw new BadRequestException(503, "busy: every one of the controller's HTTP handler slots stayed taken for "
+                    + SLOT_WAIT_SECONDS + " s; try again");
+        }
+        try {
+            return handler.handle();
+        } finally {
+            handlerSlots.release();
+        }
     }
 
     private BadRequestException refusal(String path) {

@@ -31,6 +31,7 @@ final class Prefetches {
     private final LongAdder consumed = new LongAdder();
     private final LongAdder cancelled = new LongAdder();
     private final LongAdder expired = new LongAdder();
+    private final LongAdder refused = new LongAdder();
     private final LongAdder chunks = new LongAdder();
     private final LongAdder lowerTierChunks = new LongAdder();
     private final LongAdder retrievedChunks = new LongAdder();
@@ -47,6 +48,15 @@ final class Prefetches {
      * @return completes with the leading tokens made ready
      */
     CompletableFuture<Integer> start(List<ChunkRange> ranges, String requestId) {
+        if (inFlight.size() >= config.maxPendingPrefetches() && !inFlight.containsKey(requestId)) {
+            // Racing starts may pass together: the bound is exceeded by at most the callers at once.
+            if (refused.sum() == 0) {
+                LOG.log(Level.WARNING, "max_pending_prefetches (" + config.maxPendingPrefetches() + ") prefetches are "
+                        + "held for requests no retrieve has come for yet; new ones are refused (a miss) and counted");
+            }
+            refused.increment();
+            return CompletableFuture.completedFuture(0);
+        }
         RequestPrefetch request = new RequestPrefetch();
         RequestPrefetch previous = inFlight.put(requestId, request);
         if (previous != null) {
@@ -132,7 +142,7 @@ final class Prefetches {
     }
 
     PrefetchStats stats() {
-        return new PrefetchStats(started.sum(), consumed.sum(), cancelled.sum(), expired.sum(), inFlight.size(),
+        return new PrefetchStats(started.sum(), consumed.sum(), cancelled.sum(), expired.sum(), refused.sum(), inFlight.size(),
                 chunks.sum(), lowerTierChunks.sum(), retrievedChunks.sum());
     }
 }

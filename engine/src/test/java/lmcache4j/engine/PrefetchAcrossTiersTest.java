@@ -166,6 +166,36 @@ class PrefetchAcrossTiersTest {
         }
     }
 
+    /** Asynchronous lookups that no retrieve follows: at most max_pending_prefetches are held, the rest miss. */
+    @Test
+    void prefetchesBeyondMaxPendingPrefetchesAreRefusedAsMisses(@TempDir Path dir) throws Exception {
+        int[] tokens = SyntheticKv.tokens(TOKENS, 37);
+        long[] slots = SyntheticKv.slots(TOKENS, BLOCKS, 37);
+        try (Arena arena = Arena.ofShared();
+             LMCacheEngine engine = engine(dir, List.of(), Map.of("max_pending_prefetches", 3))) {
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            SyntheticKv.compute(kv, tokens, slots, 0, TOKENS);
+            engine.store(tokens, null, kv, slots, Map.of());
+            for (int i = 0; i < 3; i++) {
+                assertEquals(TOKENS, engine.prefetch(tokens, Map.of(), "r" + i).get(10, TimeUnit.SECONDS));
+            }
+            for (int i = 3; i < 1_000; i++) {
+                assertEquals(0, engine.prefetch(tokens, Map.of(), "r" + i).get(10, TimeUnit.SECONDS), "refused: a miss");
+            }
+            assertEquals(TOKENS, engine.prefetch(tokens, Map.of(), "r1").get(10, TimeUnit.SECONDS),
+                    "a request that holds one may replace it");
+            PrefetchStats stats = engine.prefetchStats();
+            assertEquals(3, stats.held());
+            assertEquals(997, stats.refused());
+            engine.releasePrefetch("r0");
+            assertEquals(TOKENS, engine.prefetch(tokens, Map.of(), "r1000").get(10, TimeUnit.SECONDS), "room again");
+            for (String id : List.of("r1", "r2", "r1000")) {
+                engine.releasePrefetch(id);
+            }
+            assertEquals(0, engine.prefetchStats().held());
+        }
+    }
+
     @Test
     void aRequestCancelledWhileItsPrefetchIsLoadingDropsWhatArrivesLater() throws Exception {
         GatedTier slow = new GatedTier();

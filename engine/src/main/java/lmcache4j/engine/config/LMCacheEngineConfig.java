@@ -346,6 +346,11 @@ public final class LMCacheEngineConfig {
 
     // --- operations ---------------------------------------------------------------------------
 
+    /** {@code max_pending_prefetches} (default 10,000; lmcache4j only). */
+    public int maxPendingPrefetches() {
+        return (Integer) values.get("max_pending_prefetches");
+    }
+
     /** {@code pin_timeout_sec} (default 300). */
     public int pinTimeoutSec() {
         return (Integer) values.get("pin_timeout_sec");

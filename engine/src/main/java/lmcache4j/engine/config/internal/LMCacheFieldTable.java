@@ -208,6 +208,10 @@ public final class LMCacheFieldTable {
                 .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
                         + "a lookup's pins and a prefetch (an asynchronous lookup's) that no retrieve consumed or unpinned "
                         + "within this time are released.").build());
+        f.add(define("max_pending_prefetches", INT).defaultValue(10_000).greaterThan(0).lmcache4jOnly()
+                .description("lmcache4j only: the most prefetches (asynchronous lookups) held for requests at once; a "
+                        + "new request's prefetch beyond it is refused (a miss, counted as refused), so lookups that "
+                        + "no retrieve follows cannot make the engine hold without bound until pin_timeout_sec.").build());
         f.add(define("pin_check_interval_sec", INT).defaultValue(30).greaterThan(0)
                 .description("Seconds between scans for pins past pin_timeout_sec.").build());
         f.add(define("internal_api_server_enabled", BOOL).defaultValue(false)

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The launcher starts the {@code lm://} server with a heap sized from {@code --max-size} (256 MiB
- * plus ~384 bytes per entry the pool can hold), not the JVM's default quarter of the machine, in
+ * plus a sixteenth of the pool), not the JVM's default quarter of the machine, in
  * which a flood of small puts left gigabytes of garbage; {@code LMCACHE4J_HEAP} overrides it.
  */
 class LauncherHeapTest {
@@ -23,9 +23,9 @@ class LauncherHeapTest {
 
     @Test
     void theServersHeapFollowsMaxSizeUnlessTheOperatorSetsIt() throws Exception {
-        assertTrue(jvmArguments(Map.of(), "0.25").contains("-Xmx448m"));
+        assertTrue(jvmArguments(Map.of(), "0.25").contains("-Xmx272m"));
         List<String> overridden = jvmArguments(Map.of("LMCACHE4J_HEAP", "300m"), "0.25");
-        assertTrue(overridden.contains("-Xmx300m") && !overridden.contains("-Xmx448m"), overridden.toString());
+        assertTrue(overridden.contains("-Xmx300m") && !overridden.contains("-Xmx272m"), overridden.toString());
     }
 
     /** The command line of the server's JVM (the launcher execs it), read from /proc once it listens. */

@@ -178,7 +178,19 @@ public final class StreamingCopy {
         return "StreamingCopy[" + isa.label() + "]";
     }
 
+    /** How the routine's page becomes executable: {@code mprotect}, or in a test a system that refuses it. */
+    @FunctionalInterface
+    interface PageProtection {
+        void makeExecutable(MemorySegment page);
+    }
+
+    private static final PageProtection MPROTECT = page -> Posix.mprotect(page, Posix.PROT_READ | Posix.PROT_EXEC);
+
     private static StreamingCopy loadNow(Isa isa) {
+        return loadNow(isa, MPROTECT);
+    }
+
+    static StreamingCopy loadNow(Isa isa, PageProtection protection) {
         if (!CpuFlags.SUPPORTED.contains(isa)) {
             throw new UnsupportedOperationException("this machine does not run the " + isa.label()
                     + " streaming copy: " + (CpuFlags.SUPPORTED.isEmpty() ? CpuFlags.PLATFORM_REASON
@@ -195,7 +207,7 @@ public final class StreamingCopy {
         MemorySegment.copy(code, 0, mapped, ValueLayout.JAVA_BYTE, 0, code.length);
         try {
             // Executable and never writable again; the page lives as long as the process.
-            Posix.mprotect(mapped, Posix.PROT_READ | Posix.PROT_EXEC);
+            protection.makeExecutable(mapped);
         } catch (PosixException e) {
             Posix.munmap(mapped, page);
             throw new UnsupportedOperationException("the streaming copy cannot be made executable: " + e.getMessage());

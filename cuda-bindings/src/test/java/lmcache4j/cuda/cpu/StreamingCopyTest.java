@@ -16,9 +16,12 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.Test;
+
+import lmcache4j.cuda.posix.Posix;
+import lmcache4j.cuda.posix.PosixException;
 
 /**
  * The streaming copy against the real CPU: each instruction set this machine runs copies exactly
@@ -48,6 +51,31 @@ class StreamingCopyTest {
         assertEquals(cpuFlag("avx2") ? StreamingCopy.Isa.AVX2 : StreamingCopy.Isa.SSE2, copy.isa());
         assertTrue(StreamingCopy.supportedIsas().contains(StreamingCopy.Isa.SSE2));
         assertEquals(cpuFlag("avx2"), StreamingCopy.supportedIsas().contains(StreamingCopy.Isa.AVX2));
+    }
+
+    /**
+     * A system that forbids executable anonymous memory (SELinux execmem, PaX, a seccomp policy; a
+     * JVM cannot run under Linux's own PR_SET_MDWE to try it for real) refuses the page: the load
+     * says so, naming the cause, instead of failing the caller, which copies without streaming.
+     */
+    @Test
+    void aPageTheSystemWillNotMakeExecutableIsARefusalThatSaysWhy() {
+        for (StreamingCopy.Isa isa : StreamingCopy.supportedIsas()) {
+            List<Long> pages = new ArrayList<>();
+            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                    () -> StreamingCopy.loadNow(isa, page -> {
+                        pages.add(page.address());
+                        throw new PosixException("mprotect(0x" + Long.toHexString(page.address()) + ", 4096, prot=0x5)",
+                                Posix.EACCES, "the system forbids executable anonymous memory (SELinux execmem, PaX or a "
+                                + "seccomp policy)");
+                    }));
+            assertEquals(1, pages.size());
+            assertTrue(e.getMessage().startsWith("the streaming copy cannot be made executable: mprotect("), e.getMessage());
+            assertTrue(e.getMessage().contains("SELinux execmem"), e.getMessage());
+        }
+        if (x86Linux()) {
+            assertFalse(StreamingCopy.supportedIsas().isEmpty(), "SSE2 at least on x86-64 Linux");
+        }
     }
 
     @Test

@@ -9,9 +9,11 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import lmcache4j.engine.controller.message.ControlMsg;
@@ -40,14 +42,23 @@ final class Orchestrator implements AutoCloseable {
     private final WorkerConnections connections;
     private final ControllerMetrics metrics;
     /**
-     * Platform threads, not virtual ones: a JeroMQ REQ socket blocks in its selector for up to the
-     * request timeout, which would hold one of the few carrier threads the whole time.
+     * The most control requests in flight to workers at once. An instance's workers are asked in
+     * parallel up to this many; beyond it they queue, so an instance of 500 silent workers costs 64
+     * threads (and ⌈500/64⌉ request timeouts), not 500 per concurrent HTTP request (2,030 were seen).
      */
-    private final ExecutorService parallel = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "lmcache4j-controller-forward");
-        t.setDaemon(true);
-        return t;
-    });
+    static final int FORWARD_THREADS = 64;
+    private static final AtomicInteger FORWARD_THREAD_NUMBERS = new AtomicInteger();
+    /**
+     * Platform threads, not virtual ones: a JeroMQ REQ socket blocks in its selector for up to the
+     * request timeout, which would hold one of the few carrier threads the whole time. Idle ones exit.
+     */
+    private final ThreadPoolExecutor parallel = new ThreadPoolExecutor(FORWARD_THREADS, FORWARD_THREADS, 30, TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(), r -> {
+                Thread t = new Thread(r, "lmcache4j-controller-forward-" + FORWARD_THREAD_NUMBERS.incrementAndGet());
+                t.setDaemon(true);
+                return t;
+            });
+
     /** What one worker answered, or why it did not. */
     private record Answer(WorkerInfo worker, Optional<ControlRetMsg> reply, Optional<String> problem) {
     }
@@ -98,6 +109,7 @@ final class Orchestrator implements AutoCloseable {
         this.registry = Objects.requireNonNull(registry);
         this.connections = Objects.requireNonNull(connections);
         this.metrics = Objects.requireNonNull(metrics);
+        parallel.allowCoreThreadTimeOut(true);
     }
 
     /** {@code ClearMsg}: every worker of the instance drops what it holds in {@code location}. */

@@ -280,6 +280,53 @@ class ControllerSocketTest {
         }
     }
 
+    /** 500 silent workers once made each /health start 500 threads (2,030 seen); now at most FORWARD_THREADS. */
+    @Test
+    void aHealthCheckOfManySilentWorkersUsesABoundedNumberOfThreads() throws Exception {
+        start(Duration.ofSeconds(120), Duration.ofMillis(500));
+        int silent = 3 * Orchestrator.FORWARD_THREADS;
+        List<java.net.ServerSocket> mute = new java.util.ArrayList<>(); // accept TCP, never speak: silent workers
+        for (int i = 0; i < silent; i++) {
+            mute.add(new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress()));
+        }
+        try (FakeWorker live = new FakeWorker(controller, "many", 0); org.zeromq.ZContext zmq = new org.zeromq.ZContext(1)) {
+            live.register();
+            org.zeromq.ZMQ.Socket dealer = zmq.createSocket(org.zeromq.SocketType.DEALER);
+            dealer.setLinger(0);
+            dealer.setReceiveTimeOut(30_000);
+            lmcache4j.engine.zmq.ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());
+            for (int i = 1; i <= silent; i++) {
+                assertInstanceOf(WorkerReqRetMsg.RegisterRetMsg.class, live.ask(dealer,
+                        new WorkerReqMsg.RegisterMsg("many", i, "127.0.0.1", mute.get(i - 1).getLocalPort(), Optional.empty())));
+            }
+            java.util.concurrent.atomic.AtomicInteger most = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicBoolean sampling = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread sampler = Thread.ofPlatform().start(() -> {
+                while (sampling.get()) {
+                    int n = (int) Thread.getAllStackTraces().keySet().stream()
+                            .filter(t -> t.getName().startsWith("lmcache4j-controller-forward")).count();
+                    most.accumulateAndGet(n, Math::max);
+                    Thread.onSpinWait();
+                }
+            });
+            Orchestrator.Health health;
+            try {
+                health = controller.orchestrator().health("h", "many");
+            } finally {
+                sampling.set(false);
+                sampler.join();
+            }
+            assertEquals(silent + 1, health.errorCodes().size());
+            assertEquals(0, health.errorCodes().get(0), "the live worker answered");
+            assertEquals(silent, health.errors().size(), health.errors().toString());
+            assertTrue(most.get() > 1 && most.get() <= Orchestrator.FORWARD_THREADS, "forward threads at once: " + most.get());
+        } finally {
+            for (java.net.ServerSocket m : mute) {
+                m.close();
+            }
+        }
+    }
+
     private java.net.InetSocketAddress http() {
         Endpoint e = controller.httpEndpoint();
         return new java.net.InetSocketAddress(e.host(), e.port());

@@ -280,6 +280,39 @@ class ControllerSocketTest {
         }
     }
 
+    @Test
+    @SuppressWarnings("unchecked")
+    void instancesComeAPageAtATime() throws Exception {
+        start(Duration.ofSeconds(120), Duration.ofSeconds(2));
+        List<FakeWorker> workers = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 5; i++) {
+                FakeWorker w = new FakeWorker(controller, "engine-" + i, 0);
+                workers.add(w);
+                w.register();
+            }
+            Map<String, Object> first = Json.parseObject(HttpCalls.get(http(), "/instances?limit=2").body());
+            assertEquals(List.of("engine-0", "engine-1"), ((List<Map<String, Object>>) first.get("instances")).stream()
+                    .map(m -> m.get("instance_id")).toList());
+            assertEquals(5L, first.get("total_instances"));
+            assertEquals(2L, first.get("next_offset"));
+            Map<String, Object> last = Json.parseObject(HttpCalls.get(http(), "/instances?offset=4&limit=2").body());
+            assertEquals(1, ((List<?>) last.get("instances")).size());
+            assertEquals(null, last.get("next_offset"));
+            Map<String, Object> all = Json.parseObject(HttpCalls.get(http(), "/instances").body());
+            assertEquals(5, ((List<?>) all.get("instances")).size(), "the default page holds them all");
+            for (String bad : List.of("limit=abc", "limit=10001", "offset=-1", "offset=99999999999")) {
+                HttpCalls.Reply r = HttpCalls.get(http(), "/instances?" + bad);
+                assertEquals(400, r.status(), bad + ": " + r.body());
+            }
+            assertEquals(400, HttpCalls.get(http(), "/instances?" + "a=1&".repeat(17)).status(), "too many parameters");
+        } finally {
+            for (FakeWorker w : workers) {
+                w.close();
+            }
+        }
+    }
+
     /** 500 silent workers once made each /health start 500 threads (2,030 seen); now at most FORWARD_THREADS. */
     @Test
     void aHealthCheckOfManySilentWorkersUsesABoundedNumberOfThreads() throws Exception {

@@ -44,7 +44,7 @@ public final class ControllerHttpApi {
     /** Adds the routes of this API to {@code server}. */
     public void routes(JsonHttpServer server) {
         server.post("/lookup", this::lookup);
-        server.get("/instances", this::instances);
+        server.getWithQuery("/instances", this::instances);
         server.get("/metrics", () -> new JsonHttpServer.Text("text/plain; version=0.0.4; charset=utf-8", metrics.render()));
     }
 
@@ -66,8 +66,20 @@ public final class ControllerHttpApi {
         return out;
     }
 
-    /** {@code GET /instances}: registered workers with their entries per location, and the hashing settings. */
-    Object instances() {
+    /** Instances per {@code GET /instances} page when the request names no {@code limit}. */
+    static final int DEFAULT_PAGE = 1_000;
+    /** The largest {@code limit} a page may ask for. */
+    static final int MAX_PAGE = 10_000;
+
+    /**
+     * {@code GET /instances[?offset=N][&limit=M]}: registered workers with their entries per location,
+     * and the hashing settings; instances in id order, a page at a time ({@value #DEFAULT_PAGE} by
+     * default, at most {@value #MAX_PAGE}), with {@code total_instances} and {@code next_offset} (null
+     * on the last page), so a registry of a million workers is not one 67 MB answer.
+     */
+    Object instances(Map<String, String> query) {
+        int offset = pageParameter(query, "offset", 0, Integer.MAX_VALUE);
+        int limit = pageParameter(query, "limit", DEFAULT_PAGE, MAX_PAGE);
         Map<String, Map<Integer, Map<String, Long>>> entries = new TreeMap<>();
         for (ChunkIndex.HolderEntries h : index.holders()) {
             entries.computeIfAbsent(h.holder().instanceId(), k -> new TreeMap<>())
@@ -89,12 +101,34 @@ public final class ControllerHttpApi {
             byInstance.computeIfAbsent(w.key().instanceId(), k -> new ArrayList<>()).add(worker);
         }
         List<Object> instances = new ArrayList<>();
-        byInstance.forEach((id, workers) -> instances.add(Map.of("instance_id", id, "workers", workers)));
+        byInstance.entrySet().stream().skip(offset).limit(limit)
+                .forEach(e -> instances.add(Map.of("instance_id", e.getKey(), "workers", e.getValue())));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("instances", instances);
+        out.put("total_instances", byInstance.size());
+        out.put("offset", offset);
+        long next = (long) offset + instances.size();
+        out.put("next_offset", next < byInstance.size() ? next : null);
         out.put("index_entries", index.entries());
         out.put("index_bytes", index.memoryBytes());
         out.put("settings", settings);
         return out;
+    }
+
+    private static int pageParameter(Map<String, String> query, String name, int absent, int max) {
+        String v = query.get(name);
+        if (v == null) {
+            return absent;
+        }
+        try {
+            int n = Integer.parseInt(v);
+            if (n >= 0 && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new BadRequestException(name + " must be a whole number from 0 to " + max + ", not "
+                + v.substring(0, Math.min(v.length(), 24)));
     }
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -69,6 +70,15 @@ public final class JsonHttpServer implements AutoCloseable {
         Object handle();
     }
 
+    /** A GET route that reads its query parameters (decoded; the last of a repeated name wins). */
+    @FunctionalInterface
+    public interface QueryHandler {
+        Object handle(Map<String, String> query);
+    }
+
+    /** The most query parameters a GET may carry. */
+    static final int MAX_QUERY_PARAMETERS = 16;
+
     /** A plain-text answer (Prometheus' format) instead of JSON. */
     public record Text(String contentType, String body) {
     }
@@ -79,7 +89,7 @@ public final class JsonHttpServer implements AutoCloseable {
     private final int maxBodyBytes;
     private final ControllerMetrics metrics;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
-    private final Map<String, GetHandler> gets = new LinkedHashMap<>();
+    private final Map<String, QueryHandler> gets = new LinkedHashMap<>();
 
     private JsonHttpServer(HttpServer server, ExecutorService executor, int handlers, int maxBodyBytes,
                            ControllerMetrics metrics) {
@@ -116,6 +126,12 @@ public final class JsonHttpServer implements AutoCloseable {
     }
 
     public JsonHttpServer get(String path, GetHandler handler) {
+        gets.put(path, query -> handler.handle());
+        return this;
+    }
+
+    /** A GET route that reads its query string ({@code ?offset=0&limit=10}). */
+    public JsonHttpServer getWithQuery(String path, QueryHandler handler) {
         gets.put(path, handler);
         return this;
     }
@@ -137,11 +153,12 @@ public final class JsonHttpServer implements AutoCloseable {
         try {
             status = switch (method) {
                 case "GET", "HEAD" -> {
-                    GetHandler g = gets.get(path);
+                    QueryHandler g = gets.get(path);
                     if (g == null) {
                         throw refusal(path);
                     }
-                    yield send(exchange, 200, inSlot(g::handle));
+                    Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
+                    yield send(exchange, 200, inSlot(() -> g.handle(query)));
                 }
                 case "POST" -> {
                     PostHandler p = posts.get(path);
@@ -163,6 +180,28 @@ public final class JsonHttpServer implements AutoCloseable {
             exchange.close();
         }
         metrics.http(label, status);
+    }
+
+    /** {@code a=1&b=2}, percent-decoded; at most {@value #MAX_QUERY_PARAMETERS} parameters. */
+    static Map<String, String> query(String raw) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (raw == null || raw.isEmpty()) {
+            return out;
+        }
+        String[] pairs = raw.split("&", MAX_QUERY_PARAMETERS + 2);
+        if (pairs.length > MAX_QUERY_PARAMETERS) {
+            throw new BadRequestException("at most " + MAX_QUERY_PARAMETERS + " query parameters");
+        }
+        for (String pair : pairs) {
+            int eq = pair.indexOf('=');
+            try {
+                out.put(URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8),
+                        eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+            } catch (IllegalArgumentException e) {
+                throw new BadRequestException("a malformed query string: " + e.getMessage());
+            }
+        }
+        return out;
     }
 
     /** Runs a handler in one of the {@code threads} slots; 503 when none frees up in time. */

@@ -39,7 +39,12 @@ final class KvEventPublisher implements AutoCloseable {
     static final int MAX_BATCH = 1024;
     static final int BATCH_MILLIS = 10;
     static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
-    static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 2_000;
+    /**
+     * How long the first batches wait for a subscriber: several of JeroMQ 0.6.0's stalled handshakes,
+     * each dropped and remade after {@link ZmqConnect#HANDSHAKE_MILLIS} (docs/performance.md); a
+     * 2 s wait lost a demo's every event to one such stall.
+     */
+    static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 10_000;
     /** The largest frame a subscriber or replay client may send; a longer one disconnects it. */
     static final long MAX_REQUEST_BYTES = 64 * 1024;
     /** How long closing waits for sent batches to leave (ZeroMQ drops them at once with linger 0). */
@@ -101,10 +106,14 @@ final class KvEventPublisher implements AutoCloseable {
 
     /** Queues {@code event}; false (and counted) when the queue is full or the publisher closed. */
     boolean offer(KvEvent event) {
-        if (!running || !queue.offer(event)) {
+        if (!running) {
+            dropped.incrementAndGet(); // the tiers' last evictions while the engine closes: expected, only counted
+            return false;
+        }
+        if (!queue.offer(event)) {
             if (dropped.getAndIncrement() == 0) {
                 LOG.log(Level.WARNING, "KV events: the queue of " + settings.maxQueueSize()
-                        + " events is full (or the publisher closed); events are dropped and counted");
+                        + " events is full; events are dropped and counted");
             }
             return false;
         }
@@ -162,6 +171,9 @@ final class KvEventPublisher implements AutoCloseable {
         }
         if (now - holdUntilNanos >= 0) {
             subscribed = true; // nobody came: publish as a PUB would (what nobody hears is lost)
+            LOG.log(Level.WARNING, "KV events: no subscriber on " + settings.endpoint() + " within "
+                    + FIRST_SUBSCRIBER_WAIT_MILLIS / 1000 + " s; publishing anyway (a router that comes later can "
+                    + "replay what it missed" + (replay == null ? ", once kv_events_replay_endpoint is set)" : ")"));
             return false;
         }
         return true;

@@ -80,29 +80,37 @@ public final class ControllerHttpApi {
     Object instances(Map<String, String> query) {
         int offset = pageParameter(query, "offset", 0, Integer.MAX_VALUE);
         int limit = pageParameter(query, "limit", DEFAULT_PAGE, MAX_PAGE);
-        Map<String, Map<Integer, Map<String, Long>>> entries = new TreeMap<>();
-        for (ChunkIndex.HolderEntries h : index.holders()) {
-            entries.computeIfAbsent(h.holder().instanceId(), k -> new TreeMap<>())
-                    .computeIfAbsent(h.holder().workerId(), k -> new TreeMap<>())
-                    .put(h.holder().location(), h.entries());
-        }
-        Map<String, List<Object>> byInstance = new TreeMap<>();
+        Map<String, List<WorkerInfo>> byInstance = new TreeMap<>();
         for (WorkerInfo w : registry.workers()) {
-            Map<String, Object> worker = new LinkedHashMap<>();
-            worker.put("worker_id", (long) w.key().workerId());
-            worker.put("ip", w.ip());
-            worker.put("port", (long) w.port());
-            worker.put("peer_init_url", w.peerInitUrl().orElse(null));
-            worker.put("registration_time", w.registeredAt().toEpochMilli() / 1000.0);
-            worker.put("last_heartbeat_time", w.lastHeartbeat().toEpochMilli() / 1000.0);
-            Map<String, Long> locations = entries.getOrDefault(w.key().instanceId(), Map.of())
-                    .getOrDefault(w.key().workerId(), Map.of());
-            worker.put("entries", new LinkedHashMap<>(locations));
-            byInstance.computeIfAbsent(w.key().instanceId(), k -> new ArrayList<>()).add(worker);
+            byInstance.computeIfAbsent(w.key().instanceId(), k -> new ArrayList<>()).add(w);
+        }
+        Map<String, List<WorkerInfo>> page = new LinkedHashMap<>();
+        byInstance.entrySet().stream().skip(offset).limit(limit).forEach(e -> page.put(e.getKey(), e.getValue()));
+        Map<String, Map<Integer, Map<String, Long>>> entries = new TreeMap<>(); // of the page's instances only
+        for (ChunkIndex.HolderEntries h : index.holders()) {
+            if (page.containsKey(h.holder().instanceId())) {
+                entries.computeIfAbsent(h.holder().instanceId(), k -> new TreeMap<>())
+                        .computeIfAbsent(h.holder().workerId(), k -> new TreeMap<>())
+                        .put(h.holder().location(), h.entries());
+            }
         }
         List<Object> instances = new ArrayList<>();
-        byInstance.entrySet().stream().skip(offset).limit(limit)
-                .forEach(e -> instances.add(Map.of("instance_id", e.getKey(), "workers", e.getValue())));
+        page.forEach((id, workers) -> {
+            List<Object> described = new ArrayList<>();
+            for (WorkerInfo w : workers) {
+                Map<String, Object> worker = new LinkedHashMap<>();
+                worker.put("worker_id", (long) w.key().workerId());
+                worker.put("ip", w.ip());
+                worker.put("port", (long) w.port());
+                worker.put("peer_init_url", w.peerInitUrl().orElse(null));
+                worker.put("registration_time", w.registeredAt().toEpochMilli() / 1000.0);
+                worker.put("last_heartbeat_time", w.lastHeartbeat().toEpochMilli() / 1000.0);
+                worker.put("entries", new LinkedHashMap<>(entries.getOrDefault(id, Map.of())
+                        .getOrDefault(w.key().workerId(), Map.of())));
+                described.add(worker);
+            }
+            instances.add(Map.of("instance_id", id, "workers", described));
+        });
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("instances", instances);
         out.put("total_instances", byInstance.size());

@@ -40,15 +40,6 @@ final class EngineTiers {
     }
 
     /**
-     * The CPU tier of {@code max_local_cpu_size}, the configured disk and remote tiers, then
-     * {@code extraTiers}, in search order, owned by the returned manager. Whatever was opened is
-     * closed again when a tier cannot be opened.
-     */
-    static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers) {
-        return open(config, metadata, extraTiers, controllerP2pTier(config, metadata, EngineAssembly.controllerKeys(config)));
-    }
-
-    /**
      * The P2P tier when {@code enable_p2p} and {@code enable_controller} are both set: peers are found
      * through the controller's {@code BatchedP2PLookupMsg}. Serving this engine's tiers to peers is
      * the server module's transfer server.
@@ -69,8 +60,10 @@ final class EngineTiers {
     }
 
     /**
-     * As above, then {@code lowest} (the P2P tier) last, given the CPU tier's memory: a chunk no
-     * tier of this engine holds is looked for on peers.
+     * The CPU tier of {@code max_local_cpu_size}, the configured disk and remote tiers, then
+     * {@code extraTiers}, then {@code lowest} (the P2P tier) last, given the CPU tier's memory: a
+     * chunk no tier of this engine holds is looked for on peers. All in search order, owned by the
+     * returned manager; whatever was opened is closed again when a tier cannot be opened.
      */
     static StorageManager open(LMCacheEngineConfig config, ModelMetadata metadata, List<StorageBackend> extraTiers,
                                Optional<Function<MemoryProvider, StorageBackend>> lowest) {

@@ -3,6 +3,7 @@ package lmcache4j.engine.storage;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -13,7 +14,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -52,17 +52,22 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     private final Map<String, StorageBackend> tiers;
     /** Bypassed tier names; read and written under its own lock, only by setBypass. */
     private final Set<String> bypassed = new HashSet<>();
-    private final List<ResidencyListener> listeners = new CopyOnWriteArrayList<>();
+    /** The listeners, replaced whole when one is added: the tiers' admits and evictions read it without a lock or garbage. */
+    private volatile ResidencyListener[] listeners = new ResidencyListener[0];
     /** What the tiers report to: every listener, in the order they were set. */
     private final ResidencyListener fanOut = new ResidencyListener() {
         @Override
         public void admitted(String tier, CacheKey key) {
-            listeners.forEach(l -> l.admitted(tier, key));
+            for (ResidencyListener l : listeners) {
+                l.admitted(tier, key);
+            }
         }
 
         @Override
         public void evicted(String tier, CacheKey key) {
-            listeners.forEach(l -> l.evicted(tier, key));
+            for (ResidencyListener l : listeners) {
+                l.evicted(tier, key);
+            }
         }
     };
     /** The tiers not bypassed, in search order: rebuilt when a bypass changes, read without copying. */
@@ -139,11 +144,13 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
      */
     public void setResidencyListener(ResidencyListener listener) {
         Objects.requireNonNull(listener, "listener");
-        synchronized (listeners) {
-            if (listeners.isEmpty()) {
+        synchronized (fanOut) {
+            if (listeners.length == 0) {
                 tiers.values().forEach(tier -> tier.setResidencyListener(fanOut));
             }
-            listeners.add(listener);
+            ResidencyListener[] more = Arrays.copyOf(listeners, listeners.length + 1);
+            more[more.length - 1] = listener;
+            listeners = more;
         }
     }
 

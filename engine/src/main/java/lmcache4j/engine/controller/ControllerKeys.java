@@ -149,7 +149,7 @@ public final class ControllerKeys {
             ChunkHash evicted = order[next];
             if (evicted != null) {
                 long old = byDigest.removeKey(evicted);
-                if (byKey.get(old) == evicted) {
+                if (evicted.equals(byKey.get(old))) { // equal, not the same instance: a re-record may have replaced it
                     byKey.remove(old);
                 }
             }

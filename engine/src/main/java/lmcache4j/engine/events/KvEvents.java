@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 
+import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkRange;
@@ -55,12 +56,7 @@ public final class KvEvents implements ResidencyListener, AutoCloseable {
      * digest's last 8 bytes), kept in a long's bits.
      */
     public static long blockHash(ChunkHash hash) {
-        long bits = 0;
-        int n = hash.length();
-        for (int i = Math.max(0, n - Long.BYTES); i < n; i++) {
-            bits = (bits << 8) | (hash.byteAt(i) & 0xff);
-        }
-        return bits;
+        return ControllerKeys.vllmFold(hash);
     }
 
     /** vLLM's {@code medium} for a tier: CPU, DISK, REMOTE, P2P (another tier: its name). */

@@ -94,6 +94,14 @@ class ControllerKeysGoldenTest {
         assertEquals(OptionalLong.of(1004), index.key(digests.get(4)));
         assertEquals(digests.get(3), index.digest(1003).orElseThrow());
         assertTrue(index.digest(1000).isEmpty());
+        // A digest recorded again as an equal but distinct instance (every request hashes anew) is
+        // still forgotten whole when it ages out: no key keeps pointing at it.
+        ControllerKeys.Index again = new ControllerKeys.Index(ControllerKeys.Scheme.LMCACHE, 2);
+        again.record(digests.get(0), 2000);
+        again.record(ChunkHash.of(digests.get(0).toBytes()), 2000);
+        again.record(digests.get(1), 2001);
+        again.record(digests.get(2), 2002);
+        assertTrue(again.digest(2000).isEmpty(), "the aged-out digest's key is gone too");
         ControllerKeys.Index vllm = new ControllerKeys.Index(ControllerKeys.Scheme.VLLM, 1);
         assertEquals(OptionalLong.of(ControllerKeys.vllmFold(digests.get(2))), vllm.key(digests.get(2)),
                 "vLLM's key needs no tokens: every digest has one");

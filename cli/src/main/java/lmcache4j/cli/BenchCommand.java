@@ -19,6 +19,7 @@ import lmcache4j.bench.allocator.BenchedAllocator.Kind;
 import lmcache4j.bench.json.ReportJson;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Unmatched;
 
@@ -116,8 +117,9 @@ public final class BenchCommand implements CliMain.Command {
         @Option(names = "--json", order = 0, description = "print one JSON object instead of the table")
         private boolean json;
 
-        private int runs = AllocatorBench.Settings.DEFAULT_RUNS;
-        private int warmup = AllocatorBench.Settings.DEFAULT_WARMUP;
+        @Mixin
+        private BenchRuns counts = new BenchRuns(AllocatorBench.Settings.DEFAULT_RUNS,
+                AllocatorBench.Settings.DEFAULT_WARMUP);
         private int ops = AllocationTrace.Config.DEFAULT_STEADY_PAIRS;
         private long seed = AllocationTrace.Config.DEFAULT_SEED;
         private long poolMib = AllocationTrace.Config.DEFAULT_POOL_BYTES >> 20;
@@ -128,17 +130,7 @@ public final class BenchCommand implements CliMain.Command {
             this.err = err;
         }
 
-        @Option(names = "--runs", paramLabel = "N", order = 1,
-                description = "measured replays per allocator (default " + AllocatorBench.Settings.DEFAULT_RUNS + ")")
-        private void runs(String value) {
-            runs = (int) OptionValues.wholeNumber("--runs", value, 1, 1_000);
-        }
 
-        @Option(names = "--warmup", paramLabel = "N", order = 2,
-                description = "unmeasured replays per allocator first (default " + AllocatorBench.Settings.DEFAULT_WARMUP + ")")
-        private void warmup(String value) {
-            warmup = (int) OptionValues.wholeNumber("--warmup", value, 0, 1_000);
-        }
 
         @Option(names = "--ops", paramLabel = "N", order = 3, description = "allocate+free pairs in the steady phase of the "
                 + "trace (default " + AllocationTrace.Config.DEFAULT_STEADY_PAIRS + ")")
@@ -182,7 +174,7 @@ public final class BenchCommand implements CliMain.Command {
             AllocationTrace.Config trace = AllocationTrace.Config.of(seed, ops).withPoolBytes(poolMib << 20);
             Report report;
             try {
-                report = AllocatorBench.run(new AllocatorBench.Settings(trace, runs, warmup, only), err);
+                report = AllocatorBench.run(new AllocatorBench.Settings(trace, counts.runs(), counts.warmup(), only), err);
             } catch (RuntimeException e) {
                 err.println("lmcache4j bench: the allocator benchmark failed: " + CliText.oneLine(e));
                 return 1;

@@ -1,7 +1,6 @@
 package lmcache4j.cli;
 
 import java.io.PrintStream;
-import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
@@ -109,13 +108,13 @@ public final class ControllerCommand implements CliMain.Command {
     @Option(names = "--worker-timeout", paramLabel = "S", order = 9, description = "drop a worker (and its entries) after S "
             + "seconds without a heartbeat (default 30)")
     private void workerTimeout(String value) {
-        config = config.withTimeouts(seconds("--worker-timeout", value), config.requestTimeout());
+        config = config.withTimeouts(OptionValues.seconds("--worker-timeout", value, 86_400), config.requestTimeout());
     }
 
     @Option(names = "--request-timeout", paramLabel = "S", order = 10,
             description = "how long a control message to a worker may take (default 5; a request without a reply is tried once more on a fresh socket)")
     private void requestTimeout(String value) {
-        config = config.withTimeouts(config.workerTimeout(), seconds("--request-timeout", value));
+        config = config.withTimeouts(config.workerTimeout(), OptionValues.seconds("--request-timeout", value, 86_400));
     }
 
     @Option(names = "--max-body-mb", paramLabel = "N", order = 11, description = "largest HTTP request body in MiB (default 8)")
@@ -204,16 +203,4 @@ public final class ControllerCommand implements CliMain.Command {
         }
     }
 
-    private static Duration seconds(String option, String value) {
-        double s;
-        try {
-            s = Double.parseDouble(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " needs a number of seconds, got '" + CliText.echo(value) + "'");
-        }
-        if (!(s >= 0.001) || s > 86_400) {
-            throw new IllegalArgumentException(option + " must be 0.001 to 86400 seconds, got " + CliText.echo(value));
-        }
-        return Duration.ofNanos((long) (s * 1e9));
-    }
 }

@@ -580,13 +580,9 @@ public final class DemoCommand implements CliMain.Command {
     static final double MAX_GB = 1 << 20;
 
     private static double decimal(String option, String value) {
-        try {
-            double d = Double.parseDouble(value);
-            if (Double.isFinite(d) && d > 0 && d <= MAX_GB) {
-                return d;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
+        double d = OptionValues.decimal(option, value);
+        if (Double.isFinite(d) && d > 0 && d <= MAX_GB) {
+            return d;
         }
         throw new IllegalArgumentException(option + " needs a positive number of GiB up to " + (long) MAX_GB + ", got '"
                 + CliText.echo(value) + "'");

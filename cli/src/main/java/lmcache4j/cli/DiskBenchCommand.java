@@ -10,6 +10,7 @@ import lmcache4j.bench.disk.DiskBench.Result;
 import lmcache4j.bench.disk.DiskBench.Settings;
 import lmcache4j.bench.json.ReportJson;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -37,8 +38,8 @@ public final class DiskBenchCommand implements CliMain.Command {
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
-    private int runs = Settings.DEFAULT_RUNS;
-    private int warmup = Settings.DEFAULT_WARMUP;
+    @Mixin
+    private BenchRuns counts = new BenchRuns(Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
     private int threads = Settings.DEFAULT_THREADS;
     private Path dir;
 
@@ -52,15 +53,7 @@ public final class DiskBenchCommand implements CliMain.Command {
         chunks = OptionValues.intInRange("--chunks", value, 1, 4096);
     }
 
-    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
-    private void runs(String value) {
-        runs = OptionValues.intInRange("--runs", value, 1, 1000);
-    }
 
-    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
-    private void warmup(String value) {
-        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
-    }
 
     @Option(names = "--threads", paramLabel = "N", order = 4, description = "concurrent transfers, and the tier's io_threads "
             + "(default " + Settings.DEFAULT_THREADS + ", the engine's)")
@@ -91,7 +84,7 @@ public final class DiskBenchCommand implements CliMain.Command {
         Settings d = Settings.defaults();
         Result r;
         try {
-            r = DiskBench.run(new Settings(chunks, runs, warmup, threads, dir, d.layers(), d.tokens(), d.hidden()), err);
+            r = DiskBench.run(new Settings(chunks, counts.runs(), counts.warmup(), threads, dir, d.layers(), d.tokens(), d.hidden()), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench disk", "the benchmark failed", e);
         }

@@ -8,6 +8,7 @@ import lmcache4j.bench.hash.HashBench.Result;
 import lmcache4j.bench.hash.HashBench.Settings;
 import lmcache4j.bench.json.ReportJson;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -33,8 +34,8 @@ public final class HashBenchCommand implements CliMain.Command {
 
     private int tokens = Settings.DEFAULT_TOKENS;
     private int chunkSize = Settings.DEFAULT_CHUNK_SIZE;
-    private int runs = Settings.DEFAULT_RUNS;
-    private int warmup = Settings.DEFAULT_WARMUP;
+    @Mixin
+    private BenchRuns counts = new BenchRuns(Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
     private long minRunNanos = Settings.DEFAULT_MIN_RUN_NANOS;
 
     HashBenchCommand(PrintStream out, PrintStream err) {
@@ -52,16 +53,7 @@ public final class HashBenchCommand implements CliMain.Command {
         chunkSize = OptionValues.intAtLeast("--chunk-size", value, 1);
     }
 
-    @Option(names = "--runs", paramLabel = "N", order = 3, description = "measured runs (default " + Settings.DEFAULT_RUNS
-            + "), each at least " + Settings.DEFAULT_MIN_RUN_NANOS / 1_000_000 + " ms")
-    private void runs(String value) {
-        runs = OptionValues.intAtLeast("--runs", value, 1);
-    }
 
-    @Option(names = "--warmup", paramLabel = "N", order = 4, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
-    private void warmup(String value) {
-        warmup = OptionValues.intAtLeast("--warmup", value, 0);
-    }
 
     @Option(names = "--min-run-ms", hidden = true) // for tests: shorter runs
     private void minRunMs(String value) {
@@ -75,7 +67,7 @@ public final class HashBenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        Result r = HashBench.run(new Settings(tokens, chunkSize, warmup, runs, minRunNanos, Settings.defaults().seed()), err);
+        Result r = HashBench.run(new Settings(tokens, chunkSize, counts.warmup(), counts.runs(), minRunNanos, Settings.defaults().seed()), err);
         out.println(json ? json(r) : table(r));
         return 0;
     }

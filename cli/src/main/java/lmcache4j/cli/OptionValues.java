@@ -1,5 +1,7 @@
 package lmcache4j.cli;
 
+import java.time.Duration;
+
 /**
  * Number checks the commands' option setters share, each failing with the one-line message the
  * command prints for a bad argument (exit 2).
@@ -46,5 +48,24 @@ final class OptionValues {
             // reported below
         }
         throw new IllegalArgumentException(option + " '" + CliText.echo(value) + "' must be an integer from " + min + " to " + max);
+    }
+
+    /** {@code value} as a decimal number (sizes in GiB, seconds). */
+    static double decimal(String option, String value) {
+        try {
+            return Double.parseDouble(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " needs a number, got '" + CliText.echo(value) + "'");
+        }
+    }
+
+    /** {@code value} seconds, from 1 ms to {@code maxSeconds}. */
+    static Duration seconds(String option, String value, long maxSeconds) {
+        double s = decimal(option, value);
+        if (!(s >= 0.001) || s > maxSeconds) {
+            throw new IllegalArgumentException(option + " must be 0.001 to " + maxSeconds + " seconds, got "
+                    + CliText.echo(value));
+        }
+        return Duration.ofNanos((long) (s * 1e9));
     }
 }

@@ -8,6 +8,7 @@ import lmcache4j.bench.p2p.P2pBench;
 import lmcache4j.bench.p2p.P2pBench.Result;
 import lmcache4j.bench.p2p.P2pBench.Settings;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -34,8 +35,8 @@ public final class P2pBenchCommand implements CliMain.Command {
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
-    private int runs = Settings.DEFAULT_RUNS;
-    private int warmup = Settings.DEFAULT_WARMUP;
+    @Mixin
+    private BenchRuns counts = new BenchRuns(Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
     private int connections = Settings.DEFAULT_CONNECTIONS;
 
     P2pBenchCommand(PrintStream out, PrintStream err) {
@@ -48,15 +49,7 @@ public final class P2pBenchCommand implements CliMain.Command {
         chunks = OptionValues.intInRange("--chunks", value, 1, 256);
     }
 
-    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
-    private void runs(String value) {
-        runs = OptionValues.intInRange("--runs", value, 1, 1000);
-    }
 
-    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
-    private void warmup(String value) {
-        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
-    }
 
     @Option(names = "--connections", paramLabel = "N", order = 4, description = "connections to the peer, the tier's "
             + "p2p_connections and the ceiling's pool (default " + Settings.DEFAULT_CONNECTIONS + ")")
@@ -73,7 +66,7 @@ public final class P2pBenchCommand implements CliMain.Command {
         Settings d = Settings.defaults();
         Result r;
         try {
-            r = P2pBench.run(new Settings(chunks, runs, warmup, connections, d.layers(), d.tokens(), d.kvHeads(),
+            r = P2pBench.run(new Settings(chunks, counts.runs(), counts.warmup(), connections, d.layers(), d.tokens(), d.kvHeads(),
                     d.headSize()), err);
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench p2p", "the benchmark failed", e);

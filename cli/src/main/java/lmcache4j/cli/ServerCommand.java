@@ -4,10 +4,8 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
-import java.util.function.ToDoubleFunction;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.server.lm.LmCacheServer;
@@ -52,7 +50,7 @@ public final class ServerCommand implements CliMain.Command {
 
     @Option(names = "--port", paramLabel = "N", order = 1, description = "TCP port, 0 = any free port (default 65432)")
     private void port(String value) {
-        port = (int) number("--port", value, Integer::parseInt);
+        port = (int) OptionValues.wholeNumber("--port", value, 0, 65535);
     }
 
     @Option(names = "--max-size", paramLabel = "GB", order = 2, description = "size of the off-heap payload pool, in 64 KiB "
@@ -60,7 +58,7 @@ public final class ServerCommand implements CliMain.Command {
             + "recently used entries are evicted as the bytes of a new payload arrive, never for bytes not yet sent (default 4)")
     private void maxSize(String value) {
         gbText = CliText.echo(value);
-        gb = number("--max-size", value, Double::parseDouble);
+        gb = OptionValues.decimal("--max-size", value);
     }
 
     @Option(names = "--token", paramLabel = "T", order = 3, description = "shared secret clients must send first "
@@ -72,32 +70,32 @@ public final class ServerCommand implements CliMain.Command {
     @Option(names = "--max-frame-mb", paramLabel = "N", order = 4,
             description = "largest payload one message may carry, in MiB (default 1024); larger closes the connection")
     private void maxFrameMb(String value) {
-        frameMb = (long) number("--max-frame-mb", value, Long::parseLong);
+        frameMb = OptionValues.wholeNumber("--max-frame-mb", value, 1, 2047);
     }
 
     @Option(names = "--max-connections", paramLabel = "N", order = 5, description = "connections served at once (default: "
             + "half the open-file limit, at most 4096). At the limit the longest-idle connection (idle 2 s or more) is "
             + "closed to admit a new one; if none is idle the new one is closed at once")
     private void maxConnections(String value) {
-        limits = limits.withMaxConnections(positiveInt("--max-connections", value));
+        limits = limits.withMaxConnections(OptionValues.intAtLeast("--max-connections", value, 1));
     }
 
     @Option(names = "--max-entries", paramLabel = "N", order = 6, description = "entries stored at once (default: what a "
             + "quarter of the heap holds at 1 KiB an entry); the least recently used go first")
     private void maxEntries(String value) {
-        limits = limits.withMaxEntries(positiveInt("--max-entries", value));
+        limits = limits.withMaxEntries(OptionValues.intAtLeast("--max-entries", value, 1));
     }
 
     @Option(names = "--idle-timeout", paramLabel = "S", order = 7,
             description = "close a connection with no request for S seconds (default 3600)")
     private void idleTimeout(String value) {
-        limits = limits.withIdleTimeout(seconds("--idle-timeout", value));
+        limits = limits.withIdleTimeout(OptionValues.seconds("--idle-timeout", value, MAX_TIMEOUT_SECONDS));
     }
 
     @Option(names = "--stall-timeout", paramLabel = "S", order = 8, description = "close a connection whose request, reply "
             + "or AUTH stops moving for S seconds (default 30); a frame must also average at least 1 MiB/s")
     private void stallTimeout(String value) {
-        limits = limits.withStallTimeout(seconds("--stall-timeout", value));
+        limits = limits.withStallTimeout(OptionValues.seconds("--stall-timeout", value, MAX_TIMEOUT_SECONDS));
     }
 
     @Override
@@ -167,6 +165,9 @@ public final class ServerCommand implements CliMain.Command {
     /** The smallest payload pool {@code --max-size} may ask for. */
     static final long MIN_BYTES = 1L << 20;
 
+    /** The longest idle or stall timeout: a year. */
+    private static final long MAX_TIMEOUT_SECONDS = 365L * 86_400;
+
     /**
      * Refuses a payload pool larger than the machine's memory: the server would be killed when it
      * filled, long after it started.
@@ -180,9 +181,6 @@ public final class ServerCommand implements CliMain.Command {
 
     /** Checks the options against each other and returns the pool's size in bytes. */
     private long validated() {
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException("--port must be 0..65535, got " + port);
-        }
         if (!(gb > 0) || Double.isInfinite(gb)) {
             throw new IllegalArgumentException("--max-size must be a positive number of GB, got " + gbText);
         }
@@ -192,37 +190,12 @@ public final class ServerCommand implements CliMain.Command {
         if (gb * (1L << 30) >= Long.MAX_VALUE) {
             throw new IllegalArgumentException("--max-size " + gbText + " GB is larger than any machine's memory");
         }
-        if (frameMb < 1 || frameMb > 2047) {
-            throw new IllegalArgumentException("--max-frame-mb must be 1..2047, got " + frameMb);
-        }
         if (token.isPresent() && token.get().isEmpty()) {
             throw new IllegalArgumentException("--token must not be empty");
         }
         return (long) (gb * (1L << 30));
     }
 
-    /** {@code value} parsed, or the problem that it is no number. */
-    private static double number(String name, String value, ToDoubleFunction<String> parse) {
-        try {
-            return parse.applyAsDouble(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + " needs a number, got '" + CliText.echo(value) + "'");
-        }
-    }
 
-    private static int positiveInt(String name, String value) {
-        int n = (int) number(name, value, Integer::parseInt);
-        if (n < 1) {
-            throw new IllegalArgumentException(name + " must be at least 1, got " + n);
-        }
-        return n;
-    }
 
-    private static Duration seconds(String name, String value) {
-        double s = number(name, value, Double::parseDouble);
-        if (!(s >= 0.001) || s > 365 * 86_400) {
-            throw new IllegalArgumentException(name + " must be 0.001 to 31536000 seconds, got " + CliText.echo(value));
-        }
-        return Duration.ofNanos((long) (s * 1e9));
-    }
 }

@@ -6,6 +6,7 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
+import lmcache4j.engine.connector.ChunkMismatchException;
 import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
@@ -26,16 +27,16 @@ sealed interface ChunkTransfer {
     /** Copies tokens {@code [start, end)} into {@code obj}; returns the bytes copied. */
     long gather(int start, int end, MemoryObj obj);
 
-    /** Copies {@code obj} into tokens {@code [start, end)}; returns the bytes copied. */
+    /**
+     * Copies {@code obj} into tokens {@code [start, end)}; returns the bytes copied.
+     *
+     * @throws ChunkMismatchException before copying, when {@code obj} is not a chunk of this KV's
+     *         shape, dtype and format
+     */
     long scatter(MemoryObj obj, int start, int end);
 
     /** Waits for copies still in flight. */
     void finish();
-
-    /** Whether a stored object can be copied into this KV. */
-    default boolean fits(MemoryObj obj, int tokens) {
-        return obj.shape().equals(shape(tokens)) && obj.dtype() == dtype() && obj.format() == format();
-    }
 
     record Paged(KvConnector connector, PagedKvCache kv, long[] slots) implements ChunkTransfer {
         @Override
@@ -97,6 +98,11 @@ sealed interface ChunkTransfer {
 
         @Override
         public long scatter(MemoryObj obj, int start, int end) {
+            TensorShape expected = shape(end - start);
+            if (!obj.shape().equals(expected) || obj.dtype() != dtype() || obj.format() != format()) {
+                throw new ChunkMismatchException(obj + " does not fit tokens [" + start + ", " + end
+                        + ") of this cache: expected " + format() + " " + expected + " " + dtype().torchName());
+            }
             kv.scatter(obj.segment(), start, end);
             return obj.segment().byteSize();
         }

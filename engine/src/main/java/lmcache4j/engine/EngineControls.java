@@ -17,10 +17,12 @@ import lmcache4j.engine.storage.StorageBackend;
 /** What the cache controller may do to one engine (its control messages), in the engine's terms. */
 final class EngineControls implements WorkerControls {
     private final LMCacheEngine engine;
+    private final Lookups lookups;
     private final AtomicLong moves = new AtomicLong();
 
-    EngineControls(LMCacheEngine engine) {
+    EngineControls(LMCacheEngine engine, Lookups lookups) {
         this.engine = engine;
+        this.lookups = lookups;
     }
 
     @Override
@@ -30,7 +32,7 @@ final class EngineControls implements WorkerControls {
 
     @Override
     public OptionalLong controllerKey(ChunkHash digest) {
-        return engine.controllerKey(digest);
+        return lookups.controllerKey(digest);
     }
 
     @Override

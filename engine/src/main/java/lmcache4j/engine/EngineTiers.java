@@ -19,6 +19,12 @@ import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.cuda.posix.Posix;
 import lmcache4j.engine.config.DiskTierSettings;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.controller.ControllerWorkerSettings;
+import lmcache4j.engine.p2p.ControllerPeerLocator;
+import lmcache4j.engine.p2p.P2pBackend;
+import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.redis.RedisLayout;
@@ -40,23 +46,35 @@ final class EngineTiers {
     }
 
     /**
-     * The P2P tier when {@code enable_p2p} and {@code enable_controller} are both set: peers are found
-     * through the controller's {@code BatchedP2PLookupMsg}. Serving this engine's tiers to peers is
-     * the server module's transfer server.
+     * The P2P tier when {@code enable_p2p} is set: peers are found through the controller's
+     * {@code BatchedP2PLookupMsg}, so it needs {@code enable_controller}. Serving this engine's
+     * tiers to peers is the server module's transfer server.
      */
     static Optional<Function<MemoryProvider, StorageBackend>> controllerP2pTier(
-            LMCacheEngineConfig config, ModelMetadata metadata, lmcache4j.engine.controller.ControllerKeys.Index keys) {
-        Optional<lmcache4j.engine.config.P2pSettings> p2p = config.p2p();
-        if (p2p.isEmpty() || !config.enableController()) {
+            LMCacheEngineConfig config, ModelMetadata metadata, ControllerKeys.Index keys) {
+        Optional<P2pSettings> p2p = config.p2p();
+        if (p2p.isEmpty()) {
             return Optional.empty();
         }
-        String reply = lmcache4j.engine.controller.ControllerWorkerSettings.zmqAddress(config.controllerReplyUrl()
+        if (!config.enableController()) {
+            throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
+                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
+                    + "ProbingPeerLocator");
+        }
+        String reply = ControllerWorkerSettings.zmqAddress(config.controllerReplyUrl()
                 .orElseThrow(() -> new IllegalArgumentException("enable_p2p with enable_controller needs "
                         + "controller_reply_url")), "controller_reply_url");
-        var s = p2p.get();
-        return Optional.of(memory -> lmcache4j.engine.p2p.P2pBackend.overController(
-                new lmcache4j.engine.p2p.ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(),
-                        s.timeout(), keys::key), memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
+        P2pSettings s = p2p.get();
+        return Optional.of(memory -> P2pBackend.overController(
+                new ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(), s.timeout(), keys::key),
+                memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
+    }
+
+    /** The P2P tier over a given {@code locator}, never fetching from {@code instanceId} itself. */
+    static Optional<Function<MemoryProvider, StorageBackend>> p2pTier(P2pSettings p2p, PeerLocator locator,
+                                                                       String instanceId) {
+        return Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
+                p2p.connections()));
     }
 
     /**

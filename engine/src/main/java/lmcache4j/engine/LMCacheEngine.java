@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
@@ -16,11 +15,7 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.ControllerWorker;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
-import lmcache4j.engine.events.KvEvents;
-import lmcache4j.engine.events.KvEventsSettings;
 import lmcache4j.engine.key.ChunkHash;
-import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.p2p.P2pBackend;
@@ -66,10 +61,9 @@ public final class LMCacheEngine implements AutoCloseable {
     private final RequestChecks checks;
     private final ChunkCopies copies;
     private final Lookups lookups;
+    private final RequestPreparer preparer;
+    private final EngineControlPlane controlPlane = new EngineControlPlane();
     private volatile boolean closed;
-    /** The cache controller's worker, when {@code enable_controller} is set. */
-    private volatile ControllerWorker controllerWorker;
-    private volatile KvEvents events;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                           TokenDatabase tokens, ControllerKeys.Index controllerKeys, StorageManager storage) {
@@ -86,6 +80,7 @@ public final class LMCacheEngine implements AutoCloseable {
         this.checks = new RequestChecks(metadata, tokens);
         this.lookups = new Lookups(config, metadata, tokens, storage, metrics, lookupPins, prefetches,
                 controllerKeys);
+        this.preparer = new RequestPreparer(tokens, metrics, lookups, controlPlane);
         this.copies = new ChunkCopies(storage, metrics, storeMode, config.storeLocation(), prefetches, lookupPins);
         storage.publishMetrics(metrics);
         EngineAssembly.bindCopyMetrics(metrics, connector);
@@ -110,12 +105,6 @@ public final class LMCacheEngine implements AutoCloseable {
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
-        // With enable_p2p and enable_controller, the P2P tier finds peers through the controller.
-        if (config.p2p().isPresent() && !config.enableController()) {
-            throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
-                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
-                    + "ProbingPeerLocator");
-        }
         ControllerKeys.Index keys = EngineAssembly.controllerKeys(config);
         return create(config, metadata, connector, extraTiers, tokenDatabase, keys,
                 EngineTiers.controllerP2pTier(config, metadata, keys));
@@ -138,8 +127,7 @@ public final class LMCacheEngine implements AutoCloseable {
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
         return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),
-                EngineAssembly.controllerKeys(config), Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
-                        p2p.connections())));
+                EngineAssembly.controllerKeys(config), EngineTiers.p2pTier(p2p, locator, instanceId));
     }
 
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
@@ -148,23 +136,10 @@ public final class LMCacheEngine implements AutoCloseable {
         LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, keys,
                 EngineTiers.open(config, metadata, extraTiers, lowest));
         try {
-            KvEventsSettings.from(config).ifPresent(settings -> {
-                engine.events = KvEvents.start(settings, config.chunkSize());
-                engine.storage.setResidencyListener(engine.events);
-            });
+            engine.controlPlane.start(engine, engine.lookups);
         } catch (RuntimeException e) {
             engine.close();
             throw e;
-        }
-        if (config.enableController()) {
-            try {
-                engine.controllerWorker = ControllerWorker.start(
-                        ControllerWorkerSettings.from(config, metadata.workerId()), new EngineControls(engine));
-                engine.controllerWorker.publishMetrics(engine.metrics);
-            } catch (RuntimeException e) {
-                engine.close();
-                throw e;
-            }
         }
         LOG.log(Level.INFO, () -> EngineAssembly.describe(engine));
         return engine;
@@ -184,7 +159,7 @@ public final class LMCacheEngine implements AutoCloseable {
     public PreparedRequest prepare(int[] tokens, Map<String, String> requestConfigs) {
         ensureOpen("prepare");
         Objects.requireNonNull(tokens, "tokens");
-        return prepared(tokens, 0, requestConfigs);
+        return preparer.prepare(tokens, null, requestConfigs);
     }
 
     /**
@@ -198,23 +173,7 @@ public final class LMCacheEngine implements AutoCloseable {
         ensureOpen("prepare");
         Objects.requireNonNull(tokens, "tokens");
         RequestChecks.checkMask(tokens, mask);
-        return prepared(tokens, this.tokens.maskedPrefix(mask, tokens.length), requestConfigs);
-    }
-
-    private PreparedRequest prepared(int[] tokens, int skippedTokens, Map<String, String> requestConfigs) {
-        List<ChunkRange> chunks = this.tokens.processTokens(tokens, requestConfigs);
-        metrics.recordHashed(tokens.length);
-        lookups.remember(tokens, chunks);
-        KvEvents published = events;
-        if (published != null) {
-            published.remember(tokens, chunks);
-        }
-        return new PreparedRequest(this.tokens, tokens.length, chunks, skippedTokens);
-    }
-
-    /** The request prepared from {@code tokens} and the (nullable) {@code mask}: the token-array calls' first step. */
-    private PreparedRequest prepareNullable(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
-        return mask == null ? prepare(tokens, requestConfigs) : prepare(tokens, mask, requestConfigs);
+        return preparer.prepare(tokens, mask, requestConfigs);
     }
 
     // ---- store ------------------------------------------------------------------------------
@@ -231,16 +190,10 @@ public final class LMCacheEngine implements AutoCloseable {
     public int store(int[] tokens, boolean[] mask, PagedKvCache kv, long[] slotMapping, Map<String, String> requestConfigs) {
         ensureOpen("store");
         checks.check(tokens, mask, kv, slotMapping);
-        return store(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping);
+        return store(preparer.prepare(tokens, mask, requestConfigs), kv, slotMapping);
     }
 
-    /**
-     * Stores the KV of a prepared request's chunks (those at or after its mask's {@code False}
-     * prefix), read from {@code kv} at {@code slotMapping}.
-     *
-     * @return the number of tokens newly stored: chunks already cached are skipped, and when memory
-     *         runs out only the chunks before that point are stored
-     */
+    /** As {@link #store(int[], boolean[], PagedKvCache, long[], Map)} for a prepared request. */
     public int store(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("store");
         checks.check(request, kv, slotMapping);
@@ -248,11 +201,8 @@ public final class LMCacheEngine implements AutoCloseable {
     }
 
     /**
-     * Stores the KV of a prepared request's chunks (those at or after its mask's {@code False}
-     * prefix), copied out of a KV cache in its owner's layout: token {@code t} is position {@code t}.
-     *
-     * @return the number of tokens newly stored: chunks already cached are skipped, and when memory
-     *         runs out only the chunks before that point are stored
+     * As {@link #store(PreparedRequest, PagedKvCache, long[])}, copying out of a KV cache in its
+     * owner's layout: token {@code t} is position {@code t}.
      */
     public int store(PreparedRequest request, ExternalKvCache kv) {
         ensureOpen("store");
@@ -267,14 +217,7 @@ public final class LMCacheEngine implements AutoCloseable {
     public int storeHashes(List<ChunkHash> hashes, int[] lengths, PagedKvCache kv, long[] slotMapping,
                            Map<String, String> requestConfigs) {
         ensureOpen("store");
-        List<ChunkRange> ranges = this.tokens.processHashes(hashes, lengths, requestConfigs);
-        lookups.rememberDigests(ranges);
-        int total = ranges.isEmpty() ? 0 : ranges.getLast().end();
-        if (slotMapping.length < total) {
-            throw new IllegalArgumentException("slot mapping has " + slotMapping.length + " entries for " + total + " tokens");
-        }
-        checks.check(kv);
-        return copies.store(ranges, new ChunkTransfer.Paged(connector, kv, slotMapping));
+        return store(preparer.fromHashes(hashes, lengths, requestConfigs), kv, slotMapping);
     }
 
     // ---- retrieve ---------------------------------------------------------------------------
@@ -291,16 +234,11 @@ public final class LMCacheEngine implements AutoCloseable {
                               Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieve");
         checks.check(tokens, mask, kv, slotMapping);
-        return copies.retrieve(prepareNullable(tokens, mask, requestConfigs), new ChunkTransfer.Paged(connector, kv, slotMapping),
+        return copies.retrieve(preparer.prepare(tokens, mask, requestConfigs), new ChunkTransfer.Paged(connector, kv, slotMapping),
                 lookupId);
     }
 
-    /**
-     * Loads the longest stored prefix of a prepared request's chunks (from its mask's {@code False}
-     * prefix on) into {@code kv} at {@code slotMapping}; tokens whose slot is -1 are left alone.
-     *
-     * @return one entry per token: true where KV was loaded
-     */
+    /** As {@link #retrieve(int[], boolean[], PagedKvCache, long[], Map, String)} for a prepared request. */
     public boolean[] retrieve(PreparedRequest request, PagedKvCache kv, long[] slotMapping) {
         ensureOpen("retrieve");
         checks.check(request, kv, slotMapping);
@@ -320,12 +258,8 @@ public final class LMCacheEngine implements AutoCloseable {
     }
 
     /**
-     * Loads the longest stored prefix of a prepared request's chunks (from its mask's {@code False}
-     * prefix on) into a KV cache in its owner's layout, token {@code t} at position {@code t}; then
-     * releases what a {@link #lookup(PreparedRequest, String)} or {@link #prefetch(PreparedRequest, String)}
-     * naming {@code requestId} holds, when {@code requestId} is not null.
-     *
-     * @return one entry per token: true where KV was loaded
+     * As {@link #retrieve(PreparedRequest, PagedKvCache, long[], String)} into a KV cache in its
+     * owner's layout (token {@code t} at position {@code t}); {@code requestId} may be null.
      */
     public boolean[] retrieve(PreparedRequest request, ExternalKvCache kv, String requestId) {
         ensureOpen("retrieve");
@@ -347,7 +281,7 @@ public final class LMCacheEngine implements AutoCloseable {
                                      Map<String, String> requestConfigs) {
         ensureOpen("storeLayer");
         checks.check(tokens, mask, kv, slotMapping);
-        return LayerwiseStore.start(storage, connector, kv, slotMapping, prepareNullable(tokens, mask, requestConfigs)
+        return LayerwiseStore.start(storage, connector, kv, slotMapping, preparer.prepare(tokens, mask, requestConfigs)
                 .chunksToProcess(), storeMode, threads.layerCopier(), metrics);
     }
 
@@ -370,7 +304,8 @@ public final class LMCacheEngine implements AutoCloseable {
                                            Map<String, String> requestConfigs, String lookupId) {
         ensureOpen("retrieveLayer");
         checks.check(tokens, mask, kv, slotMapping);
-        return retrieveLayerChunks(prepareNullable(tokens, mask, requestConfigs), kv, slotMapping, lookupId);
+        return LayerwiseRetrieve.start(storage, connector, kv, slotMapping, preparer.prepare(tokens, mask, requestConfigs),
+                threads.layerCopier(), metrics, lookupPins, lookupId);
     }
 
     /**
@@ -381,19 +316,8 @@ public final class LMCacheEngine implements AutoCloseable {
         ensureOpen("retrieveLayer");
         checks.check(request, kv, slotMapping);
         Objects.requireNonNull(lookupId, "lookupId");
-        return retrieveLayerChunks(request, kv, slotMapping, lookupId);
-    }
-
-    private LayerwiseRetrieve retrieveLayerChunks(PreparedRequest request, PagedKvCache kv, long[] slotMapping,
-                                                  String lookupId) {
-        long started = System.nanoTime();
-        return LayerwiseRetrieve.start(storage, connector, kv, slotMapping, request, threads.layerCopier(),
-                (requested, retrieved, copied) -> {
-                    if (lookupId != null) {
-                        lookupUnpin(lookupId);
-                    }
-                    metrics.recordRetrieve(requested, retrieved, copied, 0, System.nanoTime() - started);
-                });
+        return LayerwiseRetrieve.start(storage, connector, kv, slotMapping, request, threads.layerCopier(), metrics,
+                lookupPins, lookupId);
     }
 
     // ---- prefetch ---------------------------------------------------------------------------
@@ -501,21 +425,13 @@ public final class LMCacheEngine implements AutoCloseable {
     public long clear() {
         ensureOpen("clear");
         long removed = storage.clear();
-        KvEvents published = events;
-        if (published != null && storage.residentKeys().values().stream().allMatch(List::isEmpty)) {
-            published.allCleared();
-        }
+        controlPlane.cleared(this);
         return removed;
-    }
-
-    /** The control-plane key of a chunk this engine keyed ({@code package-private}: for the controller's worker). */
-    OptionalLong controllerKey(ChunkHash digest) {
-        return lookups.controllerKey(digest);
     }
 
     /** The cache controller's worker, when {@code enable_controller} is set. */
     public Optional<ControllerWorker> controllerWorker() {
-        return Optional.ofNullable(controllerWorker);
+        return controlPlane.worker();
     }
 
     /** The engine's metrics. */
@@ -562,12 +478,7 @@ public final class LMCacheEngine implements AutoCloseable {
             return;
         }
         closed = true;
-        if (controllerWorker != null) {
-            controllerWorker.close(); // deregisters, before the tiers' closing removals would be reported
-        }
-        if (events != null) {
-            events.close(); // publishes what is queued; the tiers' closing removals are not events
-        }
+        controlPlane.close();
         lookupPins.releaseAll();
         List<RequestPrefetch> held = prefetches.releaseAll();
         threads.close(); // a pin scan in flight finishes before the tiers close under it

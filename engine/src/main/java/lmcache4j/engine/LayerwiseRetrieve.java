@@ -14,6 +14,7 @@ import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.StorageManager;
 
 /**
@@ -41,6 +42,23 @@ public final class LayerwiseRetrieve implements AutoCloseable {
     /** What a layerwise retrieve tells its engine when it ends: tokens asked for, tokens loaded, bytes copied. */
     interface Done {
         void done(int requestedTokens, int retrievedTokens, long copiedBytes);
+    }
+
+    /**
+     * {@link #start(StorageManager, KvConnector, PagedKvCache, long[], PreparedRequest, Executor, Done)}
+     * for an engine: the retrieve is recorded in {@code metrics} and the pins of lookup
+     * {@code lookupId} (when not null) are released when it ends.
+     */
+    static LayerwiseRetrieve start(StorageManager storage, KvConnector connector, PagedKvCache kv, long[] slots,
+                                   PreparedRequest request, Executor copier, EngineMetrics metrics, LookupPins pins,
+                                   String lookupId) {
+        long started = System.nanoTime();
+        return start(storage, connector, kv, slots, request, copier, (requested, retrieved, copied) -> {
+            if (lookupId != null) {
+                pins.release(lookupId);
+            }
+            metrics.recordRetrieve(requested, retrieved, copied, 0, System.nanoTime() - started);
+        });
     }
 
     /**

@@ -134,6 +134,9 @@ public final class KvConnector implements AutoCloseable {
     /**
      * Scatters {@code obj} into tokens {@code [start, end)} of every layer, leaving tokens whose slot
      * is -1 alone. Returns the bytes copied.
+     *
+     * @throws ChunkMismatchException when {@code obj} is not a whole chunk of this cache's shape
+     *         and dtype (nothing is copied)
      */
     public long toPaged(MemoryObj obj, PagedKvCache kv, long[] slots, int start, int end) {
         checkChunk(kv, slots, start, end, obj);
@@ -178,7 +181,7 @@ public final class KvConnector implements AutoCloseable {
                     + slots.length + "-token slot mapping");
         }
         if (obj.dtype() != kv.dtype()) {
-            throw new IllegalArgumentException(obj + " is " + obj.dtype().torchName() + " but the KV cache is "
+            throw new ChunkMismatchException(obj + " is " + obj.dtype().torchName() + " but the KV cache is "
                     + kv.dtype().torchName());
         }
     }
@@ -187,7 +190,7 @@ public final class KvConnector implements AutoCloseable {
         checkRange(kv, slots, start, end, obj);
         TensorShape expected = chunkShape(kv, end - start);
         if (obj.format() != chunkFormat(kv) || !obj.shape().equals(expected)) {
-            throw new IllegalArgumentException(obj + " does not fit tokens [" + start + ", " + end + ") of this cache: "
+            throw new ChunkMismatchException(obj + " does not fit tokens [" + start + ", " + end + ") of this cache: "
                     + "expected " + chunkFormat(kv) + " " + expected);
         }
     }
@@ -198,11 +201,11 @@ public final class KvConnector implements AutoCloseable {
             throw new IllegalArgumentException("layer " + layer + " outside [0, " + kv.layerCount() + ")");
         }
         if (obj.format() != MemoryFormat.KV_T2D && obj.format() != MemoryFormat.KV_2TD) {
-            throw new IllegalArgumentException(obj + " is not a one-layer object (KV_T2D or KV_2TD)");
+            throw new ChunkMismatchException(obj + " is not a one-layer object (KV_T2D or KV_2TD)");
         }
         TensorShape expected = layerShape(kv, end - start, obj.format());
         if (!obj.shape().equals(expected)) {
-            throw new IllegalArgumentException(obj + " does not fit layer " + layer + " tokens [" + start + ", " + end
+            throw new ChunkMismatchException(obj + " does not fit layer " + layer + " tokens [" + start + ", " + end
                     + "): expected " + obj.format() + " " + expected);
         }
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.IOException;
 import java.io.Reader;
 import java.lang.classfile.Annotation;
+import java.lang.classfile.AnnotationValue;
 import java.lang.classfile.Attributes;
 import java.lang.classfile.ClassModel;
 import java.lang.classfile.attribute.RuntimeVisibleAnnotationsAttribute;
@@ -121,6 +122,7 @@ class NativeImageMetadataTest {
         for (ClassModel model : cli.classModels()) {
             if (usesPicocliAnnotations(model)) {
                 annotated.add(model.thisClass().asInternalName().replace('/', '.'));
+                annotated.addAll(classesNamedByPicocli(model)); // converters: picocli instantiates them
             }
         }
         assertTrue(annotated.size() >= 5, "the scan found the commands: " + annotated);
@@ -134,12 +136,33 @@ class NativeImageMetadataTest {
         assertEquals(annotated, registered, cli.metadataPath() + " must register exactly the classes picocli reflects on");
     }
 
+    /** The lmcache4j classes a picocli annotation names as a value ({@code converter = X.class}). */
+    private static Set<String> classesNamedByPicocli(ClassModel model) {
+        Set<String> named = new TreeSet<>();
+        picocliAnnotations(model).forEach(a -> a.elements().forEach(e -> {
+            List<AnnotationValue> values = e.value() instanceof AnnotationValue.OfArray array ? array.values() : List.of(e.value());
+            for (AnnotationValue v : values) {
+                if (v instanceof AnnotationValue.OfClass c) {
+                    String type = c.classSymbol().descriptorString();
+                    if (type.startsWith("Llmcache4j/")) {
+                        named.add(type.substring(1, type.length() - 1).replace('/', '.'));
+                    }
+                }
+            }
+        }));
+        return named;
+    }
+
     private static boolean usesPicocliAnnotations(ClassModel model) {
+        return !picocliAnnotations(model).isEmpty();
+    }
+
+    private static List<Annotation> picocliAnnotations(ClassModel model) {
         List<RuntimeVisibleAnnotationsAttribute> attributes = new ArrayList<>();
         model.findAttribute(Attributes.runtimeVisibleAnnotations()).ifPresent(attributes::add);
         model.fields().forEach(f -> f.findAttribute(Attributes.runtimeVisibleAnnotations()).ifPresent(attributes::add));
         model.methods().forEach(m -> m.findAttribute(Attributes.runtimeVisibleAnnotations()).ifPresent(attributes::add));
-        return attributes.stream().flatMap(a -> a.annotations().stream()).map(Annotation::className)
-                .anyMatch(name -> name.stringValue().startsWith("Lpicocli/CommandLine$"));
+        return attributes.stream().flatMap(a -> a.annotations().stream())
+                .filter(a -> a.className().stringValue().startsWith("Lpicocli/CommandLine$")).toList();
     }
 }

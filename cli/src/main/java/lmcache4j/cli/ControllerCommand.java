@@ -143,6 +143,30 @@ public final class ControllerCommand implements CliMain.Command {
                 (int) OptionValues.wholeNumber("--expected-entries", value, 0, 1 << 29));
     }
 
+    @Option(names = "--max-entries", paramLabel = "N", order = 15, description = "(chunk, holder) entries the index holds at "
+            + "most, about 40 bytes of heap each; admits beyond it are dropped and counted (default 16777216)")
+    private void maxEntries(String value) {
+        ControllerConfig.Caps c = config.caps();
+        config = config.withCaps(new ControllerConfig.Caps(OptionValues.wholeNumber("--max-entries", value, 1, 1L << 40),
+                c.maxWorkers(), c.maxQueuedOrchestrations()));
+    }
+
+    @Option(names = "--max-workers", paramLabel = "N", order = 16,
+            description = "registered workers at most; new ones beyond it are refused until one leaves (default 4096)")
+    private void maxWorkers(String value) {
+        ControllerConfig.Caps c = config.caps();
+        config = config.withCaps(new ControllerConfig.Caps(c.maxEntries(),
+                (int) OptionValues.wholeNumber("--max-workers", value, 1, 1 << 20), c.maxQueuedOrchestrations()));
+    }
+
+    @Option(names = "--max-queued-orchestrations", paramLabel = "N", order = 17, description = "fire-and-forget "
+            + "orchestration messages waiting at most, each up to --max-frame-mb; more are dropped and counted (default 4)")
+    private void maxQueuedOrchestrations(String value) {
+        ControllerConfig.Caps c = config.caps();
+        config = config.withCaps(new ControllerConfig.Caps(c.maxEntries(), c.maxWorkers(),
+                (int) OptionValues.wholeNumber("--max-queued-orchestrations", value, 1, 1 << 16)));
+    }
+
     public static void main(String[] args) {
         CliMain.exit("controller", () -> run(args, System.out, System.err));
     }

@@ -29,18 +29,19 @@ import lmcache4j.engine.key.HashAlgorithm;
  * @param httpThreads     HTTP requests handled at once (requests still arriving, on virtual threads, do not count)
  * @param maxFrameBytes   largest ZeroMQ message accepted on any socket (larger: the peer is disconnected)
  * @param expectedEntries index entries to size the table for at start
+ * @param caps            what outsiders can make the controller hold
  */
 public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http, int chunkSize,
                                boolean saveUnfullChunk, HashAlgorithm hashAlgorithm, Optional<String> hashSeed,
                                ControllerKeys.Scheme chunkKeys, String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
-                               int httpThreads, long maxFrameBytes, int expectedEntries) {
+                               int httpThreads, long maxFrameBytes, int expectedEntries, Caps caps) {
     /** LMCache's default ports: 8300 pull, 8400 reply (lmcache_worker ports start at 8500); heartbeat beside them. */
     public static ControllerConfig defaults() {
         return new ControllerConfig(new Endpoint("127.0.0.1", 8300), new Endpoint("127.0.0.1", 8400),
                 new Endpoint("127.0.0.1", 8301), new Endpoint("127.0.0.1", 9000), 256, false,
                 HashAlgorithm.defaultAlgorithm(), Optional.ofNullable(System.getenv("PYTHONHASHSEED")),
                 ControllerKeys.Scheme.LMCACHE, "",
-                Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20);
+                Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20, Caps.defaults());
     }
 
     /** Every address on loopback, port 0 (any free port): for tests and benchmarks. */
@@ -58,6 +59,7 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         Objects.requireNonNull(hashSeed, "hashSeed");
         Objects.requireNonNull(chunkKeys, "chunkKeys");
         Objects.requireNonNull(model, "model");
+        Objects.requireNonNull(caps, "caps");
         if (chunkSize < 1) {
             throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
         }
@@ -72,12 +74,12 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withEndpoints(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
     }
 
     public ControllerConfig withHashing(int chunkSize, boolean saveUnfullChunk, HashAlgorithm algorithm, Optional<String> seed) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
     }
 
     public ControllerConfig withHashSeed(Optional<String> seed) {
@@ -86,22 +88,51 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withChunkKeys(ControllerKeys.Scheme chunkKeys) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys,
-                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
     }
 
     public ControllerConfig withModel(String model) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
     }
 
     public ControllerConfig withTimeouts(Duration workerTimeout, Duration requestTimeout) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
     }
 
     public ControllerConfig withLimits(int maxBodyBytes, int httpThreads, long maxFrameBytes, int expectedEntries) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+    }
+
+    public ControllerConfig withCaps(Caps caps) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+    }
+
+    /**
+     * What a client of the controller's sockets can make it hold, each refused beyond its cap and
+     * counted in {@code lmcache4j_controller_refused_total{what=...}}.
+     *
+     * @param maxEntries              (chunk, holder) index entries, about 40 bytes of heap each
+     *                                ({@code ./lmcache4j bench controller}); admits beyond it are dropped
+     * @param maxWorkers              registered workers; registrations and heartbeats of new ones beyond it are refused
+     * @param maxQueuedOrchestrations fire-and-forget orchestration messages waiting for the orchestration
+     *                                thread, each up to {@code maxFrameBytes}
+     */
+    public record Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations) {
+        /** 2^24 entries (about 650 MiB of heap), 4,096 workers, 4 queued orchestration messages. */
+        public static Caps defaults() {
+            return new Caps(1L << 24, 4096, 4);
+        }
+
+        public Caps {
+            if (maxEntries < 1 || maxWorkers < 1 || maxQueuedOrchestrations < 1) {
+                throw new IllegalArgumentException("every cap must be at least 1; got max entries " + maxEntries
+                        + ", max workers " + maxWorkers + ", max queued orchestrations " + maxQueuedOrchestrations);
+            }
+        }
     }
 
     /** The hashing settings, as {@code GET /instances} reports them. */

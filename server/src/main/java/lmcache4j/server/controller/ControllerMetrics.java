@@ -24,6 +24,7 @@ public final class ControllerMetrics {
     @SuppressWarnings("unchecked")
     private final Map<String, LongAdder>[] messages = new Map[Socket.values().length];
     private final Map<String, LongSupplier> gauges = new ConcurrentHashMap<>();
+    private final Map<String, LongSupplier> counterReads = new ConcurrentHashMap<>();
     private final LongAdder[] lookupBuckets = new LongAdder[LOOKUP_BUCKETS.length + 1];
     private final LongAdder lookupNanos = new LongAdder();
     private final LongAdder lookups = new LongAdder();
@@ -83,6 +84,14 @@ public final class ControllerMetrics {
         count("lmcache4j_controller_forward_failures_total{reason=\"" + reason + "\"}");
     }
 
+    /**
+     * Work refused at one of the caps ({@code what}: {@code workers}, {@code orchestrations};
+     * refused index admits are {@code ops_discarded_total{reason="entries_limit"}}).
+     */
+    public void refused(String what) {
+        count("lmcache4j_controller_refused_total{what=\"" + what + "\"}");
+    }
+
     /** Workers dropped for missing heartbeats. */
     public void workerExpired() {
         count("lmcache4j_controller_workers_expired_total");
@@ -108,6 +117,11 @@ public final class ControllerMetrics {
     /** A gauge read when {@code /metrics} is rendered. */
     public void gauge(String name, LongSupplier value) {
         gauges.put(name, value);
+    }
+
+    /** A counter kept elsewhere (a {@code _total} name), read when {@code /metrics} is rendered. */
+    public void counter(String name, LongSupplier value) {
+        counterReads.put(name, value);
     }
 
     /** The value of a counter (name with labels, as rendered); 0 when never counted. */
@@ -151,6 +165,8 @@ public final class ControllerMetrics {
             sb.append("# TYPE ").append(name).append(" counter\n");
             series.forEach((s, v) -> sb.append(s).append(' ').append(v).append('\n'));
         });
+        new TreeMap<>(counterReads).forEach((name, value) ->
+                sb.append("# TYPE ").append(name).append(" counter\n").append(name).append(' ').append(value.getAsLong()).append('\n'));
         new TreeMap<>(gauges).forEach((name, value) ->
                 sb.append("# TYPE ").append(name).append(" gauge\n").append(name).append(' ').append(value.getAsLong()).append('\n'));
         String h = "lmcache4j_controller_lookup_seconds";

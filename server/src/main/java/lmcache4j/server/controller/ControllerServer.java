@@ -79,9 +79,9 @@ public final class ControllerServer implements AutoCloseable {
     private ControllerServer(ControllerConfig config, InstantSource clock) {
         this.config = config;
         metrics = new ControllerMetrics();
-        index = new ChunkIndex(config.expectedEntries());
+        index = new ChunkIndex(config.expectedEntries(), config.caps().maxEntries());
         sync = new FullSyncTracker(index);
-        registry = new WorkerRegistry(index, sync, clock, config.workerTimeout());
+        registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
         ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
         lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher, config.chunkKeys()), index, metrics);
         context = new ZContext(1);
@@ -99,7 +99,7 @@ public final class ControllerServer implements AutoCloseable {
             registry.onDeparture(orchestrator::forget);
             orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
             IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
-                    advertisedHeartbeat.toString());
+                    config.caps().maxQueuedOrchestrations(), advertisedHeartbeat.toString());
             ZMQ.Poller poller = context.createPoller(3);
             poller.register(pull, ZMQ.Poller.POLLIN);
             poller.register(reply, ZMQ.Poller.POLLIN);
@@ -244,6 +244,8 @@ public final class ControllerServer implements AutoCloseable {
 
     private void registerGauges() {
         metrics.gauge("lmcache4j_controller_index_entries", index::entries);
+        metrics.gauge("lmcache4j_controller_index_locations", index::locations);
+        metrics.counter("lmcache4j_controller_index_admits_refused_total", index::admitsRefused);
         metrics.gauge("lmcache4j_controller_index_bytes", index::memoryBytes);
         metrics.gauge("lmcache4j_controller_instances", () -> registry.workers().stream().map(w -> w.key().instanceId()).distinct().count());
         metrics.gauge("lmcache4j_controller_workers", () -> registry.workers().size());

@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -46,6 +48,9 @@ final class IngestHandler {
     private final ControllerLookup lookup;
     private final Orchestrator orchestrator;
     private final Executor orchestration;
+    private final int maxQueuedOrchestrations;
+    /** Fire-and-forget orchestration messages handed to the orchestration thread and not yet done. */
+    private final AtomicInteger queuedOrchestrations = new AtomicInteger();
     private final String heartbeatUrl;
     private final RateLimitedWarning badFrames = new RateLimitedWarning(LOG, 10_000);
     /** The hot path: batched admits/evicts and full-sync batches straight into primitive arrays. */
@@ -57,7 +62,8 @@ final class IngestHandler {
     private static final String FULL_SYNC_BATCH_MSG = "FullSyncBatchMsg";
 
     IngestHandler(ChunkIndex index, WorkerRegistry registry, FullSyncTracker sync, ControllerMetrics metrics,
-                  ControllerLookup lookup, Orchestrator orchestrator, Executor orchestration, String heartbeatUrl) {
+                  ControllerLookup lookup, Orchestrator orchestrator, Executor orchestration, int maxQueuedOrchestrations,
+                  String heartbeatUrl) {
         this.index = Objects.requireNonNull(index);
         this.registry = Objects.requireNonNull(registry);
         this.sync = Objects.requireNonNull(sync);
@@ -65,6 +71,7 @@ final class IngestHandler {
         this.lookup = Objects.requireNonNull(lookup);
         this.orchestrator = Objects.requireNonNull(orchestrator);
         this.orchestration = Objects.requireNonNull(orchestration);
+        this.maxQueuedOrchestrations = maxQueuedOrchestrations;
         this.heartbeatUrl = Objects.requireNonNull(heartbeatUrl);
     }
 
@@ -109,7 +116,7 @@ final class IngestHandler {
                 }
             }
             case WorkerMsg.DeRegisterMsg d -> registry.deregister(new WorkerKey(d.instanceId(), d.workerId()));
-            case OrchMsg o -> orchestration.execute(() -> fireAndForget(o));
+            case OrchMsg o -> queueOrchestration(o);
             default -> metrics.unknown(Socket.PULL); // a well-formed message that is not pushed (a reply, a request)
         }
     }
@@ -122,7 +129,10 @@ final class IngestHandler {
         }
         ControllerMessage reply = switch (m) {
             case WorkerReqMsg.RegisterMsg r -> {
-                registry.register(new WorkerKey(r.instanceId(), r.workerId()), r.ip(), r.port(), r.peerInitUrl());
+                if (registry.register(new WorkerKey(r.instanceId(), r.workerId()), r.ip(), r.port(), r.peerInitUrl())
+                        == WorkerRegistry.Outcome.FULL) {
+                    yield workersFull();
+                }
                 yield new WorkerReqRetMsg.RegisterRetMsg(Map.of("heartbeat_url", heartbeatUrl));
             }
             case WorkerReqMsg.HeartbeatMsg h -> heartbeat(h);
@@ -171,11 +181,43 @@ final class IngestHandler {
         metrics.malformed(socket);
     }
 
-    private WorkerReqRetMsg heartbeat(WorkerReqMsg.HeartbeatMsg h) {
-        boolean unknown = registry.heartbeat(new WorkerKey(h.instanceId(), h.workerId()), h.ip(), h.port(), h.peerInitUrl());
-        return new WorkerReqRetMsg.HeartbeatRetMsg(unknown
-                ? List.<HeartbeatCommand>of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered"))
-                : List.of());
+    private ControllerMessage heartbeat(WorkerReqMsg.HeartbeatMsg h) {
+        return switch (registry.heartbeat(new WorkerKey(h.instanceId(), h.workerId()), h.ip(), h.port(), h.peerInitUrl())) {
+            case NEW -> new WorkerReqRetMsg.HeartbeatRetMsg(
+                    List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")));
+            case KNOWN -> new WorkerReqRetMsg.HeartbeatRetMsg(List.of());
+            case FULL -> workersFull();
+        };
+    }
+
+    private ErrorMsg workersFull() {
+        metrics.refused("workers");
+        badFrames.warn(() -> "refused a worker: the controller holds its maximum of " + registry.maxWorkers()
+                + " workers (--max-workers)");
+        return new ErrorMsg("the controller holds its maximum of " + registry.maxWorkers() + " workers; try again "
+                + "when one leaves");
+    }
+
+    /** Hands a fire-and-forget message to the orchestration thread, unless {@code maxQueuedOrchestrations} wait. */
+    private void queueOrchestration(OrchMsg o) {
+        if (queuedOrchestrations.incrementAndGet() > maxQueuedOrchestrations) {
+            queuedOrchestrations.decrementAndGet();
+            metrics.refused("orchestrations");
+            badFrames.warn(() -> "dropped a " + Wire.typeName(o) + ": " + maxQueuedOrchestrations
+                    + " orchestration messages are already waiting (--max-queued-orchestrations)");
+            return;
+        }
+        try {
+            orchestration.execute(() -> {
+                try {
+                    fireAndForget(o);
+                } finally {
+                    queuedOrchestrations.decrementAndGet();
+                }
+            });
+        } catch (RejectedExecutionException e) { // closing
+            queuedOrchestrations.decrementAndGet();
+        }
     }
 
     private ControllerMessage decode(Socket socket, byte[] frame) {

@@ -44,17 +44,29 @@ public final class ChunkIndex {
     private final Batch batch = new Batch();
     private final AtomicInteger roundRobin = new AtomicInteger();
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
+    private final long maxEntries;
     private long entries;
+    private long admitsRefused;
     /** Where {@link Batch#touch}'s reads go, so the compiler cannot drop them. */
     @SuppressWarnings("unused")
     private long touched;
 
-    /** An empty index sized for {@code expectedEntries} (it grows past that). */
+    /** An empty index sized for {@code expectedEntries} (it grows past that), without a cap. */
     public ChunkIndex(int expectedEntries) {
-        if (expectedEntries < 0) {
-            throw new IllegalArgumentException("expected entries must be >= 0, was " + expectedEntries);
+        this(expectedEntries, Long.MAX_VALUE);
+    }
+
+    /**
+     * An empty index sized for {@code expectedEntries} (it grows past that) that holds at most
+     * {@code maxEntries}: admits beyond it are refused and counted ({@link #admitsRefused()}).
+     */
+    public ChunkIndex(int expectedEntries, long maxEntries) {
+        if (expectedEntries < 0 || maxEntries < 1) {
+            throw new IllegalArgumentException("expected entries must be >= 0 and max entries >= 1, were "
+                    + expectedEntries + " and " + maxEntries);
         }
-        forward = new ChunkHolderTable(expectedEntries);
+        this.maxEntries = maxEntries;
+        forward = new ChunkHolderTable((int) Math.min(expectedEntries, maxEntries));
     }
 
     /** An empty index with room for about a million entries before it first grows. */
@@ -92,8 +104,14 @@ public final class ChunkIndex {
             touched += forward.touch(keys, n);
         }
 
-        /** Records that {@code holder} holds {@code key}; false when it already did. */
+        /** Records that {@code holder} holds {@code key}; false when it already did, or the index is full. */
         public boolean admit(int holder, long key) {
+            if (entries >= maxEntries) {
+                if (!forward.contains(key, holder)) {
+                    admitsRefused++;
+                }
+                return false;
+            }
             if (!forward.add(key, holder)) {
                 return false;
             }
@@ -215,6 +233,16 @@ public final class ChunkIndex {
         return removed;
     }
 
+    /** Admits refused because the index held its maximum of entries. */
+    public long admitsRefused() {
+        long stamp = lock.readLock();
+        try {
+            return admitsRefused;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
     /** (chunk, holder) entries. */
     public long entries() {
         long stamp = lock.readLock();
@@ -230,6 +258,16 @@ public final class ChunkIndex {
         long stamp = lock.readLock();
         try {
             return holders.instanceCount();
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Distinct locations some holder uses (a location is forgotten with its last holder). */
+    public int locations() {
+        long stamp = lock.readLock();
+        try {
+            return holders.locationCount();
         } finally {
             lock.unlockRead(stamp);
         }

@@ -46,7 +46,10 @@ final class HolderTable {
     // per location
     String[] locationNames = new String[8];
     int[] locationRank = new int[8];
-    private int locationCount;
+    private int[] locationHolderCount = new int[8];
+    private int[] freeLocations = new int[8];
+    private int freeLocationCount;
+    private int locationHighWater;
 
     /** The id of {@code h}, interned on first sight. */
     int intern(Holder h) {
@@ -63,6 +66,7 @@ final class HolderTable {
         keysOf[holder] = new KeyLog();
         live[holder] = 1;
         instanceHolderCount[instance]++;
+        locationHolderCount[location]++;
         holderIds.put(h, holder);
         return holder;
     }
@@ -98,6 +102,12 @@ final class HolderTable {
             instanceEntries[instance] = 0;
             freeInstances = push(freeInstances, freeInstanceCount++, instance);
         }
+        int location = locationOf[holder];
+        if (--locationHolderCount[location] == 0) { // a location no holder uses any more is forgotten
+            locationIds.remove(locationNames[location]);
+            locationNames[location] = null;
+            freeLocations = push(freeLocations, freeLocationCount++, location);
+        }
         freeHolders = push(freeHolders, freeHolderCount++, holder);
     }
 
@@ -107,6 +117,11 @@ final class HolderTable {
 
     int instanceCount() {
         return instanceIds.size();
+    }
+
+    /** Locations some holder uses. */
+    int locationCount() {
+        return locationIds.size();
     }
 
     /** Bytes of the reverse index (its logs' arrays) and of these tables. */
@@ -164,13 +179,19 @@ final class HolderTable {
         if (id != null) {
             return id;
         }
-        if (locationCount == MAX_LOCATIONS) {
-            throw new IndexLimitException("more than " + MAX_LOCATIONS + " distinct locations");
+        if (locationIds.size() == MAX_LOCATIONS) {
+            throw new IndexLimitException("more than " + MAX_LOCATIONS + " distinct locations in use");
         }
-        int location = locationCount++;
-        if (location == locationNames.length) {
-            locationNames = Arrays.copyOf(locationNames, location * 2);
-            locationRank = Arrays.copyOf(locationRank, location * 2);
+        int location;
+        if (freeLocationCount > 0) {
+            location = freeLocations[--freeLocationCount];
+        } else {
+            location = locationHighWater++;
+            if (location == locationNames.length) {
+                locationNames = Arrays.copyOf(locationNames, location * 2);
+                locationRank = Arrays.copyOf(locationRank, location * 2);
+                locationHolderCount = Arrays.copyOf(locationHolderCount, location * 2);
+            }
         }
         locationNames[location] = name;
         locationRank[location] = KNOWN_LOCATION_RANK.getOrDefault(name, KNOWN_LOCATION_RANK.size() + location);

@@ -31,13 +31,30 @@ public final class WorkerRegistry {
     private final FullSyncTracker sync;
     private final InstantSource clock;
     private final Duration timeout;
+    private final int maxWorkers;
     private volatile Consumer<WorkerInfo> departed = w -> { };
 
-    /**
-     * @param timeout how long a worker may go without a heartbeat (LMCache's
-     *                {@code lmcache_worker_timeout}) before it is dropped with its entries
-     */
+    /** What a registration or heartbeat did. */
+    public enum Outcome {
+        /** A worker not known before was registered. */
+        NEW,
+        /** A known worker registered again, or beat. */
+        KNOWN,
+        /** Refused: the registry holds its maximum of workers. */
+        FULL
+    }
+
+    /** A registry without a cap on workers. */
     public WorkerRegistry(ChunkIndex index, FullSyncTracker sync, InstantSource clock, Duration timeout) {
+        this(index, sync, clock, timeout, Integer.MAX_VALUE);
+    }
+
+    /**
+     * @param timeout    how long a worker may go without a heartbeat (LMCache's
+     *                   {@code lmcache_worker_timeout}) before it is dropped with its entries
+     * @param maxWorkers workers held at most: a new one beyond it is refused until one leaves
+     */
+    public WorkerRegistry(ChunkIndex index, FullSyncTracker sync, InstantSource clock, Duration timeout, int maxWorkers) {
         this.index = Objects.requireNonNull(index, "index");
         this.sync = Objects.requireNonNull(sync, "sync");
         this.clock = Objects.requireNonNull(clock, "clock");
@@ -45,6 +62,10 @@ public final class WorkerRegistry {
             throw new IllegalArgumentException("worker timeout must be positive, was " + timeout);
         }
         this.timeout = timeout;
+        if (maxWorkers < 1) {
+            throw new IllegalArgumentException("max workers must be at least 1, was " + maxWorkers);
+        }
+        this.maxWorkers = maxWorkers;
     }
 
     /**
@@ -52,10 +73,13 @@ public final class WorkerRegistry {
      * index held for it is gone from its memory, so its entries are dropped (a persistent tier
      * reports its chunks again, or full-syncs).
      *
-     * @return true when the worker was not registered before
+     * @return {@link Outcome#NEW}, {@link Outcome#KNOWN} (registered again) or {@link Outcome#FULL}
      */
-    public boolean register(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
+    public Outcome register(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
         Instant now = clock.instant();
+        if (!workers.containsKey(key) && workers.size() >= maxWorkers) {
+            return Outcome.FULL;
+        }
         WorkerInfo old = workers.put(key, new WorkerInfo(key, ip, port, peerInitUrl, now, now));
         if (old != null) {
             long dropped = index.removeWorker(key.instanceId(), key.workerId());
@@ -65,26 +89,30 @@ public final class WorkerRegistry {
         } else {
             LOG.log(System.Logger.Level.INFO, "worker {0} registered at {1}:{2}", key, ip, port);
         }
-        return old == null;
+        return old == null ? Outcome.NEW : Outcome.KNOWN;
     }
 
     /**
      * Records a heartbeat (HeartbeatMsg). An unknown worker (the controller restarted, or dropped it
      * after a timeout) is registered from the heartbeat's fields.
      *
-     * @return true when the worker was unknown and has just been registered: it must full-sync
+     * @return {@link Outcome#KNOWN}; {@link Outcome#NEW} when the worker was unknown and has just
+     *         been registered (it must full-sync); {@link Outcome#FULL} when it was unknown and refused
      */
-    public boolean heartbeat(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
+    public Outcome heartbeat(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
         Instant now = clock.instant();
         WorkerInfo known = workers.get(key);
         if (known != null) {
             workers.put(key, known.beatAt(now));
-            return false;
+            return Outcome.KNOWN;
+        }
+        if (workers.size() >= maxWorkers) {
+            return Outcome.FULL;
         }
         workers.put(key, new WorkerInfo(key, ip, port, peerInitUrl, now, now));
         LOG.log(System.Logger.Level.INFO, "heartbeat from unknown worker {0} at {1}:{2}: registered it and asked for a full sync",
                 key, ip, port);
-        return true;
+        return Outcome.NEW;
     }
 
     /** Deregisters a worker (DeRegisterMsg) and drops its entries; returns how many it had. */
@@ -141,6 +169,11 @@ public final class WorkerRegistry {
     /** The registered workers of one instance, sorted by worker id. */
     public List<WorkerInfo> workersOf(String instanceId) {
         return workers().stream().filter(w -> w.key().instanceId().equals(instanceId)).toList();
+    }
+
+    /** The most workers held at once. */
+    public int maxWorkers() {
+        return maxWorkers;
     }
 
     /** The liveness timeout. */

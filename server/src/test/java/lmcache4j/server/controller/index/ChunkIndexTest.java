@@ -1,6 +1,8 @@
 package lmcache4j.server.controller.index;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -154,5 +156,42 @@ class ChunkIndexTest {
         for (long key = 0; key < 200; key++) {
             assertEquals(java.util.List.of(other), index.holdersOf(key));
         }
+    }
+
+    @Test
+    void admitsBeyondTheCapAreRefusedAndCountedUntilEntriesLeave() {
+        ChunkIndex index = new ChunkIndex(16, 3);
+        Holder a = new Holder("a", 0, "LocalCPUBackend");
+        Holder b = new Holder("b", 0, "LocalCPUBackend");
+        assertTrue(index.admit(a, 1));
+        assertTrue(index.admit(a, 2));
+        assertTrue(index.admit(b, 1));
+        assertFalse(index.admit(b, 2), "the fourth entry");
+        assertFalse(index.admit(a, 1), "already held: not a refusal");
+        assertEquals(3, index.entries());
+        assertEquals(1, index.admitsRefused());
+        index.evict(a, 2);
+        assertTrue(index.admit(b, 2));
+        index.removeWorker("b", 0);
+        assertTrue(index.admit(a, 3));
+        assertEquals(2, index.entries());
+        assertEquals(1, index.admitsRefused());
+    }
+
+    @Test
+    void aLocationIsForgottenWithItsLastHolderSoNamesCannotFillTheTableForGood() {
+        ChunkIndex index = new ChunkIndex();
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < HolderTable.MAX_LOCATIONS; i++) {
+                assertTrue(index.admit(new Holder("a", 0, "location-" + round + "-" + i), 1));
+            }
+            assertEquals(HolderTable.MAX_LOCATIONS, index.locations());
+            int r = round;
+            assertThrows(IndexLimitException.class, () -> index.admit(new Holder("a", 0, "one-more-" + r), 1));
+            index.removeWorker("a", 0);
+            assertEquals(0, index.locations(), "round " + round + ": every location went with its holders");
+        }
+        assertTrue(index.admit(new Holder("b", 0, "LocalCPUBackend"), 7));
+        assertEquals(List.of(new Holder("b", 0, "LocalCPUBackend")), index.holdersOf(7));
     }
 }

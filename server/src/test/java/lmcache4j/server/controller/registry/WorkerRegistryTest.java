@@ -29,7 +29,7 @@ class WorkerRegistryTest {
         index.admit(new Holder("a", 0, "LocalDiskBackend"), 2);
         index.admit(new Holder("b", 0, "LocalCPUBackend"), 1);
         clock.advance(Duration.ofSeconds(6));
-        assertFalse(registry.heartbeat(b0, "127.0.0.1", 9001, Optional.empty()), "b is known");
+        assertEquals(WorkerRegistry.Outcome.KNOWN, registry.heartbeat(b0, "127.0.0.1", 9001, Optional.empty()), "b is known");
         assertEquals(List.of(), registry.dropExpired());
         clock.advance(Duration.ofSeconds(5)); // a: 11 s without a beat; b: 5 s
         assertEquals(List.of(a0), registry.dropExpired());
@@ -46,23 +46,39 @@ class WorkerRegistryTest {
 
     @Test
     void aHeartbeatFromAnUnknownWorkerRegistersItAndAsksForAFullSync() {
-        assertTrue(registry.heartbeat(a0, "10.0.0.1", 9000, Optional.of("tcp://10.0.0.1:8200")));
+        assertEquals(WorkerRegistry.Outcome.NEW, registry.heartbeat(a0, "10.0.0.1", 9000, Optional.of("tcp://10.0.0.1:8200")));
         assertTrue(registry.isRegistered(a0));
         assertEquals("10.0.0.1:9000", registry.workers().getFirst().replyAddress());
-        assertFalse(registry.heartbeat(a0, "10.0.0.1", 9000, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.KNOWN, registry.heartbeat(a0, "10.0.0.1", 9000, Optional.empty()));
     }
 
     @Test
     void registeringAgainOrDeregisteringDropsTheWorkersEntries() {
         registry.register(a0, "127.0.0.1", 9000, Optional.empty());
         index.admit(new Holder("a", 0, "LocalCPUBackend"), 1);
-        assertFalse(registry.register(a0, "127.0.0.1", 9002, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.KNOWN, registry.register(a0, "127.0.0.1", 9002, Optional.empty()));
         assertEquals(0, index.entries());
         assertEquals(9002, registry.workers().getFirst().port());
         index.admit(new Holder("a", 0, "LocalCPUBackend"), 1);
         assertEquals(1, registry.deregister(a0));
         assertEquals(0, registry.deregister(a0));
         assertEquals(List.of(), registry.workers());
+    }
+
+    @Test
+    void newWorkersBeyondTheCapAreRefusedUntilOneLeaves() {
+        WorkerRegistry capped = new WorkerRegistry(index, sync, clock, Duration.ofSeconds(10), 2);
+        WorkerKey c0 = new WorkerKey("c", 0);
+        assertEquals(WorkerRegistry.Outcome.NEW, capped.register(a0, "127.0.0.1", 9000, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.NEW, capped.heartbeat(b0, "127.0.0.1", 9001, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.FULL, capped.register(c0, "127.0.0.1", 9002, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.FULL, capped.heartbeat(c0, "127.0.0.1", 9002, Optional.empty()));
+        assertFalse(capped.isRegistered(c0));
+        assertEquals(WorkerRegistry.Outcome.KNOWN, capped.register(a0, "127.0.0.1", 9000, Optional.empty()),
+                "a registered worker may register again at the cap");
+        capped.deregister(b0);
+        assertEquals(WorkerRegistry.Outcome.NEW, capped.register(c0, "127.0.0.1", 9002, Optional.empty()));
+        assertEquals(2, capped.workers().size());
     }
 
     @Test

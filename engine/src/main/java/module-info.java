@@ -15,13 +15,14 @@ module lmcache4j.engine {
     requires io.netty.resolver.dns;
     requires aircompressor; // remote_serde lz4 and zstd (pure Java; an automatic module named from its jar)
     requires org.zeromq.jeromq; // the cache controller's and the lookup service's sockets (controller, lookup)
+    requires jnacl; // JeroMQ's CURVE (a 'requires static' of JeroMQ): the deployment secret's encrypted sockets
     requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.controller;
-    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.bench;
+    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.connector;
     exports lmcache4j.engine.json to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.key;
@@ -34,5 +35,6 @@ module lmcache4j.engine {
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    exports lmcache4j.engine.security to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
 }

@@ -1,6 +1,8 @@
 package lmcache4j.cli;
 
 import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
@@ -10,6 +12,7 @@ import picocli.CommandLine;
 
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.controller.Endpoint;
@@ -35,6 +38,9 @@ public final class ControllerCommand implements CliMain.Command {
     private final CountDownLatch stop;
 
     private ControllerConfig config = ControllerConfig.defaults();
+    private Optional<Path> secretFile = Optional.empty();
+    private boolean insecure;
+    private boolean printBearer;
 
     private ControllerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
         this.out = out;
@@ -167,6 +173,26 @@ public final class ControllerCommand implements CliMain.Command {
                 (int) OptionValues.wholeNumber("--max-queued-orchestrations", value, 1, 1 << 16)));
     }
 
+    @Option(names = "--secret-file", paramLabel = "FILE", order = 18, description = "the deployment secret (a file of mode "
+            + "600, 16 bytes or more; default: $" + DeploymentSecret.FILE_ENV + "): CURVE on every ZeroMQ socket and a "
+            + "bearer token on the HTTP API; engines set deployment_secret_file to the same file")
+    private void secretFile(String value) {
+        secretFile = Optional.of(Path.of(value));
+    }
+
+    @Option(names = "--insecure", order = 19, description = "run without a secret: anyone who reaches a port can register, "
+            + "report and command engines. For loopback development, and for LMCache's Python workers, which cannot "
+            + "authenticate")
+    private void insecure(boolean value) {
+        insecure = value;
+    }
+
+    @Option(names = "--print-bearer", order = 20,
+            description = "print the HTTP bearer token the secret gives (Authorization: Bearer TOKEN) and exit")
+    private void printBearer(boolean value) {
+        printBearer = value;
+    }
+
     public static void main(String[] args) {
         CliMain.exit("controller", () -> run(args, System.out, System.err));
     }
@@ -183,6 +209,21 @@ public final class ControllerCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        try {
+            config = config.withSecret(secret());
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage(), e);
+        }
+        if (printBearer) {
+            out.println(config.secret().orElseThrow(() -> new IllegalArgumentException(
+                    "--print-bearer needs --secret-file (or $" + DeploymentSecret.FILE_ENV + ")")).bearerToken());
+            return 0;
+        }
+        if (insecure && !List.of(config.pull(), config.reply(), config.heartbeat(), config.http()).stream()
+                .allMatch(ControllerCommand::loopback)) {
+            err.println("lmcache4j controller: warning: --insecure on a non-loopback address: anyone who reaches it can "
+                    + "register workers, report chunks and command engines");
+        }
         if (config.hashSeed().isEmpty()) {
             err.println("lmcache4j controller: warning: no --hash-seed and no PYTHONHASHSEED: lookups hash with a random "
                     + "NONE_HASH and will match no engine; pass the engines' hash_seed");
@@ -217,6 +258,25 @@ public final class ControllerCommand implements CliMain.Command {
             done.countDown();
         }
         return 0;
+    }
+
+    /** The deployment secret from --secret-file or the environment; none only with --insecure. */
+    private Optional<DeploymentSecret> secret() {
+        Optional<Path> file = secretFile.or(() -> Optional.ofNullable(System.getenv(DeploymentSecret.FILE_ENV))
+                .filter(f -> !f.isBlank()).map(Path::of));
+        if (file.isPresent() && insecure) {
+            throw new IllegalArgumentException("--insecure and a deployment secret exclude each other");
+        }
+        if (file.isEmpty() && !insecure) {
+            throw new IllegalArgumentException("the controller needs a deployment secret: --secret-file FILE (or $"
+                    + DeploymentSecret.FILE_ENV + "; make one with: umask 077; head -c 32 /dev/urandom | base64 > FILE). "
+                    + "For loopback development, or LMCache's Python workers, which cannot authenticate, pass --insecure");
+        }
+        return file.map(DeploymentSecret::fromFile);
+    }
+
+    private static boolean loopback(Endpoint e) {
+        return e.host().startsWith("127.") || e.host().equals("localhost") || e.host().equals("::1");
     }
 
     private static Endpoint endpoint(String option, String value) {

@@ -29,6 +29,7 @@ import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.remote.BadRemoteUrlException;
 import lmcache4j.engine.remote.RemoteUnavailableException;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.disk.DirectoryNotOwnedException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -85,6 +86,7 @@ public final class DemoCommand implements CliMain.Command {
     private String instanceId;
     private long holdSeconds;
     private Path promptOut;
+    private Optional<String> secretFile = Optional.empty();
 
     @Option(names = "--no-disk", order = 5, description = "no disk tier: the CPU tier only")
     private boolean noDisk;
@@ -224,6 +226,13 @@ public final class DemoCommand implements CliMain.Command {
         kvEvents = value;
     }
 
+    @Option(names = "--secret-file", paramLabel = "FILE", order = 12, description = "the deployment secret of a controller "
+            + "started with --secret-file (default: $" + DeploymentSecret.FILE_ENV + "): the engine's controller sockets "
+            + "use CURVE (deployment_secret_file)")
+    private void secretFile(String value) {
+        secretFile = Optional.of(value);
+    }
+
     @Option(names = "--prompt-out", paramLabel = "FILE", order = 13, description = "after the report, write {\"tokens\": "
             + "[...]} of the last prompt served (its chunks were stored last) to FILE: the body of a controller /lookup")
     private void promptOut(String value) {
@@ -235,13 +244,16 @@ public final class DemoCommand implements CliMain.Command {
 
     private ServingSimulator.ControllerLink controllerLink() {
         if (controllerPull == null) {
-            if (instanceId != null) {
-                throw new IllegalArgumentException("--instance-id needs --controller");
+            if (instanceId != null || secretFile.isPresent()) {
+                throw new IllegalArgumentException((instanceId != null ? "--instance-id" : "--secret-file") + " needs --controller");
             }
             return null;
         }
+        Optional<String> secret = secretFile.or(() -> Optional.ofNullable(System.getenv(DeploymentSecret.FILE_ENV))
+                .filter(f -> !f.isBlank()));
+        secret.ifPresent(f -> DeploymentSecret.fromFile(Path.of(f))); // a bad file is a usage error, before the run
         return new ServingSimulator.ControllerLink(controllerPull, controllerReply,
-                instanceId != null ? instanceId : "demo-" + ProcessHandle.current().pid());
+                instanceId != null ? instanceId : "demo-" + ProcessHandle.current().pid(), secret);
     }
 
     public static void main(String[] args) {
@@ -434,6 +446,9 @@ public final class DemoCommand implements CliMain.Command {
         }
         if (instanceId != null) {
             excluded.add("--instance-id");
+        }
+        if (secretFile.isPresent()) {
+            excluded.add("--secret-file (it makes its own)");
         }
         if (holdSeconds > 0) {
             excluded.add("--hold");

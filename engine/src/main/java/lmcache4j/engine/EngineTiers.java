@@ -29,6 +29,7 @@ import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.serde.RemoteSerde;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.StorageManager;
@@ -66,14 +67,16 @@ final class EngineTiers {
                         + "controller_reply_url")), "controller_reply_url");
         P2pSettings s = p2p.get();
         return Optional.of(memory -> P2pBackend.overController(
-                new ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(), s.timeout(), keys::key),
-                memory, config.lmcacheInstanceId(), s.timeout(), s.token(), s.connections()));
+                new ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(), s.timeout(), keys::key,
+                        ControllerWorkerSettings.secret(config)),
+                memory, config.lmcacheInstanceId(), s.timeout(), DeploymentSecret.p2pToken(config, s), s.connections()));
     }
 
     /** The P2P tier over a given {@code locator}, never fetching from {@code instanceId} itself. */
-    static Optional<Function<MemoryProvider, StorageBackend>> p2pTier(P2pSettings p2p, PeerLocator locator,
-                                                                       String instanceId) {
-        return Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), p2p.token(),
+    static Optional<Function<MemoryProvider, StorageBackend>> p2pTier(LMCacheEngineConfig config, P2pSettings p2p,
+                                                                       PeerLocator locator, String instanceId) {
+        Optional<String> token = DeploymentSecret.p2pToken(config, p2p);
+        return Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), token,
                 p2p.connections()));
     }
 

@@ -127,7 +127,7 @@ public final class LMCacheEngine implements AutoCloseable {
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
         return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),
-                EngineAssembly.controllerKeys(config), EngineTiers.p2pTier(p2p, locator, instanceId));
+                EngineAssembly.controllerKeys(config), EngineTiers.p2pTier(config, p2p, locator, instanceId));
     }
 
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,

@@ -191,9 +191,11 @@ public final class ServingSimulator implements AutoCloseable {
      * @param pullUrl    {@code controller_pull_url}: HOST:PORT of the controller's PULL socket
      * @param replyUrl   {@code controller_reply_url}: HOST:PORT of its ROUTER socket (registration, full sync)
      * @param instanceId {@code lmcache_instance_id}: the name lookups answer with
+     * @param secretFile {@code deployment_secret_file}: the deployment secret, when the controller has one
      */
-    public record ControllerLink(String pullUrl, String replyUrl, String instanceId) {
+    public record ControllerLink(String pullUrl, String replyUrl, String instanceId, Optional<String> secretFile) {
         public ControllerLink {
+            Objects.requireNonNull(secretFile, "secretFile");
             requireHostPort("the controller's pull address", pullUrl);
             requireHostPort("the controller's reply address", replyUrl);
             if (instanceId == null || instanceId.isBlank()) {
@@ -306,6 +308,7 @@ public final class ServingSimulator implements AutoCloseable {
                         .set("controller_pull_url", c.pullUrl())
                         .set("controller_reply_url", c.replyUrl())
                         .set("lmcache_instance_id", c.instanceId());
+                c.secretFile().ifPresent(f -> builder.set("deployment_secret_file", f));
             }
             moreConfig.accept(builder);
             LMCacheEngineConfig config = builder.build();

@@ -411,6 +411,11 @@ public final class LMCacheEngineConfig {
         return dbl("lmcache_worker_heartbeat_time");
     }
 
+    /** {@code deployment_secret_file} (lmcache4j only): the deployment secret's file; empty: none. */
+    public Optional<String> deploymentSecretFile() {
+        return str("deployment_secret_file");
+    }
+
     /** {@code controller_report_queue_size} (lmcache4j only, default 65536). */
     public int controllerReportQueueSize() {
         return (Integer) values.get("controller_report_queue_size");

@@ -34,6 +34,7 @@ import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.LayerCacheEngineKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
+import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -93,6 +94,8 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
 
     // ---- the worker thread's own state (no other thread reads it) ----
     private ZContext context;
+    /** Admits only the deployment's key to the control socket, with a deployment secret. */
+    private CurveGate gate;
     private ZMQ.Socket push;
     private ZMQ.Socket dealer;
     private ZMQ.Socket heartbeat;
@@ -198,6 +201,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private void run() {
         context = new ZContext(1);
         try {
+            gate = settings.secret().map(s -> CurveGate.open(context, s, "worker-" + settings.workerId())).orElse(null);
             rep = socket(SocketType.REP);
             try {
                 if (settings.controlPort().isPresent()) {
@@ -222,12 +226,22 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, "controller worker stopped: " + e, e);
         } finally {
+            if (gate != null) {
+                gate.close(); // its thread closes its own socket, before the context closes the rest
+            }
             context.close(); // closes every socket (linger 0 except the deregistration's)
         }
     }
 
     private ZMQ.Socket socket(SocketType type) {
         ZMQ.Socket s = context.createSocket(type);
+        settings.secret().ifPresent(secret -> {
+            if (type == SocketType.REP) {
+                secret.serve(s);
+            } else {
+                secret.connectAsMember(s);
+            }
+        });
         s.setLinger(0);
         s.setMaxMsgSize(MAX_MESSAGE_BYTES);
         s.setSndHWM(HWM);

@@ -1,10 +1,12 @@
 package lmcache4j.engine.controller;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.security.DeploymentSecret;
 
 /**
  * What one engine worker needs to talk to the cache controller, read from LMCache's config names.
@@ -19,11 +21,13 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
  * @param queueCapacity       {@code controller_report_queue_size}
  * @param peerInitUrl         this worker's P2P transfer server, {@code p2p_host:p2p_init_ports[worker]} with
  *                            {@code enable_p2p} (LMCache's {@code peer_init_url}); empty without P2P
+ * @param secret              the deployment secret ({@code deployment_secret_file}): CURVE on every socket; empty: plain
  */
 public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
                                        Optional<Integer> controlPort, long heartbeatDelayNanos, long heartbeatNanos,
-                                       int queueCapacity, Optional<String> peerInitUrl) {
+                                       int queueCapacity, Optional<String> peerInitUrl, Optional<DeploymentSecret> secret) {
     public ControllerWorkerSettings {
+        Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(peerInitUrl, "peerInitUrl");
         Objects.requireNonNull(instanceId, "instanceId");
         Objects.requireNonNull(pullAddress, "pullAddress");
@@ -58,7 +62,12 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
                 zmqAddress(reply, "controller_reply_url"), port,
                 (long) (config.lmcacheWorkerHeartbeatDelayTime() * 1e9),
                 (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize(),
-                config.p2p().map(p2p -> p2pUrl(p2p, workerId)));
+                config.p2p().map(p2p -> p2pUrl(p2p, workerId)), secret(config));
+    }
+
+    /** The deployment secret of {@code config}, read from {@code deployment_secret_file}; empty when unset. */
+    public static Optional<DeploymentSecret> secret(LMCacheEngineConfig config) {
+        return config.deploymentSecretFile().map(f -> DeploymentSecret.fromFile(Path.of(f)));
     }
 
     /** {@code p2p_host:port}: what peers are told; the port must be fixed (0 cannot be advertised before binding). */

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -20,6 +21,7 @@ import org.zeromq.ZMQ;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
@@ -27,6 +29,8 @@ import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.HashRange;
 import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
+import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -50,6 +54,8 @@ public final class LookupClient implements AutoCloseable {
     private final long timeoutNanos;
     private final int ranks;
     private final ZContext context = new ZContext();
+    /** Admits only the deployment's key to the answer socket, with a deployment secret; else null. */
+    private final CurveGate gate;
     private final List<ZMQ.Socket> pushes = new ArrayList<>();
     private final ZMQ.Socket pull;
     private final Thread receiver;
@@ -82,19 +88,23 @@ public final class LookupClient implements AutoCloseable {
     public record Stats(long sent, long answers, long malformed, long unexpected, long timedOut, long unsent) {
     }
 
-    private LookupClient(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme, Duration timeout) {
+    private LookupClient(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme, Duration timeout,
+                         Optional<DeploymentSecret> secret) {
         this.tokens = Objects.requireNonNull(tokens, "tokens");
         this.scheme = Objects.requireNonNull(scheme, "scheme");
         this.timeoutNanos = timeout.toNanos();
         this.ranks = endpoints.serverWorkerIds().size();
         try {
+            gate = secret.map(s -> CurveGate.open(context, s, "lookup-client")).orElse(null);
             pull = context.createSocket(SocketType.PULL);
+            secret.ifPresent(s -> s.serve(pull));
             pull.setLinger(0);
             pull.setMaxMsgSize(MAX_ANSWER_BYTES);
             pull.setReceiveTimeOut(POLL_MS);
             pull.bind(endpoints.schedulerUrl());
             for (int rank : endpoints.serverWorkerIds()) {
                 ZMQ.Socket push = context.createSocket(SocketType.PUSH);
+                secret.ifPresent(s -> s.connectAsMember(push));
                 push.setLinger(0);
                 ZmqConnect.connect(push, endpoints.workerUrl(rank));
                 pushes.add(push);
@@ -123,7 +133,8 @@ public final class LookupClient implements AutoCloseable {
         KeyFactory keys = new KeyFactory(model.modelName(), model.worldSize(), model.workerId(), model.kvDtype());
         return open(LookupEndpoints.of(config, model.worldSize(), model.mla()),
                 new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
-                ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), Duration.ofMillis(config.lookupTimeoutMs()));
+                ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), Duration.ofMillis(config.lookupTimeoutMs()),
+                ControllerWorkerSettings.secret(config));
     }
 
     /**
@@ -132,7 +143,14 @@ public final class LookupClient implements AutoCloseable {
      */
     public static LookupClient open(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme,
                                     Duration timeout) {
-        return new LookupClient(endpoints, tokens, scheme, timeout);
+        return open(endpoints, tokens, scheme, timeout, Optional.empty());
+    }
+
+    /** As above; with {@code secret}, every socket uses the deployment's CURVE keys ({@link DeploymentSecret}). */
+    @SuppressWarnings("exports") // DeploymentSecret is exported to lmcache4j's own modules only
+    public static LookupClient open(LookupEndpoints endpoints, TokenDatabase tokens, ControllerKeys.Scheme scheme,
+                                    Duration timeout, Optional<DeploymentSecret> secret) {
+        return new LookupClient(endpoints, tokens, scheme, timeout, secret);
     }
 
     /** The request a lookup of {@code prompt} sends: its chunks' controller keys and token counts. */
@@ -321,6 +339,9 @@ public final class LookupClient implements AutoCloseable {
             pushes.forEach(ZMQ.Socket::close);
         } finally {
             lock.unlock();
+        }
+        if (gate != null) {
+            gate.close(); // its thread closes its own socket, before the context closes the rest
         }
         context.close();
     }

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -27,6 +28,7 @@ import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -42,6 +44,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     private final int workerId;
     private final Duration timeout;
     private final ZContext context = new ZContext(1);
+    private final Optional<DeploymentSecret> secret;
     private final ExecutorService thread = Executors.newSingleThreadExecutor(
             Thread.ofPlatform().name("lmcache4j-p2p-controller-lookup").daemon(true).factory());
     private final Function<ChunkHash, OptionalLong> keys;
@@ -57,6 +60,13 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
      */
     public ControllerPeerLocator(String replyAddress, String instanceId, int workerId, Duration timeout,
                                  Function<ChunkHash, OptionalLong> keys) {
+        this(replyAddress, instanceId, workerId, timeout, keys, Optional.empty());
+    }
+
+    /** As above, connecting with the deployment's CURVE keys when {@code secret} is present. */
+    public ControllerPeerLocator(String replyAddress, String instanceId, int workerId, Duration timeout,
+                                 Function<ChunkHash, OptionalLong> keys, Optional<DeploymentSecret> secret) {
+        this.secret = Objects.requireNonNull(secret, "secret");
         this.replyAddress = Objects.requireNonNull(replyAddress, "replyAddress");
         this.instanceId = Objects.requireNonNull(instanceId, "instanceId");
         this.workerId = workerId;
@@ -94,6 +104,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     private List<PeerHolding> ask(WorkerReqMsg.BatchedP2PLookupMsg question) throws TimeoutException, MalformedMessageException {
         if (dealer == null) {
             dealer = context.createSocket(SocketType.DEALER);
+            secret.ifPresent(s -> s.connectAsMember(dealer));
             dealer.setLinger(0);
             dealer.setMaxMsgSize(ControllerWorker.MAX_MESSAGE_BYTES); // an answer names holders, never KV
             ZmqConnect.connect(dealer, replyAddress);

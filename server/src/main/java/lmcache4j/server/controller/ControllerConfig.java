@@ -8,6 +8,7 @@ import java.util.Optional;
 
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.engine.security.DeploymentSecret;
 
 /**
  * How a controller runs: where it listens, how it hashes prompts (which must match the engines:
@@ -30,18 +31,22 @@ import lmcache4j.engine.key.HashAlgorithm;
  * @param maxFrameBytes   largest ZeroMQ message accepted on any socket (larger: the peer is disconnected)
  * @param expectedEntries index entries to size the table for at start
  * @param caps            what outsiders can make the controller hold
+ * @param secret          the deployment secret: CURVE on every ZeroMQ socket and a bearer token on the HTTP API;
+ *                        empty: none (LMCache's Python workers cannot authenticate), which the command line
+ *                        only accepts with {@code --insecure}
  */
 public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http, int chunkSize,
                                boolean saveUnfullChunk, HashAlgorithm hashAlgorithm, Optional<String> hashSeed,
                                ControllerKeys.Scheme chunkKeys, String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
-                               int httpThreads, long maxFrameBytes, int expectedEntries, Caps caps) {
+                               int httpThreads, long maxFrameBytes, int expectedEntries, Caps caps,
+                               Optional<DeploymentSecret> secret) {
     /** LMCache's default ports: 8300 pull, 8400 reply (lmcache_worker ports start at 8500); heartbeat beside them. */
     public static ControllerConfig defaults() {
         return new ControllerConfig(new Endpoint("127.0.0.1", 8300), new Endpoint("127.0.0.1", 8400),
                 new Endpoint("127.0.0.1", 8301), new Endpoint("127.0.0.1", 9000), 256, false,
                 HashAlgorithm.defaultAlgorithm(), Optional.ofNullable(System.getenv("PYTHONHASHSEED")),
                 ControllerKeys.Scheme.LMCACHE, "",
-                Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20, Caps.defaults());
+                Duration.ofSeconds(30), Duration.ofSeconds(5), 8 << 20, 4, 64L << 20, 1 << 20, Caps.defaults(), Optional.empty());
     }
 
     /** Every address on loopback, port 0 (any free port): for tests and benchmarks. */
@@ -60,6 +65,7 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         Objects.requireNonNull(chunkKeys, "chunkKeys");
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(caps, "caps");
+        Objects.requireNonNull(secret, "secret");
         if (chunkSize < 1) {
             throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
         }
@@ -74,12 +80,12 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withEndpoints(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withHashing(int chunkSize, boolean saveUnfullChunk, HashAlgorithm algorithm, Optional<String> seed) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withHashSeed(Optional<String> seed) {
@@ -88,27 +94,32 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withChunkKeys(ControllerKeys.Scheme chunkKeys) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys,
-                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withModel(String model) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withTimeouts(Duration workerTimeout, Duration requestTimeout) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withLimits(int maxBodyBytes, int httpThreads, long maxFrameBytes, int expectedEntries) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+    }
+
+    public ControllerConfig withSecret(Optional<DeploymentSecret> secret) {
+        return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     public ControllerConfig withCaps(Caps caps) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
     }
 
     /**

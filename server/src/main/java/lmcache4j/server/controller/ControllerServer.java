@@ -23,6 +23,7 @@ import org.zeromq.ZMQ;
 import lmcache4j.engine.controller.message.Position;
 import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.engine.security.CurveGate;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.controller.http.JsonBody;
@@ -48,6 +49,8 @@ public final class ControllerServer implements AutoCloseable {
     private final ZContext context;
     /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
     private final ZContext forwardContext = new ZContext(1);
+    /** Admits only the deployment's key to the bound sockets, with a deployment secret; else null. */
+    private CurveGate gate;
     private final ChunkIndex index;
     private final WorkerRegistry registry;
     private final FullSyncTracker sync;
@@ -87,6 +90,7 @@ public final class ControllerServer implements AutoCloseable {
         context = new ZContext(1);
         boolean started = false;
         try {
+            gate = config.secret().map(s -> CurveGate.open(context, s, "controller")).orElse(null);
             ZMQ.Socket pull = bind(SocketType.PULL, config.pull());
             ZMQ.Socket reply = bind(SocketType.ROUTER, config.reply());
             ZMQ.Socket heartbeat = bind(SocketType.ROUTER, config.heartbeat());
@@ -94,7 +98,8 @@ public final class ControllerServer implements AutoCloseable {
             replyEndpoint = config.reply().withPortOf(reply.getLastEndpoint());
             heartbeatEndpoint = config.heartbeat().withPortOf(heartbeat.getLastEndpoint());
             advertisedHeartbeat = heartbeatEndpoint.connectable();
-            connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes());
+            connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes(),
+                    config.secret());
             orchestrator = new Orchestrator(registry, connections, metrics);
             registry.onDeparture(orchestrator::forget);
             orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
@@ -114,6 +119,7 @@ public final class ControllerServer implements AutoCloseable {
             throw new UncheckedIOException("cannot bind the HTTP API on " + config.http() + ": " + e.getMessage(), e);
         } finally {
             if (!started) {
+                closeGate();
                 context.close();
                 forwardContext.close();
             }
@@ -124,6 +130,7 @@ public final class ControllerServer implements AutoCloseable {
 
     private ZMQ.Socket bind(SocketType type, Endpoint at) {
         ZMQ.Socket s = context.createSocket(type);
+        config.secret().ifPresent(secret -> secret.serve(s));
         s.setLinger(0);
         s.setMaxMsgSize(config.maxFrameBytes()); // larger messages disconnect their sender instead of filling memory
         s.setRcvHWM(100_000);
@@ -138,6 +145,7 @@ public final class ControllerServer implements AutoCloseable {
     private JsonHttpServer startHttp() throws IOException {
         JsonHttpServer server = JsonHttpServer.bind(new InetSocketAddress(config.http().host(), config.http().port()),
                 config.httpThreads(), config.maxBodyBytes(), metrics);
+        config.secret().ifPresent(secret -> server.requireAuthorization(secret::acceptsAuthorization));
         Map<String, Object> settings = new LinkedHashMap<>(config.hashingSettings());
         settings.put("worker_timeout_s", config.workerTimeout().toMillis() / 1000.0);
         new ControllerHttpApi(lookup, registry, index, metrics, settings, this::newEventId).routes(server);
@@ -337,7 +345,14 @@ public final class ControllerServer implements AutoCloseable {
         orchestrator.close();
         connections.close();
         forwardContext.close();
+        closeGate();
         context.close();
+    }
+
+    private void closeGate() {
+        if (gate != null) {
+            gate.close(); // its thread closes its own socket, before the context closes the rest
+        }
     }
 
     /** The effective configuration. */

@@ -3,19 +3,23 @@ package lmcache4j.server.lookup;
 import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.lookup.LookupEndpoints;
 import lmcache4j.engine.lookup.LookupRequest;
 import lmcache4j.engine.lookup.LookupResponse;
 import lmcache4j.engine.lookup.LookupWire;
 import lmcache4j.engine.lookup.MalformedLookupMessageException;
 import lmcache4j.engine.lookup.MultipartReader;
+import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -39,6 +43,8 @@ public final class LookupServer implements AutoCloseable {
 
     private final LMCacheEngine engine;
     private final ZContext context = new ZContext();
+    /** Admits only the deployment's key to the lookup socket, with a deployment secret; else null. */
+    private final CurveGate gate;
     private final ZMQ.Socket pull;
     private final ZMQ.Socket push;
     private final BlockingQueue<LookupResponse> outbox = new LinkedBlockingQueue<>();
@@ -61,15 +67,18 @@ public final class LookupServer implements AutoCloseable {
     public record Stats(long messages, long lookups, long answered, long malformed, long failed, long unsent) {
     }
 
-    private LookupServer(LMCacheEngine engine, String workerUrl, String schedulerUrl) {
+    private LookupServer(LMCacheEngine engine, String workerUrl, String schedulerUrl, Optional<DeploymentSecret> secret) {
         this.engine = engine;
         try {
+            gate = secret.map(s -> CurveGate.open(context, s, "lookup-server")).orElse(null);
             pull = context.createSocket(SocketType.PULL);
+            secret.ifPresent(s -> s.serve(pull));
             pull.setLinger(0);
             pull.setReceiveTimeOut(POLL_MS);
             pull.setMaxMsgSize(MAX_MESSAGE_BYTES);
             pull.bind(workerUrl);
             push = context.createSocket(SocketType.PUSH);
+            secret.ifPresent(s -> s.connectAsMember(push));
             push.setLinger(0);
             ZmqConnect.connect(push, schedulerUrl);
         } catch (RuntimeException e) {
@@ -105,7 +114,8 @@ public final class LookupServer implements AutoCloseable {
             throw new IllegalArgumentException("worker " + rank + " does not serve lookups (lookup_server_worker_ids "
                     + endpoints.serverWorkerIds() + ")");
         }
-        return new LookupServer(engine, endpoints.workerUrl(rank), endpoints.schedulerUrl());
+        return new LookupServer(engine, endpoints.workerUrl(rank), endpoints.schedulerUrl(),
+                ControllerWorkerSettings.secret(engine.config()));
     }
 
     public Stats stats() {
@@ -191,6 +201,9 @@ public final class LookupServer implements AutoCloseable {
             sender.join(TimeUnit.SECONDS.toMillis(5));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        if (gate != null) {
+            gate.close(); // its thread closes its own socket, before the context closes the rest
         }
         context.close();
     }

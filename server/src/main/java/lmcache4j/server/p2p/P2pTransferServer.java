@@ -9,6 +9,7 @@ import java.util.Optional;
 
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
@@ -37,14 +38,15 @@ public final class P2pTransferServer implements AutoCloseable {
 
     /**
      * Serves {@code engine}'s tiers on {@code p2p_host} and worker {@code workerId}'s entry of
-     * {@code p2p_init_ports}, demanding {@code p2p_token} when one is set.
+     * {@code p2p_init_ports}, demanding {@code p2p_token} when one is set, else the token the
+     * deployment secret gives ({@code deployment_secret_file}), if any.
      *
      * @throws IOException when the address cannot be bound
      */
     public static P2pTransferServer start(LMCacheEngine engine, P2pSettings settings) throws IOException {
         Objects.requireNonNull(settings, "settings");
-        return start(engine, settings.host(), settings.portOf(engine.metadata().workerId()), settings.token(),
-                LmServerLimits.defaults());
+        return start(engine, settings.host(), settings.portOf(engine.metadata().workerId()),
+                DeploymentSecret.p2pToken(engine.config(), settings), LmServerLimits.defaults());
     }
 
     /**

@@ -28,6 +28,7 @@ import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.lookup.LookupClient;
 import lmcache4j.engine.lookup.LookupWire;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -111,6 +112,32 @@ class LookupServerTest {
             assertTrue(stats.malformed() >= junk * 9 / 10, stats + " after " + junk + " junk messages");
             assertEquals(2, stats.answered(), stats.toString());
             assertEquals(0, client.stats().malformed());
+        }
+    }
+
+    @Test
+    void withADeploymentSecretOnlyTheDeploymentsClientIsHeard(@TempDir Path dir) throws Exception {
+        Path secret = dir.resolve("secret");
+        DeploymentSecret.createFile(secret);
+        String scheduler = "tcp://127.0.0.1:" + freePort();
+        String worker = "tcp://127.0.0.1:" + freePort();
+        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
+                .set("max_local_cpu_size", 0.01).set("hash_seed", "0").set("enable_async_loading", true)
+                .set("lookup_scheduler_url", scheduler).set("lookup_worker_urls", List.of(worker))
+                .set("lookup_timeout_ms", 10_000).set("deployment_secret_file", secret.toString()).build();
+        int[] tokens = new int[TOKENS];
+        for (int t = 0; t < TOKENS; t++) {
+            tokens[t] = t;
+        }
+        try (LMCacheEngine engine = LMCacheEngine.create(config, MODEL, KvConnector.host(), List.of());
+             LookupServer server = LookupServer.start(engine); LookupClient client = LookupClient.open(config, MODEL)) {
+            sendJunk(worker, 200);
+            assertEquals(0, client.lookupBlocking(tokens, "req-1", Map.of(), Duration.ofSeconds(10)),
+                    "the deployment's client is answered (nothing cached)");
+            Thread.sleep(500);
+            LookupServer.Stats stats = server.stats();
+            assertEquals(1, stats.messages(), "only the member's lookup was heard: " + stats);
+            assertEquals(0, stats.malformed(), stats.toString());
         }
     }
 

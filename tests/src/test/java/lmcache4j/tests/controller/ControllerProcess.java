@@ -44,6 +44,9 @@ final class ControllerProcess implements AutoCloseable {
                 "--chunk-size", Integer.toString(chunkSize), "--hash-seed", PromptChunks.SEED,
                 "--worker-timeout", Double.toString(workerTimeout.toMillis() / 1000.0)));
         cmd.addAll(List.of(extra));
+        if (!cmd.contains("--secret-file")) {
+            cmd.add("--insecure"); // loopback, and LMCache's Python workers among the tests' clients
+        }
         ChildProcess p = ChildProcess.start(name, cmd, logDir, Map.of());
         ControllerProcess c = new ControllerProcess(p, new ControllerHttp(ports.http()));
         try {

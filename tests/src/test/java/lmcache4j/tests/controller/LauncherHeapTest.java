@@ -1,11 +1,13 @@
 package lmcache4j.tests.controller;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -26,6 +28,24 @@ class LauncherHeapTest {
         assertTrue(jvmArguments(Map.of(), "0.25").contains("-Xmx272m"));
         List<String> overridden = jvmArguments(Map.of("LMCACHE4J_HEAP", "300m"), "0.25");
         assertTrue(overridden.contains("-Xmx300m") && !overridden.contains("-Xmx272m"), overridden.toString());
+    }
+
+    /** 256 MiB + 48 B an index entry + (queued + 2) orchestration frames + the HTTP bodies being read. */
+    @Test
+    void theControllersHeapFollowsItsCaps() throws Exception {
+        assertEquals("-Xmx1440m", heapFlag("lmcache4j.cli.ControllerCommand", "--insecure"));
+        assertEquals("-Xmx430m", heapFlag("lmcache4j.cli.ControllerCommand", "--max-entries", "1000000", "--max-frame-mb", "16"));
+        assertEquals("", heapFlag("lmcache4j.cli.ControllerCommand", "--max-entries", "lots"), "the controller refuses it");
+    }
+
+    private static String heapFlag(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("bash", "-c", "source \"$1\"; shift; heap_flag \"$@\"", "heap",
+                ControllerProcess.LAUNCHER.toString()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assertEquals(0, p.waitFor(), out);
+        return out;
     }
 
     /** The command line of the server's JVM (the launcher execs it), read from /proc once it listens. */

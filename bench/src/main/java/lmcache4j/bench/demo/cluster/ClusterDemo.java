@@ -16,6 +16,7 @@ import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.bench.demo.Workload;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.lookup.LookupClient;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.router.KvAwareRouter;
@@ -67,8 +68,11 @@ public final class ClusterDemo {
     ClusterReport.PolicyRun run(Policy policy, Progress progress) throws IOException {
         Path dir = Files.createDirectories(settings.workDir().resolve(policy.key()));
         int n = settings.instances();
+        // The demo's deployment authenticates as an operator's should: one secret, CURVE on the control plane.
+        Path secretFile = dir.resolve("deployment-secret");
+        DeploymentSecret secret = DeploymentSecret.createFile(secretFile);
         ControllerConfig controllerConfig = ControllerConfig.loopbackAnyPorts()
-                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED));
+                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED)).withSecret(Optional.of(secret));
         List<InstanceProcess> processes = new ArrayList<>();
         List<LookupClient> clients = new ArrayList<>();
         List<InstanceSpec> specs = new ArrayList<>();
@@ -79,7 +83,7 @@ public final class ClusterDemo {
                 specs.add(new InstanceSpec("instance-" + i, settings.cpuGb(), disk, settings.diskGb(), settings.layers(),
                         settings.seed(), controller.pullEndpoint().connectable().toString(),
                         controller.replyEndpoint().connectable().toString(), policy.p2p() ? ports[3 * i + 2] : 0,
-                        "tcp://127.0.0.1:" + ports[3 * i], "tcp://127.0.0.1:" + ports[3 * i + 1]));
+                        "tcp://127.0.0.1:" + ports[3 * i], "tcp://127.0.0.1:" + ports[3 * i + 1], secretFile.toString()));
             }
             for (InstanceSpec spec : specs) { // all start at once; each is waited for below
                 processes.add(InstanceProcess.start(spec, dir));

@@ -26,10 +26,11 @@ import lmcache4j.engine.json.Json;
  * @param p2pPort         its transfer server's port, or 0 without P2P
  * @param schedulerUrl    the scheduler's lookup answer socket ({@code lookup_scheduler_url})
  * @param workerUrl       its lookup server's socket ({@code lookup_worker_urls})
+ * @param secretFile      the deployment secret's file ({@code deployment_secret_file}), or empty for none
  */
 public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double diskGb, int layers, long seed,
                            String controllerPull, String controllerReply, int p2pPort, String schedulerUrl,
-                           String workerUrl) {
+                           String workerUrl, String secretFile) {
     /** How long the scheduler waits for a lookup's answer before it counts as 0 tokens. */
     static final int LOOKUP_TIMEOUT_MS = 20_000;
     /** How long a prefetch no retrieve consumes stays held. */
@@ -55,6 +56,9 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
                 .set("enable_async_loading", true).set("lookup_scheduler_url", schedulerUrl)
                 .set("lookup_worker_urls", List.of(workerUrl)).set("lookup_timeout_ms", LOOKUP_TIMEOUT_MS)
                 .set("pin_timeout_sec", PIN_TIMEOUT_SEC);
+        if (!secretFile.isEmpty()) {
+            b.set("deployment_secret_file", secretFile);
+        }
         if (p2p()) {
             b.set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(p2pPort))
                     .set("extra_config", Map.of("use_odirect", true, "p2p_timeout_ms", P2P_TIMEOUT_MS));
@@ -74,6 +78,7 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
         m.put("p2p_port", (long) p2pPort);
         m.put("scheduler_url", schedulerUrl);
         m.put("worker_url", workerUrl);
+        m.put("secret_file", secretFile);
         return Json.write(m);
     }
 
@@ -83,6 +88,6 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
                 Path.of((String) m.get("disk_dir")), ((Number) m.get("disk_gb")).doubleValue(),
                 ((Number) m.get("layers")).intValue(), ((Number) m.get("seed")).longValue(),
                 (String) m.get("controller_pull"), (String) m.get("controller_reply"), ((Number) m.get("p2p_port")).intValue(),
-                (String) m.get("scheduler_url"), (String) m.get("worker_url"));
+                (String) m.get("scheduler_url"), (String) m.get("worker_url"), (String) m.get("secret_file"));
     }
 }

@@ -43,7 +43,8 @@ class InstanceProtocolTest {
     @Test
     void aSpecSurvivesItsJson() {
         InstanceSpec spec = new InstanceSpec("instance-1", 0.5, Path.of("/tmp/x y"), 2.0, 8, 42, "127.0.0.1:1",
-                "127.0.0.1:2", 3, "tcp://127.0.0.1:4", "tcp://127.0.0.1:5");
+                "127.0.0.1:2", 3, "tcp://127.0.0.1:4", "tcp://127.0.0.1:5",
+                "/tmp/secret");
         assertEquals(spec, InstanceSpec.fromJson(spec.toJson()));
     }
 }

@@ -248,6 +248,11 @@ public final class LMCacheFieldTable {
                 .description("lmcache4j only: admits and evicts waiting for the controller at most; past it they "
                         + "are dropped, counted, and a full re-sync follows, so a slow controller never slows "
                         + "the engine.").build());
+        f.add(define("deployment_secret_file", STRING).nullable().lmcache4jOnly()
+                .description("lmcache4j only: a file (mode 600) holding the deployment's shared secret. With it the "
+                        + "engine's ZeroMQ sockets to the controller and its control socket use CURVE with keys "
+                        + "derived from the secret, so only the deployment's processes connect (docs/operations.md, "
+                        + "Security). Unset: plain sockets, as LMCache's.").build());
         return f;
     }
 

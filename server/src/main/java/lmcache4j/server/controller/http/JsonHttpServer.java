@@ -18,6 +18,7 @@ import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
+import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
 
 import com.sun.net.httpserver.HttpExchange;
@@ -90,6 +91,8 @@ public final class JsonHttpServer implements AutoCloseable {
     private final ControllerMetrics metrics;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
     private final Map<String, QueryHandler> gets = new LinkedHashMap<>();
+    /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
+    private volatile Predicate<String> authorization;
 
     private JsonHttpServer(HttpServer server, ExecutorService executor, int handlers, int maxBodyBytes,
                            ControllerMetrics metrics) {
@@ -136,6 +139,15 @@ public final class JsonHttpServer implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Requires every request's {@code Authorization} header to pass {@code accepts}; others are
+     * answered 401 before their body is read.
+     */
+    public JsonHttpServer requireAuthorization(Predicate<String> accepts) {
+        this.authorization = Objects.requireNonNull(accepts, "accepts");
+        return this;
+    }
+
     public void start() {
         server.start();
     }
@@ -151,6 +163,12 @@ public final class JsonHttpServer implements AutoCloseable {
         String label = posts.containsKey(path) || gets.containsKey(path) ? path : "other";
         int status;
         try {
+            Predicate<String> auth = authorization;
+            if (auth != null && !auth.test(exchange.getRequestHeaders().getFirst("Authorization"))) {
+                exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"lmcache4j\"");
+                throw new BadRequestException(401, "this controller needs the deployment's bearer token "
+                        + "(Authorization: Bearer <token>, from ./lmcache4j controller --print-bearer)");
+            }
             status = switch (method) {
                 case "GET", "HEAD" -> {
                     QueryHandler g = gets.get(path);

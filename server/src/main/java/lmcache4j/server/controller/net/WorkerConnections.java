@@ -1,7 +1,5 @@
 package lmcache4j.server.controller.net;
 
-import lmcache4j.server.controller.Endpoint;
-
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -9,7 +7,9 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.server.controller.Endpoint;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -23,6 +23,7 @@ import org.zeromq.ZMQ;
  */
 public final class WorkerConnections implements AutoCloseable {
     private final ZContext context;
+    private final Optional<DeploymentSecret> secret;
     private final Duration timeout;
     private final long maxFrameBytes;
     private final Map<String, Connection> connections = new ConcurrentHashMap<>();
@@ -54,7 +55,8 @@ public final class WorkerConnections implements AutoCloseable {
         }
     }
 
-    public WorkerConnections(ZContext context, Duration timeout, long maxFrameBytes) {
+    public WorkerConnections(ZContext context, Duration timeout, long maxFrameBytes, Optional<DeploymentSecret> secret) {
+        this.secret = Objects.requireNonNull(secret, "secret");
         this.context = Objects.requireNonNull(context, "context");
         this.timeout = Objects.requireNonNull(timeout, "timeout");
         this.maxFrameBytes = maxFrameBytes;
@@ -129,6 +131,7 @@ public final class WorkerConnections implements AutoCloseable {
 
     private ZMQ.Socket open(String address) {
         ZMQ.Socket s = context.createSocket(SocketType.REQ);
+        secret.ifPresent(k -> k.connectAsMember(s));
         s.setLinger(0);
         s.setReceiveTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         s.setSendTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));

@@ -85,7 +85,8 @@ public final class ControllerMetrics {
     }
 
     /**
-     * Work refused at one of the caps ({@code what}: {@code workers}, {@code orchestrations};
+     * Work refused at one of the caps or for another's identity ({@code what}: {@code workers},
+     * {@code orchestrations}, {@code identity};
      * refused index admits are {@code ops_discarded_total{reason="entries_limit"}}).
      */
     public void refused(String what) {

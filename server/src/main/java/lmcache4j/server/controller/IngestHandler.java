@@ -115,7 +115,11 @@ final class IngestHandler {
                     metrics.opsDiscarded("no_sync", 0);
                 }
             }
-            case WorkerMsg.DeRegisterMsg d -> registry.deregister(new WorkerKey(d.instanceId(), d.workerId()));
+            case WorkerMsg.DeRegisterMsg d -> {
+                if (registry.deregister(new WorkerKey(d.instanceId(), d.workerId()), d.ip(), d.port()) < 0) {
+                    metrics.refused("identity");
+                }
+            }
             case OrchMsg o -> queueOrchestration(o);
             default -> metrics.unknown(Socket.PULL); // a well-formed message that is not pushed (a reply, a request)
         }
@@ -129,11 +133,11 @@ final class IngestHandler {
         }
         ControllerMessage reply = switch (m) {
             case WorkerReqMsg.RegisterMsg r -> {
-                if (registry.register(new WorkerKey(r.instanceId(), r.workerId()), r.ip(), r.port(), r.peerInitUrl())
-                        == WorkerRegistry.Outcome.FULL) {
-                    yield workersFull();
-                }
-                yield new WorkerReqRetMsg.RegisterRetMsg(Map.of("heartbeat_url", heartbeatUrl));
+                yield switch (registry.register(new WorkerKey(r.instanceId(), r.workerId()), r.ip(), r.port(), r.peerInitUrl())) {
+                    case FULL -> workersFull();
+                    case TAKEN -> identityTaken(r.instanceId(), r.workerId());
+                    case NEW, KNOWN -> new WorkerReqRetMsg.RegisterRetMsg(Map.of("heartbeat_url", heartbeatUrl));
+                };
             }
             case WorkerReqMsg.HeartbeatMsg h -> heartbeat(h);
             case WorkerReqMsg.FullSyncStartMsg s -> {
@@ -187,7 +191,14 @@ final class IngestHandler {
                     List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")));
             case KNOWN -> new WorkerReqRetMsg.HeartbeatRetMsg(List.of());
             case FULL -> workersFull();
+            case TAKEN -> identityTaken(h.instanceId(), h.workerId());
         };
+    }
+
+    private ErrorMsg identityTaken(String instanceId, int workerId) {
+        metrics.refused("identity");
+        return new ErrorMsg("worker " + instanceId + "/" + workerId + " is registered at another address; it keeps its "
+                + "identity until it deregisters or misses heartbeats for the worker timeout");
     }
 
     private ErrorMsg workersFull() {

@@ -18,11 +18,15 @@ import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
 import lmcache4j.engine.controller.message.OrchMsg;
+import lmcache4j.engine.controller.message.WorkerMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.server.controller.http.HttpCalls;
 
-/** Attacks on the controller's caps over its real sockets: each is refused at its cap, counted, and the controller serves on. */
+/**
+ * Attacks on the controller's caps and on its workers' identities over its real sockets (without a
+ * deployment secret, as LMCache's workers need): each is refused, counted, and the controller serves on.
+ */
 @Timeout(60)
 class ControllerCapsTest {
     private ControllerServer controller;
@@ -77,6 +81,28 @@ class ControllerCapsTest {
             ControllerSocketTest.await("the flood is refused at the queue", () -> controller.metrics().value(refused) >= 20);
             assertTrue(controller.metrics().value(refused) <= 30 - 2, "the queue's two places are used");
             assertEquals(200, HttpCalls.get(http(), "/metrics").status(), "the controller still answers");
+        }
+    }
+
+    @Test
+    void anotherAddressCannotTakeOverOrRemoveARegisteredWorker() throws Exception {
+        controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts());
+        try (FakeWorker victim = new FakeWorker(controller, "victim", 0);
+             FakeWorker attacker = new FakeWorker(controller, "attacker", 0)) {
+            victim.register();
+            victim.push(victim.admits("LocalCPUBackend", 1, 2, 3));
+            ControllerSocketTest.await("the victim's entries", () -> controller.index().entries() == 3);
+
+            ControllerMessage takeover = attacker.ask(attacker.dealer, new WorkerReqMsg.RegisterMsg("victim", 0, "127.0.0.1",
+                    attacker.repPort, Optional.of("tcp://127.0.0.1:6666")));
+            assertTrue(((ErrorMsg) takeover).error().contains("registered at another address"), takeover.toString());
+            attacker.push(new WorkerMsg.DeRegisterMsg("victim", 0, "127.0.0.1", attacker.repPort));
+            String refused = "lmcache4j_controller_refused_total{what=\"identity\"}";
+            ControllerSocketTest.await("both attempts refused", () -> controller.metrics().value(refused) == 2);
+
+            assertEquals(3, controller.index().entries(), "the victim's entries are intact");
+            assertEquals(victim.repPort, controller.registry().workersOf("victim").getFirst().port(),
+                    "its control address is its own");
         }
     }
 

@@ -15,6 +15,11 @@ public record WorkerInfo(WorkerKey key, String ip, int port, Optional<String> pe
         return new WorkerInfo(key, ip, port, peerInitUrl, registeredAt, now);
     }
 
+    /** Whether this worker's REP socket is at {@code ip:port}. */
+    boolean at(String otherIp, int otherPort) {
+        return port == otherPort && ip.equals(otherIp);
+    }
+
     /** {@code ip:port} of the worker's REP socket. */
     public String replyAddress() {
         return (ip.indexOf(':') >= 0 ? "[" + ip + "]" : ip) + ":" + port;

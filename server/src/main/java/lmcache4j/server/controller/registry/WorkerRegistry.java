@@ -41,7 +41,12 @@ public final class WorkerRegistry {
         /** A known worker registered again, or beat. */
         KNOWN,
         /** Refused: the registry holds its maximum of workers. */
-        FULL
+        FULL,
+        /**
+         * Refused: the worker is registered, alive, at another address (ip, port or P2P URL); the
+         * first registrant keeps its identity until it deregisters or times out.
+         */
+        TAKEN
     }
 
     /** A registry without a cap on workers. */
@@ -77,8 +82,14 @@ public final class WorkerRegistry {
      */
     public Outcome register(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
         Instant now = clock.instant();
-        if (!workers.containsKey(key) && workers.size() >= maxWorkers) {
+        WorkerInfo current = workers.get(key);
+        if (current == null && workers.size() >= maxWorkers) {
             return Outcome.FULL;
+        }
+        if (current != null && !(current.at(ip, port) && current.peerInitUrl().equals(peerInitUrl))) {
+            LOG.log(System.Logger.Level.WARNING, "refused a registration of {0} from {1}:{2}: it is registered at {3}",
+                    key, ip, port, current.replyAddress());
+            return Outcome.TAKEN;
         }
         WorkerInfo old = workers.put(key, new WorkerInfo(key, ip, port, peerInitUrl, now, now));
         if (old != null) {
@@ -97,12 +108,16 @@ public final class WorkerRegistry {
      * after a timeout) is registered from the heartbeat's fields.
      *
      * @return {@link Outcome#KNOWN}; {@link Outcome#NEW} when the worker was unknown and has just
-     *         been registered (it must full-sync); {@link Outcome#FULL} when it was unknown and refused
+     *         been registered (it must full-sync); {@link Outcome#FULL} when it was unknown and refused;
+     *         {@link Outcome#TAKEN} when it is registered at another address (the beat is not counted)
      */
     public Outcome heartbeat(WorkerKey key, String ip, int port, Optional<String> peerInitUrl) {
         Instant now = clock.instant();
         WorkerInfo known = workers.get(key);
         if (known != null) {
+            if (!known.at(ip, port)) {
+                return Outcome.TAKEN;
+            }
             workers.put(key, known.beatAt(now));
             return Outcome.KNOWN;
         }
@@ -117,6 +132,25 @@ public final class WorkerRegistry {
 
     /** Deregisters a worker (DeRegisterMsg) and drops its entries; returns how many it had. */
     public long deregister(WorkerKey key) {
+        WorkerInfo known = workers.get(key);
+        return known == null ? 0 : deregister(key, known.ip(), known.port());
+    }
+
+    /**
+     * Deregisters a worker whose DeRegisterMsg names the address it registered from, and drops its
+     * entries; returns how many it had, or -1 when the worker is registered at another address
+     * (refused: a stranger cannot remove it).
+     */
+    public long deregister(WorkerKey key, String ip, int port) {
+        WorkerInfo known = workers.get(key);
+        if (known == null) {
+            return 0;
+        }
+        if (!known.at(ip, port)) {
+            LOG.log(System.Logger.Level.WARNING, "refused a deregistration of {0} from {1}:{2}: it is registered at {3}",
+                    key, ip, port, known.replyAddress());
+            return -1;
+        }
         WorkerInfo gone = workers.remove(key);
         if (gone == null) {
             return 0;

@@ -56,13 +56,28 @@ class WorkerRegistryTest {
     void registeringAgainOrDeregisteringDropsTheWorkersEntries() {
         registry.register(a0, "127.0.0.1", 9000, Optional.empty());
         index.admit(new Holder("a", 0, "LocalCPUBackend"), 1);
-        assertEquals(WorkerRegistry.Outcome.KNOWN, registry.register(a0, "127.0.0.1", 9002, Optional.empty()));
+        assertEquals(WorkerRegistry.Outcome.KNOWN, registry.register(a0, "127.0.0.1", 9000, Optional.empty()));
         assertEquals(0, index.entries());
-        assertEquals(9002, registry.workers().getFirst().port());
         index.admit(new Holder("a", 0, "LocalCPUBackend"), 1);
-        assertEquals(1, registry.deregister(a0));
-        assertEquals(0, registry.deregister(a0));
+        assertEquals(1, registry.deregister(a0, "127.0.0.1", 9000));
+        assertEquals(0, registry.deregister(a0, "127.0.0.1", 9000));
         assertEquals(List.of(), registry.workers());
+    }
+
+    @Test
+    void theFirstRegistrantKeepsItsIdentityUntilItLeavesOrTimesOut() {
+        registry.register(a0, "127.0.0.1", 9000, Optional.of("tcp://127.0.0.1:8200"));
+        index.admit(new Holder("a", 0, "LocalCPUBackend"), 1);
+        assertEquals(WorkerRegistry.Outcome.TAKEN, registry.register(a0, "10.6.6.6", 9000, Optional.of("tcp://127.0.0.1:8200")));
+        assertEquals(WorkerRegistry.Outcome.TAKEN, registry.register(a0, "127.0.0.1", 9000, Optional.of("tcp://10.6.6.6:8200")),
+                "another P2P URL is another identity");
+        assertEquals(WorkerRegistry.Outcome.TAKEN, registry.heartbeat(a0, "10.6.6.6", 9000, Optional.empty()));
+        assertEquals(-1, registry.deregister(a0, "10.6.6.6", 9000));
+        assertEquals(1, index.entries(), "the entries survive every attempt");
+        assertEquals("127.0.0.1:9000", registry.workers().getFirst().replyAddress());
+        clock.advance(Duration.ofSeconds(11)); // the first registrant died: its identity is free again
+        registry.dropExpired();
+        assertEquals(WorkerRegistry.Outcome.NEW, registry.register(a0, "127.0.0.1", 9002, Optional.empty()));
     }
 
     @Test

@@ -194,18 +194,9 @@ public final class DiskBench {
                 int m = run - s.warmup();
                 progress.printf(Locale.ROOT, "%s run %d/%d ...%n", m < 0 ? "warmup" : "measured", m < 0 ? run + 1 : m + 1,
                         m < 0 ? s.warmup() : s.runs());
-                // raw O_DIRECT
-                double rw = gbps(bytes, timed(pool, s.chunks(), i -> {
-                    try (FileChannel ch = FileChannel.open(rawDir.resolve("chunk-" + i + ".bin"), rawWrite)) {
-                        writeFully(ch, src.get(i).segment());
-                    }
-                }));
-                double rr = gbps(bytes, timed(pool, s.chunks(), i -> {
-                    try (FileChannel ch = FileChannel.open(rawDir.resolve("chunk-" + i + ".bin"), rawRead)) {
-                        readFully(ch, dst.get(i).segment());
-                    }
-                }));
-                deleteFiles(rawDir);
+                double[] raw = rawRun(pool, rawDir, rawWrite, rawRead, src, dst, bytes);
+                double rw = raw[0];
+                double rr = raw[1];
                 // the tier's file layer
                 double fw = gbps(bytes, timed(pool, s.chunks(), i -> files.write(keys.get(i), src.get(i))));
                 ChunkFileHeader[] headers = new ChunkFileHeader[s.chunks()];
@@ -215,40 +206,12 @@ public final class DiskBench {
                 double fr = gbps(bytes, timed(pool, s.chunks(),
                         i -> files.readPayload(files.pathFor(keys.get(i)), headers[i], dst.get(i))));
                 deleteFiles(filesDir);
-                // the whole tier
-                double tw;
-                double tr;
-                LocalDiskBackend tier = new LocalDiskBackend(new ChunkFiles(tierDir, true, false), cpu, capacity, "LRU",
-                        s.threads(), Math.max(64, s.chunks()));
-                try {
-                    long t0 = System.nanoTime();
-                    tier.batchedSubmitPut(keys, src);
-                    tier.awaitPuts();
-                    tw = gbps(bytes, System.nanoTime() - t0);
-                    if (tier.stats().writes() != s.chunks()) {
-                        throw new IllegalStateException("the tier wrote " + tier.stats().writes() + " of " + s.chunks()
-                                + " chunks: " + tier.stats());
-                    }
-                    MemoryObj[] got = new MemoryObj[s.chunks()];
-                    tr = gbps(bytes, timed(pool, s.chunks(), i -> got[i] = tier.getBlocking(keys.get(i)).orElseThrow(
-                            () -> new IllegalStateException("the tier lost chunk " + i + ": " + tier.stats()))));
-                    if (run == total - 1) {
-                        for (int i = 0; i < s.chunks(); i++) {
-                            long at = got[i].segment().mismatch(src.get(i).segment());
-                            if (at >= 0) {
-                                mismatches++;
-                            }
-                        }
-                    }
-                    for (MemoryObj o : got) {
-                        o.release();
-                    }
-                    tierReads = tier.stats().reads();
-                    tierWrites = tier.stats().writes();
-                } finally {
-                    tier.close();
-                }
-                deleteFiles(tierDir);
+                TierRun t = tierRun(s, pool, cpu, tierDir, capacity, keys, src, run == total - 1);
+                double tw = t.write();
+                double tr = t.read();
+                mismatches += t.mismatches();
+                tierReads = t.reads();
+                tierWrites = t.writes();
                 if (m >= 0) {
                     r[0][m] = rw;
                     r[1][m] = rr;
@@ -273,6 +236,63 @@ public final class DiskBench {
             pool.shutdownNow();
             deleteTree(root);
             lmcacheLogs.setLevel(previous);
+        }
+    }
+
+    /** Raw {@code O_DIRECT} (where offered) writes, then reads, of one file per chunk: {write GB/s, read GB/s}. */
+    private static double[] rawRun(ExecutorService pool, Path rawDir, Set<OpenOption> write, Set<OpenOption> read,
+                                   List<MemoryObj> src, List<MemoryObj> dst, long bytes) throws IOException, InterruptedException {
+        double w = gbps(bytes, timed(pool, src.size(), i -> {
+            try (FileChannel ch = FileChannel.open(rawDir.resolve("chunk-" + i + ".bin"), write)) {
+                writeFully(ch, src.get(i).segment());
+            }
+        }));
+        double r = gbps(bytes, timed(pool, src.size(), i -> {
+            try (FileChannel ch = FileChannel.open(rawDir.resolve("chunk-" + i + ".bin"), read)) {
+                readFully(ch, dst.get(i).segment());
+            }
+        }));
+        deleteFiles(rawDir);
+        return new double[] {w, r};
+    }
+
+    /** One run of the whole disk tier: its write and read GB/s, wrong chunks (compared when {@code check}), its counters. */
+    private record TierRun(double write, double read, long mismatches, long reads, long writes) {
+    }
+
+    private static TierRun tierRun(Settings s, ExecutorService pool, LocalCpuBackend cpu, Path tierDir, long capacity,
+                                   List<CacheEngineKey> keys, List<MemoryObj> src, boolean check)
+            throws IOException, InterruptedException {
+        long bytes = s.totalBytes();
+        LocalDiskBackend tier = new LocalDiskBackend(new ChunkFiles(tierDir, true, false), cpu, capacity, "LRU",
+                s.threads(), Math.max(64, s.chunks()));
+        try {
+            long t0 = System.nanoTime();
+            tier.batchedSubmitPut(keys, src);
+            tier.awaitPuts();
+            double write = gbps(bytes, System.nanoTime() - t0);
+            if (tier.stats().writes() != s.chunks()) {
+                throw new IllegalStateException("the tier wrote " + tier.stats().writes() + " of " + s.chunks()
+                        + " chunks: " + tier.stats());
+            }
+            MemoryObj[] got = new MemoryObj[s.chunks()];
+            double read = gbps(bytes, timed(pool, s.chunks(), i -> got[i] = tier.getBlocking(keys.get(i)).orElseThrow(
+                    () -> new IllegalStateException("the tier lost chunk " + i + ": " + tier.stats()))));
+            long mismatches = 0;
+            if (check) {
+                for (int i = 0; i < s.chunks(); i++) {
+                    if (got[i].segment().mismatch(src.get(i).segment()) >= 0) {
+                        mismatches++;
+                    }
+                }
+            }
+            for (MemoryObj o : got) {
+                o.release();
+            }
+            return new TierRun(write, read, mismatches, tier.stats().reads(), tier.stats().writes());
+        } finally {
+            tier.close();
+            deleteFiles(tierDir);
         }
     }
 

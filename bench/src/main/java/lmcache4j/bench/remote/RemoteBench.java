@@ -184,172 +184,195 @@ public final class RemoteBench {
     private static Result measure(Settings s, PrintStream progress, LocalCpuBackend cpu, TensorMemoryAllocator srcAlloc,
                                   TensorMemoryAllocator dstAlloc, List<MemoryObj> src, List<MemoryObj> dst,
                                   ExecutorService pool) throws Exception {
-        long bytes = s.totalBytes();
-        {
-            List<CacheEngineKey> keys = new ArrayList<>();
-            List<CacheEngineKey> ceilingKeys = new ArrayList<>();
-            SplittableRandom random = new SplittableRandom(42);
-            for (int i = 0; i < s.chunks(); i++) {
-                MemoryObj o = srcAlloc.allocate(s.shape(), DTYPE, MemoryFormat.KV_2LTD).orElseThrow();
-                fill(o.segment(), random.nextLong());
-                src.add(o);
-                MemoryObj d = dstAlloc.allocate(s.shape(), DTYPE, MemoryFormat.KV_2LTD).orElseThrow();
-                d.segment().fill((byte) 0);
-                dst.add(d);
-                keys.add(key(random));
-                ceilingKeys.add(key(random));
-            }
-            long[] mismatches = {0};
-            String version = RedisServerProcess.version();
-            Pair redisTier;
-            Pair redisSplit;
-            Pair redisRaw;
-            RedisBenchmark rb;
-            try (RedisServerProcess server = RedisServerProcess.start(List.of("--proto-max-bulk-len", "1gb"))) {
-                progress.printf(Locale.ROOT, "redis-server %s on 127.0.0.1:%d%n", version, server.port());
-                long inflightMb = Math.min(2047, (bytes >> 20) + 64);
-                URI url = URI.create("redis://127.0.0.1:" + server.port() + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000)
-                        + "&max_inflight_mb=" + inflightMb);
-                RedisConnector connector = RedisConnector.connect(url);
-                RedisConnector splitConnector = RedisConnector.connect(url, s.splitLayout());
-                byte[][] raw = new byte[s.chunks()][];
-                byte[][] rawKeys = new byte[s.chunks()][];
-                for (int i = 0; i < s.chunks(); i++) {
-                    raw[i] = src.get(i).segment().toArray(ValueLayout.JAVA_BYTE);
-                    rawKeys[i] = ("lmcache4j-redisbench-raw-" + i).getBytes(StandardCharsets.UTF_8);
-                }
-                ClientResources resources = ClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
-                RedisClient client = RedisClient.create(resources);
-                try (RemoteBackend tier = new RemoteBackend(connector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
-                     RemoteBackend splitTier = new RemoteBackend(splitConnector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
-                     StatefulRedisConnection<byte[], byte[]> conn = client.connect(ByteArrayCodec.INSTANCE,
-                             RedisURI.builder().withHost("127.0.0.1").withPort(server.port())
-                                     .withTimeout(Duration.ofSeconds((long) TIMEOUT_SECS)).build())) {
-                    RedisAsyncCommands<byte[], byte[]> async = conn.async();
-                    double[][] r = new double[6][s.runs()];
-                    for (int run = 0; run < s.warmup() + s.runs(); run++) {
-                        int m = run - s.warmup();
-                        boolean last = run == s.warmup() + s.runs() - 1;
-                        // raw Lettuce SET / GET
-                        long t0 = System.nanoTime();
-                        List<CompletableFuture<String>> sets = new ArrayList<>();
-                        for (int i = 0; i < s.chunks(); i++) {
-                            sets.add(async.set(rawKeys[i], raw[i]).toCompletableFuture());
-                        }
-                        for (CompletableFuture<String> f : sets) {
-                            if (!"OK".equals(f.get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS))) {
-                                throw new IllegalStateException("raw SET failed");
-                            }
-                        }
-                        double rs = gbps(bytes, System.nanoTime() - t0);
-                        t0 = System.nanoTime();
-                        List<CompletableFuture<byte[]>> gets = new ArrayList<>();
-                        for (int i = 0; i < s.chunks(); i++) {
-                            gets.add(async.get(rawKeys[i]).toCompletableFuture());
-                        }
-                        for (int i = 0; i < s.chunks(); i++) {
-                            byte[] got = gets.get(i).get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS);
-                            if (got == null || got.length != raw[i].length) {
-                                throw new IllegalStateException("raw GET of chunk " + i + " returned "
-                                        + (got == null ? "nothing" : got.length + " bytes"));
-                            }
-                            if (last && !Arrays.equals(got, raw[i])) {
-                                mismatches[0]++;
-                            }
-                        }
-                        double rg = gbps(bytes, System.nanoTime() - t0);
-                        // the tier
-                        Pair t = tierRun(s, tier, keys, src, pool, last, mismatches);
-                        Pair sp = tierRun(s, splitTier, keys, src, pool, last, mismatches);
-                        if (m >= 0) {
-                            r[0][m] = t.put()[0];
-                            r[1][m] = t.get()[0];
-                            r[2][m] = rs;
-                            r[3][m] = rg;
-                            r[4][m] = sp.put()[0];
-                            r[5][m] = sp.get()[0];
-                        }
-                        progress.printf(Locale.ROOT, "redis %s %d: tier put %.2f get %.2f GB/s; split layout put %.2f get %.2f "
-                                + "GB/s; raw Lettuce SET %.2f GET %.2f GB/s%n", m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1,
-                                t.put()[0], t.get()[0], sp.put()[0], sp.get()[0], rs, rg);
-                    }
-                    requireNoFailedPuts("redis", tier);
-                    requireNoFailedPuts("redis split layout", splitTier);
-                    redisTier = new Pair(r[0], r[1]);
-                    redisRaw = new Pair(r[2], r[3]);
-                    redisSplit = new Pair(r[4], r[5]);
-                } finally {
-                    client.shutdown();
-                    resources.shutdown();
-                }
-                rb = s.redisBenchmark() ? redisBenchmark(server.port(), s.chunkBytes(), progress)
-                        : new RedisBenchmark(OptionalDouble.empty(), OptionalDouble.empty(), "not run (--no-redis-benchmark)");
-            }
-            List<ClusterRun> cluster = new ArrayList<>();
-            for (int masters : s.clusterMasters()) {
-                cluster.add(clusterRun(s, masters, cpu, keys, src, pool, mismatches, progress));
-            }
-            Optional<Pair> lmTier = Optional.empty();
-            Optional<Pair> lmCeiling = Optional.empty();
-            if (s.lm()) {
-                int frame = (int) Math.min(Integer.MAX_VALUE - 1024, Math.max(64L << 20, 2 * s.chunkBytes()));
-                try (LmCacheServer server = LmCacheServer.start(InetAddress.getLoopbackAddress(), 0, 3 * bytes + (256L << 20),
-                        Optional.empty(), frame)) {
-                    LmConnector connector = LmConnector.connect(URI.create("lm://127.0.0.1:" + server.port()
-                            + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000)));
-                    try (RemoteBackend tier = new RemoteBackend(connector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS)) {
-                        double[][] r = new double[4][s.runs()];
-                        for (int run = 0; run < s.warmup() + s.runs(); run++) {
-                            int m = run - s.warmup();
-                            boolean last = run == s.warmup() + s.runs() - 1;
-                            // the ceiling: the connector itself
-                            long t0 = System.nanoTime();
-                            List<CompletableFuture<Void>> puts = new ArrayList<>();
-                            for (int i = 0; i < s.chunks(); i++) {
-                                puts.add(connector.put(ceilingKeys.get(i), RemoteMetadata.forObject(src.get(i)), src.get(i).segment()));
-                            }
-                            for (CompletableFuture<Void> f : puts) {
-                                f.get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS);
-                            }
-                            double cp = gbps(bytes, System.nanoTime() - t0);
-                            t0 = System.nanoTime();
-                            List<CompletableFuture<Optional<MemoryObj>>> gets = new ArrayList<>();
-                            for (int i = 0; i < s.chunks(); i++) {
-                                MemoryObj into = dst.get(i);
-                                into.retain();
-                                gets.add(connector.get(ceilingKeys.get(i), meta -> Optional.of(into)));
-                            }
-                            for (int i = 0; i < s.chunks(); i++) {
-                                MemoryObj got = gets.get(i).get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS).orElseThrow(
-                                        () -> new IllegalStateException("lm:// lost a chunk"));
-                                got.release();
-                            }
-                            double cg = gbps(bytes, System.nanoTime() - t0);
-                            if (last) {
-                                for (int i = 0; i < s.chunks(); i++) {
-                                    if (dst.get(i).segment().mismatch(src.get(i).segment()) >= 0) {
-                                        mismatches[0]++;
-                                    }
-                                }
-                            }
-                            Pair t = tierRun(s, tier, keys, src, pool, last, mismatches);
-                            if (m >= 0) {
-                                r[0][m] = t.put()[0];
-                                r[1][m] = t.get()[0];
-                                r[2][m] = cp;
-                                r[3][m] = cg;
-                            }
-                            progress.printf(Locale.ROOT, "lm %s %d: tier put %.2f get %.2f GB/s; LmConnector direct put %.2f get %.2f GB/s%n",
-                                    m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1, t.put()[0], t.get()[0], cp, cg);
-                        }
-                        requireNoFailedPuts("lm://", tier);
-                        lmTier = Optional.of(new Pair(r[0], r[1]));
-                        lmCeiling = Optional.of(new Pair(r[2], r[3]));
-                    }
-                }
-            }
-            return new Result(s, version, redisTier, redisSplit, redisRaw, rb, cluster, lmTier, lmCeiling, mismatches[0]);
+        List<CacheEngineKey> keys = new ArrayList<>();
+        List<CacheEngineKey> ceilingKeys = new ArrayList<>();
+        SplittableRandom random = new SplittableRandom(42);
+        for (int i = 0; i < s.chunks(); i++) {
+            MemoryObj o = srcAlloc.allocate(s.shape(), DTYPE, MemoryFormat.KV_2LTD).orElseThrow();
+            fill(o.segment(), random.nextLong());
+            src.add(o);
+            MemoryObj d = dstAlloc.allocate(s.shape(), DTYPE, MemoryFormat.KV_2LTD).orElseThrow();
+            d.segment().fill((byte) 0);
+            dst.add(d);
+            keys.add(key(random));
+            ceilingKeys.add(key(random));
         }
+        long[] mismatches = {0};
+        String version = RedisServerProcess.version();
+        RedisRuns redis = redisRuns(s, progress, version, cpu, keys, src, pool, mismatches);
+        List<ClusterRun> cluster = new ArrayList<>();
+        for (int masters : s.clusterMasters()) {
+            cluster.add(clusterRun(s, masters, cpu, keys, src, pool, mismatches, progress));
+        }
+        Optional<Pair[]> lm = s.lm() ? Optional.of(lmRuns(s, progress, cpu, keys, ceilingKeys, src, dst, pool, mismatches))
+                : Optional.empty();
+        return new Result(s, version, redis.tier(), redis.split(), redis.raw(), redis.benchmark(), cluster,
+                lm.map(p -> p[0]), lm.map(p -> p[1]), mismatches[0]);
+    }
+
+    /** The Redis runs of one server: the tier in both layouts and raw Lettuce, then redis-benchmark. */
+    private record RedisRuns(Pair tier, Pair split, Pair raw, RedisBenchmark benchmark) {
+    }
+
+    private static RedisRuns redisRuns(Settings s, PrintStream progress, String version, LocalCpuBackend cpu,
+                                       List<CacheEngineKey> keys, List<MemoryObj> src, ExecutorService pool,
+                                       long[] mismatches) throws Exception {
+        long bytes = s.totalBytes();
+        Pair redisTier;
+        Pair redisSplit;
+        Pair redisRaw;
+        try (RedisServerProcess server = RedisServerProcess.start(List.of("--proto-max-bulk-len", "1gb"))) {
+            progress.printf(Locale.ROOT, "redis-server %s on 127.0.0.1:%d%n", version, server.port());
+            long inflightMb = Math.min(2047, (bytes >> 20) + 64);
+            URI url = URI.create("redis://127.0.0.1:" + server.port() + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000)
+                    + "&max_inflight_mb=" + inflightMb);
+            RedisConnector connector = RedisConnector.connect(url);
+            RedisConnector splitConnector = RedisConnector.connect(url, s.splitLayout());
+            byte[][] raw = new byte[s.chunks()][];
+            byte[][] rawKeys = new byte[s.chunks()][];
+            for (int i = 0; i < s.chunks(); i++) {
+                raw[i] = src.get(i).segment().toArray(ValueLayout.JAVA_BYTE);
+                rawKeys[i] = ("lmcache4j-redisbench-raw-" + i).getBytes(StandardCharsets.UTF_8);
+            }
+            ClientResources resources = ClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
+            RedisClient client = RedisClient.create(resources);
+            try (RemoteBackend tier = new RemoteBackend(connector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
+                 RemoteBackend splitTier = new RemoteBackend(splitConnector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS);
+                 StatefulRedisConnection<byte[], byte[]> conn = client.connect(ByteArrayCodec.INSTANCE,
+                         RedisURI.builder().withHost("127.0.0.1").withPort(server.port())
+                                 .withTimeout(Duration.ofSeconds((long) TIMEOUT_SECS)).build())) {
+                RedisAsyncCommands<byte[], byte[]> async = conn.async();
+                double[][] r = new double[6][s.runs()];
+                for (int run = 0; run < s.warmup() + s.runs(); run++) {
+                    int m = run - s.warmup();
+                    boolean last = run == s.warmup() + s.runs() - 1;
+                    double[] rawRun = rawLettuceRun(async, rawKeys, raw, bytes, last, mismatches);
+                    Pair t = tierRun(s, tier, keys, src, pool, last, mismatches);
+                    Pair sp = tierRun(s, splitTier, keys, src, pool, last, mismatches);
+                    if (m >= 0) {
+                        r[0][m] = t.put()[0];
+                        r[1][m] = t.get()[0];
+                        r[2][m] = rawRun[0];
+                        r[3][m] = rawRun[1];
+                        r[4][m] = sp.put()[0];
+                        r[5][m] = sp.get()[0];
+                    }
+                    progress.printf(Locale.ROOT, "redis %s %d: tier put %.2f get %.2f GB/s; split layout put %.2f get %.2f "
+                            + "GB/s; raw Lettuce SET %.2f GET %.2f GB/s%n", m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1,
+                            t.put()[0], t.get()[0], sp.put()[0], sp.get()[0], rawRun[0], rawRun[1]);
+                }
+                requireNoFailedPuts("redis", tier);
+                requireNoFailedPuts("redis split layout", splitTier);
+                redisTier = new Pair(r[0], r[1]);
+                redisRaw = new Pair(r[2], r[3]);
+                redisSplit = new Pair(r[4], r[5]);
+            } finally {
+                client.shutdown();
+                resources.shutdown();
+            }
+            RedisBenchmark rb = s.redisBenchmark() ? redisBenchmark(server.port(), s.chunkBytes(), progress)
+                    : new RedisBenchmark(OptionalDouble.empty(), OptionalDouble.empty(), "not run (--no-redis-benchmark)");
+            return new RedisRuns(redisTier, redisSplit, redisRaw, rb);
+        }
+    }
+
+    /** Raw Lettuce SET then GET of every chunk: {SET GB/s, GET GB/s}; the last run compares the bytes read. */
+    private static double[] rawLettuceRun(RedisAsyncCommands<byte[], byte[]> async, byte[][] rawKeys, byte[][] raw, long bytes,
+                                          boolean last, long[] mismatches) throws Exception {
+        long t0 = System.nanoTime();
+        List<CompletableFuture<String>> sets = new ArrayList<>();
+        for (int i = 0; i < raw.length; i++) {
+            sets.add(async.set(rawKeys[i], raw[i]).toCompletableFuture());
+        }
+        for (CompletableFuture<String> f : sets) {
+            if (!"OK".equals(f.get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS))) {
+                throw new IllegalStateException("raw SET failed");
+            }
+        }
+        double set = gbps(bytes, System.nanoTime() - t0);
+        t0 = System.nanoTime();
+        List<CompletableFuture<byte[]>> gets = new ArrayList<>();
+        for (int i = 0; i < raw.length; i++) {
+            gets.add(async.get(rawKeys[i]).toCompletableFuture());
+        }
+        for (int i = 0; i < raw.length; i++) {
+            byte[] got = gets.get(i).get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS);
+            if (got == null || got.length != raw[i].length) {
+                throw new IllegalStateException("raw GET of chunk " + i + " returned "
+                        + (got == null ? "nothing" : got.length + " bytes"));
+            }
+            if (last && !Arrays.equals(got, raw[i])) {
+                mismatches[0]++;
+            }
+        }
+        return new double[] {set, gbps(bytes, System.nanoTime() - t0)};
+    }
+
+    /** The lm:// runs: {the tier, the connector itself (the ceiling)}. */
+    private static Pair[] lmRuns(Settings s, PrintStream progress, LocalCpuBackend cpu, List<CacheEngineKey> keys,
+                                 List<CacheEngineKey> ceilingKeys, List<MemoryObj> src, List<MemoryObj> dst,
+                                 ExecutorService pool, long[] mismatches) throws Exception {
+        long bytes = s.totalBytes();
+        int frame = (int) Math.min(Integer.MAX_VALUE - 1024, Math.max(64L << 20, 2 * s.chunkBytes()));
+        try (LmCacheServer server = LmCacheServer.start(InetAddress.getLoopbackAddress(), 0, 3 * bytes + (256L << 20),
+                Optional.empty(), frame)) {
+            LmConnector connector = LmConnector.connect(URI.create("lm://127.0.0.1:" + server.port()
+                    + "?timeout_ms=" + (long) (TIMEOUT_SECS * 1000)));
+            try (RemoteBackend tier = new RemoteBackend(connector, cpu, TIMEOUT_SECS, 3600, TIMEOUT_SECS)) {
+                double[][] r = new double[4][s.runs()];
+                for (int run = 0; run < s.warmup() + s.runs(); run++) {
+                    int m = run - s.warmup();
+                    boolean last = run == s.warmup() + s.runs() - 1;
+                    double[] ceiling = lmConnectorRun(connector, ceilingKeys, src, dst, bytes, last, mismatches);
+                    Pair t = tierRun(s, tier, keys, src, pool, last, mismatches);
+                    if (m >= 0) {
+                        r[0][m] = t.put()[0];
+                        r[1][m] = t.get()[0];
+                        r[2][m] = ceiling[0];
+                        r[3][m] = ceiling[1];
+                    }
+                    progress.printf(Locale.ROOT, "lm %s %d: tier put %.2f get %.2f GB/s; LmConnector direct put %.2f get %.2f GB/s%n",
+                            m < 0 ? "warmup" : "run", m < 0 ? run + 1 : m + 1, t.put()[0], t.get()[0], ceiling[0], ceiling[1]);
+                }
+                requireNoFailedPuts("lm://", tier);
+                return new Pair[] {new Pair(r[0], r[1]), new Pair(r[2], r[3])};
+            }
+        }
+    }
+
+    /** The ceiling: every chunk put, then got, through the lm:// connector itself: {put GB/s, get GB/s}. */
+    private static double[] lmConnectorRun(LmConnector connector, List<CacheEngineKey> ceilingKeys, List<MemoryObj> src,
+                                           List<MemoryObj> dst, long bytes, boolean last, long[] mismatches) throws Exception {
+        long t0 = System.nanoTime();
+        List<CompletableFuture<Void>> puts = new ArrayList<>();
+        for (int i = 0; i < src.size(); i++) {
+            puts.add(connector.put(ceilingKeys.get(i), RemoteMetadata.forObject(src.get(i)), src.get(i).segment()));
+        }
+        for (CompletableFuture<Void> f : puts) {
+            f.get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS);
+        }
+        double put = gbps(bytes, System.nanoTime() - t0);
+        t0 = System.nanoTime();
+        List<CompletableFuture<Optional<MemoryObj>>> gets = new ArrayList<>();
+        for (int i = 0; i < src.size(); i++) {
+            MemoryObj into = dst.get(i);
+            into.retain();
+            gets.add(connector.get(ceilingKeys.get(i), meta -> Optional.of(into)));
+        }
+        for (int i = 0; i < src.size(); i++) {
+            MemoryObj got = gets.get(i).get(2 * (long) TIMEOUT_SECS, TimeUnit.SECONDS).orElseThrow(
+                    () -> new IllegalStateException("lm:// lost a chunk"));
+            got.release();
+        }
+        double get = gbps(bytes, System.nanoTime() - t0);
+        if (last) {
+            for (int i = 0; i < src.size(); i++) {
+                if (dst.get(i).segment().mismatch(src.get(i).segment()) >= 0) {
+                    mismatches[0]++;
+                }
+            }
+        }
+        return new double[] {put, get};
     }
 
     /**

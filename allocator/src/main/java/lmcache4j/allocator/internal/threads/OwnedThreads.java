@@ -56,6 +56,14 @@ public final class OwnedThreads {
     }
 
     /**
+     * The threads of another library's {@code factory} (which names them {@code lmcache4j-…} and
+     * makes them daemons, as the caller configured it), recorded here like the rest.
+     */
+    public ThreadFactory recording(ThreadFactory factory) {
+        return body -> record(factory.newThread(tracked(body)));
+    }
+
+    /**
      * An unstarted platform daemon thread named {@code lmcache4j-name} that no component owns: one of
      * the few shared by the whole process, which live as long as it (and are never joined).
      */

@@ -20,9 +20,11 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.controller.message.Position;
 import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.controller.http.JsonBody;
@@ -43,11 +45,14 @@ import lmcache4j.server.controller.registry.WorkerRegistry;
  */
 public final class ControllerServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControllerServer.class.getName());
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
     private final ZContext context;
     /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
-    private final ZContext forwardContext = new ZContext(1);
+    private final ZContext forwardContext = new OwnedZContext("controller-requests", 1);
+    /** The ingestion and orchestration threads (the HTTP server and the orchestrator own theirs). */
+    private final OwnedThreads threads = new OwnedThreads();
     private final ChunkIndex index;
     private final WorkerRegistry registry;
     private final FullSyncTracker sync;
@@ -57,7 +62,6 @@ public final class ControllerServer implements AutoCloseable {
     private final Orchestrator orchestrator;
     private final ExecutorService orchestration;
     private final IngestLoop loop;
-    private final Thread ingestThread;
     private final JsonHttpServer http;
     private final Endpoint pullEndpoint;
     private final Endpoint replyEndpoint;
@@ -84,7 +88,7 @@ public final class ControllerServer implements AutoCloseable {
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout());
         ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
         lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher, config.chunkKeys()), index, metrics);
-        context = new ZContext(1);
+        context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
             ZMQ.Socket pull = bind(SocketType.PULL, config.pull());
@@ -97,7 +101,7 @@ public final class ControllerServer implements AutoCloseable {
             connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes());
             orchestrator = new Orchestrator(registry, connections, metrics);
             registry.onDeparture(orchestrator::forget);
-            orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
+            orchestration = Executors.newSingleThreadExecutor(r -> threads.platform("controller-orchestration", r));
             IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
                     advertisedHeartbeat.toString());
             ZMQ.Poller poller = context.createPoller(3);
@@ -106,8 +110,7 @@ public final class ControllerServer implements AutoCloseable {
             poller.register(heartbeat, ZMQ.Poller.POLLIN);
             loop = new IngestLoop(poller, pull, reply, heartbeat, handler, registry, metrics);
             http = startHttp();
-            ingestThread = daemon(loop, "controller-ingest");
-            ingestThread.start();
+            threads.start("controller-ingest", loop);
             registerGauges();
             started = true;
         } catch (IOException e) {
@@ -250,12 +253,6 @@ public final class ControllerServer implements AutoCloseable {
         metrics.gauge("lmcache4j_controller_full_syncs_running", sync::running);
     }
 
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
-    }
-
     /** The PULL socket's address (with the port it got). */
     public Endpoint pullEndpoint() {
         return pullEndpoint;
@@ -336,6 +333,7 @@ public final class ControllerServer implements AutoCloseable {
         connections.close();
         forwardContext.close();
         context.close();
+        threads.join(JOIN_BOUND);
     }
 
     /** The effective configuration. */

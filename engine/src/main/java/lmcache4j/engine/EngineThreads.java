@@ -1,27 +1,33 @@
 package lmcache4j.engine;
 
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 
 /**
  * The engine's own threads, each made on first use: the layer-copy thread (layerwise copies
  * overlap the caller's compute) and the timer thread (prefetches and lookup pins that no retrieve
- * ended within {@code pin_timeout_sec}). Closing stops both and waits for a timer task in flight,
- * so no scan runs while the tiers close under it.
+ * ended within {@code pin_timeout_sec}). Closing stops both and waits for them, a timer task or a
+ * layer copy in flight included, so nothing runs while the tiers close under it.
  */
 final class EngineThreads implements AutoCloseable {
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
+
+    private final OwnedThreads threads = new OwnedThreads();
     private final Lazy<ExecutorService> layerCopier;
     private final Lazy<ScheduledExecutorService> timer;
 
     EngineThreads(String modelName) {
-        this.layerCopier = new Lazy<>(() -> Executors.newSingleThreadExecutor(r -> daemon(r, "lmcache4j-layer-copy-" + modelName)));
+        this.layerCopier = new Lazy<>(() -> Executors.newSingleThreadExecutor(
+                r -> threads.platform("layer-copy-" + modelName, r)));
         this.timer = new Lazy<>(() -> {
             ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1,
-                    r -> daemon(r, "lmcache4j-prefetch-expiry-" + modelName));
+                    r -> threads.platform("prefetch-expiry-" + modelName, r));
             pool.setRemoveOnCancelPolicy(true);
             return pool;
         });
@@ -42,22 +48,12 @@ final class EngineThreads implements AutoCloseable {
         ScheduledExecutorService t = timer.ifMade();
         if (t != null) {
             t.shutdownNow();
-            try {
-                t.awaitTermination(5, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
         ExecutorService c = layerCopier.ifMade();
         if (c != null) {
-            c.shutdown();
+            c.shutdown(); // a copy already queued still runs: its caller waits for it
         }
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
+        threads.join(JOIN_BOUND);
     }
 
     /** A value made once, on first use, by whichever thread asks first. */

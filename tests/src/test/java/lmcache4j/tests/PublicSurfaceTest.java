@@ -50,7 +50,7 @@ class PublicSurfaceTest {
     private static final Map<String, Set<String>> QUALIFIED_PACKAGES = Map.of(
             "lmcache4j.cuda", Set.of("lmcache4j.cuda.posix", "lmcache4j.cuda.cpu"),
             "lmcache4j.allocator", Set.of("lmcache4j.allocator.host", "lmcache4j.allocator.tensor", "lmcache4j.allocator.tensor.internal",
-                    "lmcache4j.allocator.paged", "lmcache4j.allocator.pool"),
+                    "lmcache4j.allocator.paged", "lmcache4j.allocator.pool", "lmcache4j.allocator.internal.threads"),
             "lmcache4j.engine", Set.of("lmcache4j.engine.controller.message", "lmcache4j.engine.json",
                     "lmcache4j.engine.lookup", "lmcache4j.engine.remote.lm", "lmcache4j.engine.p2p",
                     "lmcache4j.engine.remote.redis", "lmcache4j.engine.security", "lmcache4j.engine.storage.cpu",

@@ -4,6 +4,8 @@ import java.lang.ref.Cleaner;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+
 /**
  * Finds objects that become unreachable while still holding a reference or pin, in the spirit of
  * Netty's leak detector. Controlled by {@code -Dlmcache4j.leakDetection}:
@@ -24,11 +26,7 @@ public final class LeakDetection {
     /** The detection level. */
     public enum Level { DISABLED, SAMPLED, PARANOID }
 
-    private static final Cleaner CLEANER = Cleaner.create(r -> {
-        Thread t = new Thread(r, "lmcache4j-leak-detector");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final Cleaner CLEANER = Cleaner.create(r -> OwnedThreads.shared("leak-detector", r));
     private static final Level LEVEL = parse(System.getProperty(PROPERTY, "sampled"));
 
     private LeakDetection() {

@@ -15,6 +15,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.host.HostArenas;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 
 /**
@@ -41,6 +42,7 @@ public final class LazyGrowingAllocator implements MemoryAllocator {
     private final double triggerRatio;
     private final LongFunction<HostArena> regionFactory;
     private final Object growthLock = new Object();
+    private final OwnedThreads threads = new OwnedThreads();
     private volatile Thread grower;
     private volatile boolean closing;
 
@@ -146,7 +148,7 @@ public final class LazyGrowingAllocator implements MemoryAllocator {
         }
         synchronized (growthLock) {
             if (grower == null && !closing) {
-                grower = Thread.ofPlatform().daemon().name("lmcache4j-lazy-grow-" + pool.name()).start(this::grow);
+                grower = threads.start("lazy-grow-" + pool.name(), this::grow);
             }
         }
     }

@@ -5,6 +5,7 @@ import java.lang.System.Logger.Level;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.URI;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -20,6 +21,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -35,6 +37,7 @@ import lmcache4j.engine.key.LayerCacheEngineKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
 import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -53,6 +56,7 @@ import lmcache4j.engine.zmq.ZmqConnect;
 public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private static final System.Logger LOG = System.getLogger(ControllerWorker.class.getName());
     private static final long POLL_MS = 10;
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(10);
     private static final long FLUSH_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     private static final int MAX_BATCH_OPS = 4096;
     private static final int SYNC_BATCH_KEYS = 4096;
@@ -73,6 +77,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private final ReportQueue queue;
     private final ControlRequestHandler control;
     private final String ip;
+    private final OwnedThreads threads = new OwnedThreads();
     private final Thread thread;
     private final CountDownLatch bound = new CountDownLatch(1);
     private volatile boolean running = true;
@@ -110,8 +115,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         this.queue = new ReportQueue(settings.queueCapacity(), engine::controllerKey);
         this.control = new ControlRequestHandler(engine);
         this.ip = localAddressToward(settings.replyAddress());
-        this.thread = Thread.ofPlatform().daemon().name("lmcache4j-controller-worker-" + settings.workerId())
-                .unstarted(this::run);
+        this.thread = threads.platform("controller-worker-" + settings.workerId(), this::run);
     }
 
     /**
@@ -186,20 +190,13 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     public void close() {
         engine.setResidencyListener(lmcache4j.engine.storage.ResidencyListener.NONE);
         running = false;
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(10));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (thread.isAlive()) {
-            LOG.log(Level.WARNING, "controller worker thread did not stop within 10 s");
-        }
+        threads.join(JOIN_BOUND); // stopped by its flag, not an interrupt: the flush and the deregistration still go out
     }
 
     // ---- the worker thread ----------------------------------------------------------------
 
     private void run() {
-        context = new ZContext(1);
+        context = new OwnedZContext("controller-worker-" + settings.workerId(), 1);
         try {
             gate = settings.secret().map(s -> CurveGate.open(context, s, "worker-" + settings.workerId())).orElse(null);
             rep = socket(SocketType.REP);

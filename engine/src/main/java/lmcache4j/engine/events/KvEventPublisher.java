@@ -3,6 +3,7 @@ package lmcache4j.engine.events;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +18,8 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMQException;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -49,10 +52,10 @@ final class KvEventPublisher implements AutoCloseable {
     static final long MAX_REQUEST_BYTES = 64 * 1024;
     /** How long closing waits for sent batches to leave (ZeroMQ drops them at once with linger 0). */
     static final int LINGER_MILLIS = 1_000;
-    private static final long JOIN_MILLIS = FIRST_SUBSCRIBER_WAIT_MILLIS + 2_000;
+    private static final Duration JOIN_BOUND = Duration.ofMillis(FIRST_SUBSCRIBER_WAIT_MILLIS + 2_000);
 
     private final KvEventsSettings settings;
-    private final ZContext context = new ZContext();
+    private final ZContext context = new OwnedZContext("kv-events", 1);
     private final ZMQ.Socket pub;
     private final ZMQ.Socket replay;
     private final byte[] topic;
@@ -60,6 +63,7 @@ final class KvEventPublisher implements AutoCloseable {
     private final ArrayDeque<Batch> buffer = new ArrayDeque<>();
     private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong published = new AtomicLong();
+    private final OwnedThreads threads = new OwnedThreads();
     private final Thread thread;
     private volatile boolean running = true;
     private long nextSeq;
@@ -95,7 +99,7 @@ final class KvEventPublisher implements AutoCloseable {
             throw new IllegalArgumentException("KV events: cannot open " + settings.endpoint()
                     + settings.replayEndpoint().map(r -> " / replay " + r).orElse("") + ": " + e.getMessage(), e);
         }
-        thread = Thread.ofPlatform().daemon().name("lmcache4j-kv-events").start(this::run);
+        thread = threads.start("kv-events", this::run);
     }
 
     /** vLLM's rule: bind a wildcard, IPv6-any, ipc:// or inproc:// address; connect to anything else. */
@@ -238,18 +242,9 @@ final class KvEventPublisher implements AutoCloseable {
     @Override
     public void close() {
         running = false;
-        try {
-            thread.join(JOIN_MILLIS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (thread.isAlive()) {
-            thread.interrupt();
-            try {
-                thread.join(JOIN_MILLIS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        if (!threads.join(JOIN_BOUND)) {
+            thread.interrupt(); // stuck past the first-subscriber hold: give up what is queued
+            threads.join(JOIN_BOUND);
         }
         context.close();
     }

@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+
 /**
  * A long prefix chain computed on two threads: a helper CBOR-encodes the chunks' token arrays
  * ahead while the calling thread hashes them in order. A chunk's tokens do not depend on its
@@ -106,8 +108,7 @@ final class ChainPipeline {
             Helper[] helpers = new Helper[count];
             for (int i = 0; i < count; i++) {
                 helpers[i] = new Helper();
-                Thread t = new Thread(helpers[i], "lmcache4j-hash-helper-" + i);
-                t.setDaemon(true);
+                Thread t = OwnedThreads.shared("hash-helper-" + i, helpers[i]); // shared by every engine, idle-parked
                 helpers[i].thread = t;
                 t.start();
             }

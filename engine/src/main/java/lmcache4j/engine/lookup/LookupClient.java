@@ -18,6 +18,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerKeys;
@@ -31,6 +32,7 @@ import lmcache4j.engine.key.KeyFactory;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -48,17 +50,18 @@ public final class LookupClient implements AutoCloseable {
     static final long MAX_ANSWER_BYTES = 1L << 20;
     private static final System.Logger LOG = System.getLogger(LookupClient.class.getName());
     private static final int POLL_MS = 50;
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final TokenDatabase tokens;
     private final ControllerKeys.Scheme scheme;
     private final long timeoutNanos;
     private final int ranks;
-    private final ZContext context = new ZContext();
+    private final ZContext context = new OwnedZContext("lookup-client", 1);
     /** Admits only the deployment's key to the answer socket, with a deployment secret; else null. */
     private final CurveGate gate;
     private final List<ZMQ.Socket> pushes = new ArrayList<>();
     private final ZMQ.Socket pull;
-    private final Thread receiver;
+    private final OwnedThreads threads = new OwnedThreads();
     private volatile boolean running = true;
 
     private final ReentrantLock lock = new ReentrantLock();
@@ -113,7 +116,7 @@ public final class LookupClient implements AutoCloseable {
             context.close();
             throw new IllegalStateException("cannot open the lookup client's sockets (" + endpoints + "): " + e, e);
         }
-        this.receiver = Thread.ofPlatform().daemon().name("lmcache4j-lookup-client").start(this::receive);
+        threads.start("lookup-client", this::receive);
         LOG.log(Level.INFO, () -> "lookup client: answers on " + endpoints.schedulerUrl() + ", asks workers "
                 + endpoints.serverWorkerIds());
     }
@@ -329,11 +332,7 @@ public final class LookupClient implements AutoCloseable {
             return;
         }
         running = false;
-        try {
-            receiver.join(TimeUnit.SECONDS.toMillis(5));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        threads.join(JOIN_BOUND);
         lock.lock();
         try {
             pushes.forEach(ZMQ.Socket::close);

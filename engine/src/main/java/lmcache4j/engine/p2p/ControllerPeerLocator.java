@@ -10,7 +10,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
@@ -18,6 +17,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.ControllerWorker;
 import lmcache4j.engine.controller.message.ControllerCodec;
@@ -29,6 +29,7 @@ import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -43,10 +44,10 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     private final String instanceId;
     private final int workerId;
     private final Duration timeout;
-    private final ZContext context = new ZContext(1);
+    private final ZContext context = new OwnedZContext("p2p-controller-lookup", 1);
     private final Optional<DeploymentSecret> secret;
-    private final ExecutorService thread = Executors.newSingleThreadExecutor(
-            Thread.ofPlatform().name("lmcache4j-p2p-controller-lookup").daemon(true).factory());
+    private final OwnedThreads threads = new OwnedThreads();
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> threads.platform("p2p-controller-lookup", r));
     private final Function<ChunkHash, OptionalLong> keys;
     private ZMQ.Socket dealer; // only touched on the thread
 
@@ -140,11 +141,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
     @Override
     public void close() {
         thread.shutdownNow();
-        try {
-            thread.awaitTermination(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        threads.join(timeout.plusSeconds(1)); // a lookup in flight ends within its timeout
         context.close();
     }
 }

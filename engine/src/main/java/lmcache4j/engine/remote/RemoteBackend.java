@@ -1,6 +1,7 @@
 package lmcache4j.engine.remote;
 
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Locale;
@@ -10,6 +11,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -17,6 +21,7 @@ import java.util.concurrent.atomic.LongAdder;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.LayerCacheEngineKey;
@@ -51,9 +56,7 @@ public final class RemoteBackend implements StorageBackend {
     private volatile ResidencyListener residency = ResidencyListener.NONE;
     private static final System.Logger LOG = System.getLogger(RemoteBackend.class.getName());
 
-    /** Where prefetched objects are decoded: off the connector's I/O threads, one virtual thread each. */
-    private static final Executor DECODERS =
-            task -> Thread.ofVirtual().name("lmcache4j-remote-prefetch").start(task);
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final RemoteConnector remote;
     private final BlackholeConnector blackhole;
@@ -61,6 +64,17 @@ public final class RemoteBackend implements StorageBackend {
     private final MemoryProvider memory;
     private final long timeoutNanos;
     private final Set<CacheKey> putsInFlight = ConcurrentHashMap.newKeySet();
+    private final OwnedThreads threads = new OwnedThreads();
+    /** Where prefetched objects are decoded: off the connector's I/O threads, one virtual thread each. */
+    private final ExecutorService decoders = Executors.newThreadPerTaskExecutor(threads.virtualFactory("remote-prefetch"));
+    /** {@link #decoders}, or the completing thread once the tier closed: an object that arrives is always released. */
+    private final Executor decoding = task -> {
+        try {
+            decoders.execute(task);
+        } catch (RejectedExecutionException closed) {
+            task.run();
+        }
+    };
     private final Thread monitor;
     private volatile boolean closed;
     private final boolean readAsWorkerZero;
@@ -113,7 +127,7 @@ public final class RemoteBackend implements StorageBackend {
         this.timeoutNanos = (long) (blockingTimeoutSecs * 1e9);
         long interval = (long) (pingIntervalSecs * 1e9);
         long pingTimeout = (long) (pingTimeoutSecs * 1e9);
-        this.monitor = Thread.ofPlatform().daemon().name("lmcache4j-remote-health").start(() -> monitor(interval, pingTimeout));
+        this.monitor = threads.start("remote-health", () -> monitor(interval, pingTimeout));
     }
 
     @Override
@@ -337,7 +351,7 @@ public final class RemoteBackend implements StorageBackend {
             if (!result.complete(served)) {
                 served.ifPresent(MemoryObj::release); // the deadline passed: nobody takes it any more
             }
-        }, DECODERS);
+        }, decoding);
         CompletableFuture.delayedExecutor(timeoutNanos, TimeUnit.NANOSECONDS).execute(() -> {
             if (result.complete(Optional.empty())) {
                 timeouts.increment();
@@ -457,7 +471,10 @@ public final class RemoteBackend implements StorageBackend {
         }
     }
 
-    /** Stops the health monitor, waits up to the deadline for puts in flight, closes the connector. */
+    /**
+     * Stops the health monitor, waits up to the deadline for puts in flight, closes the connector
+     * and waits for the tier's threads (the monitor's ping in flight, decodes running).
+     */
     @Override
     public void close() {
         if (closed) {
@@ -474,6 +491,8 @@ public final class RemoteBackend implements StorageBackend {
             Thread.currentThread().interrupt();
         } finally {
             remote.close();
+            decoders.shutdown();
+            threads.join(JOIN_BOUND);
         }
     }
 }

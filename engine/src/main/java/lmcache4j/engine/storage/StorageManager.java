@@ -2,6 +2,7 @@ package lmcache4j.engine.storage;
 
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -25,6 +26,7 @@ import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
@@ -47,6 +49,8 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     private static final System.Logger LOG = System.getLogger(StorageManager.class.getName());
     /** How long {@link #close} waits for prefetches in flight. */
     private static final int PREFETCH_DRAIN_SECONDS = 30;
+    /** After the drain, how long the prefetch threads get to return. */
+    private static final Duration PREFETCH_THREADS_JOIN = Duration.ofSeconds(5);
 
     private final LocalCpuBackend cpu;
     private final Map<String, StorageBackend> tiers;
@@ -73,8 +77,8 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     /** The tiers not bypassed, in search order: rebuilt when a bypass changes, read without copying. */
     private volatile List<StorageBackend> active;
     /** Prefetch planning and blocking loads: virtual threads, so a slow tier never holds up another request's. */
-    private final ExecutorService prefetchThreads =
-            Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("lmcache4j-prefetch-", 0).factory());
+    private final OwnedThreads threads = new OwnedThreads();
+    private final ExecutorService prefetchThreads = Executors.newThreadPerTaskExecutor(threads.virtualFactory("prefetch"));
     private final Set<CompletableFuture<PrefetchedPrefix>> prefetchesInFlight = ConcurrentHashMap.newKeySet();
     private final TieredPrefetch prefetcher;
     private volatile boolean closing;
@@ -481,6 +485,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
             }
         }
         prefetchThreads.shutdown();
+        threads.join(PREFETCH_THREADS_JOIN); // those whose prefetch timed out above are named in a warning
     }
 
     private List<StorageBackend> active() {

@@ -20,10 +20,12 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.controller.message.Position;
 import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.controller.http.JsonBody;
@@ -44,13 +46,16 @@ import lmcache4j.server.controller.registry.WorkerRegistry;
  */
 public final class ControllerServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControllerServer.class.getName());
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
     private final ZContext context;
     /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
-    private final ZContext forwardContext = new ZContext(1);
+    private final ZContext forwardContext = new OwnedZContext("controller-requests", 1);
     /** Admits only the deployment's key to the bound sockets, with a deployment secret; else null. */
     private CurveGate gate;
+    /** The ingestion and orchestration threads (the HTTP server and the orchestrator own theirs). */
+    private final OwnedThreads threads = new OwnedThreads();
     private final ChunkIndex index;
     private final WorkerRegistry registry;
     private final FullSyncTracker sync;
@@ -60,7 +65,6 @@ public final class ControllerServer implements AutoCloseable {
     private final Orchestrator orchestrator;
     private final ExecutorService orchestration;
     private final IngestLoop loop;
-    private final Thread ingestThread;
     private final JsonHttpServer http;
     private final Endpoint pullEndpoint;
     private final Endpoint replyEndpoint;
@@ -87,7 +91,7 @@ public final class ControllerServer implements AutoCloseable {
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
         ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
         lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher, config.chunkKeys()), index, metrics);
-        context = new ZContext(1);
+        context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
             gate = config.secret().map(s -> CurveGate.open(context, s, "controller")).orElse(null);
@@ -102,7 +106,7 @@ public final class ControllerServer implements AutoCloseable {
                     config.secret());
             orchestrator = new Orchestrator(registry, connections, metrics);
             registry.onDeparture(orchestrator::forget);
-            orchestration = Executors.newSingleThreadExecutor(r -> daemon(r, "controller-orchestration"));
+            orchestration = Executors.newSingleThreadExecutor(r -> threads.platform("controller-orchestration", r));
             IngestHandler handler = new IngestHandler(index, registry, sync, metrics, lookup, orchestrator, orchestration,
                     config.caps().maxQueuedOrchestrations(), advertisedHeartbeat.toString());
             ZMQ.Poller poller = context.createPoller(3);
@@ -111,8 +115,7 @@ public final class ControllerServer implements AutoCloseable {
             poller.register(heartbeat, ZMQ.Poller.POLLIN);
             loop = new IngestLoop(poller, pull, reply, heartbeat, handler, registry, metrics);
             http = startHttp();
-            ingestThread = daemon(loop, "controller-ingest");
-            ingestThread.start();
+            threads.start("controller-ingest", loop);
             registerGauges();
             started = true;
         } catch (IOException e) {
@@ -260,12 +263,6 @@ public final class ControllerServer implements AutoCloseable {
         metrics.gauge("lmcache4j_controller_full_syncs_running", sync::running);
     }
 
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
-    }
-
     /** The PULL socket's address (with the port it got). */
     public Endpoint pullEndpoint() {
         return pullEndpoint;
@@ -347,6 +344,7 @@ public final class ControllerServer implements AutoCloseable {
         forwardContext.close();
         closeGate();
         context.close();
+        threads.join(JOIN_BOUND);
     }
 
     private void closeGate() {

@@ -1,5 +1,6 @@
 package lmcache4j.server.controller;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -13,9 +14,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.controller.message.ControlMsg;
 import lmcache4j.engine.controller.message.ControlRetMsg;
 import lmcache4j.engine.controller.message.ControllerMessage;
@@ -47,17 +48,15 @@ final class Orchestrator implements AutoCloseable {
      * threads (and ⌈500/64⌉ request timeouts), not 500 per concurrent HTTP request (2,030 were seen).
      */
     static final int FORWARD_THREADS = 64;
-    private static final AtomicInteger FORWARD_THREAD_NUMBERS = new AtomicInteger();
+    /** Forwarding is interrupted at close; a thread stuck past this is named in a warning. */
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(10);
+    private final OwnedThreads threads = new OwnedThreads();
     /**
      * Platform threads, not virtual ones: a JeroMQ REQ socket blocks in its selector for up to the
      * request timeout, which would hold one of the few carrier threads the whole time. Idle ones exit.
      */
     private final ThreadPoolExecutor parallel = new ThreadPoolExecutor(FORWARD_THREADS, FORWARD_THREADS, 30, TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(), r -> {
-                Thread t = new Thread(r, "lmcache4j-controller-forward-" + FORWARD_THREAD_NUMBERS.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            });
+            new LinkedBlockingQueue<>(), threads.platformFactory("controller-forward"));
 
     /** What one worker answered, or why it did not. */
     private record Answer(WorkerInfo worker, Optional<ControlRetMsg> reply, Optional<String> problem) {
@@ -288,5 +287,6 @@ final class Orchestrator implements AutoCloseable {
     @Override
     public void close() {
         parallel.shutdownNow();
+        threads.join(JOIN_BOUND);
     }
 }

@@ -18,8 +18,10 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicLong;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
@@ -49,6 +51,8 @@ import lmcache4j.server.lm.ServerConnection.Phase;
  */
 public final class LmCacheServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LmCacheServer.class.getName());
+    /** Closed connections end their threads at once; a handler stuck past this is named in a warning. */
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(10);
 
     /** The payload pool's page: small enough that a partial page wastes little, large enough to read and write fast. */
     public static final int PAGE_BYTES = PagedChunkStore.PAGE_BYTES;
@@ -79,7 +83,9 @@ public final class LmCacheServer implements AutoCloseable {
     private final Thread acceptor;
     private final Thread reaper;
     private final Set<ServerConnection> open = ConcurrentHashMap.newKeySet();
-    private final Set<Thread> handlers = ConcurrentHashMap.newKeySet();
+    /** The acceptor, the reaper and a virtual thread per connection. */
+    private final OwnedThreads threads = new OwnedThreads();
+    private final ThreadFactory handlers = threads.virtualFactory("lm-server-conn");
     private volatile boolean closed;
 
     private final AtomicLong connections = new AtomicLong();
@@ -107,8 +113,8 @@ public final class LmCacheServer implements AutoCloseable {
         this.maxFrameBytes = maxFrameBytes;
         this.limits = limits;
         this.authThrottle = new AuthThrottle(limits.authFailureDelay(), limits.authFailuresPerSecond());
-        this.acceptor = Thread.ofPlatform().name("lmcache4j-lm-server-accept-" + port()).daemon(true).unstarted(this::acceptLoop);
-        this.reaper = Thread.ofPlatform().name("lmcache4j-lm-server-reaper-" + port()).daemon(true).unstarted(this::reapLoop);
+        this.acceptor = threads.platform("lm-server-accept-" + port(), this::acceptLoop);
+        this.reaper = threads.platform("lm-server-reaper-" + port(), this::reapLoop);
     }
 
     /** As {@link #start(InetAddress, int, long, Optional, int, LmServerLimits)} with {@link LmServerLimits#defaults()}. */
@@ -275,15 +281,7 @@ public final class LmCacheServer implements AutoCloseable {
         for (ServerConnection c : open) {
             c.close();
         }
-        try {
-            acceptor.join(5_000);
-            reaper.join(5_000);
-            for (Thread t : handlers) {
-                t.join(5_000);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        threads.join(JOIN_BOUND);
         Stats s = stats();
         try {
             store.close();
@@ -350,20 +348,17 @@ public final class LmCacheServer implements AutoCloseable {
         ServerConnection conn = new ServerConnection(c, token.isPresent());
         connections.incrementAndGet();
         open.add(conn);
-        Thread t = Thread.ofVirtual().name("lmcache4j-lm-server-conn").unstarted(() -> {
+        Thread t = handlers.newThread(() -> {
             try {
                 serve(conn);
             } finally {
                 open.remove(conn);
                 conn.close();
-                handlers.remove(Thread.currentThread());
             }
         });
-        handlers.add(t);
         try {
             t.start();
         } catch (Throwable e) {
-            handlers.remove(t);
             open.remove(conn);
             conn.close();
             throw e;

@@ -1,6 +1,7 @@
 package lmcache4j.server.lookup;
 
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -9,6 +10,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.lookup.LookupEndpoints;
@@ -19,6 +21,7 @@ import lmcache4j.engine.lookup.MalformedLookupMessageException;
 import lmcache4j.engine.lookup.MultipartReader;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -38,18 +41,18 @@ import org.zeromq.ZMQ;
 public final class LookupServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LookupServer.class.getName());
     private static final int POLL_MS = 50;
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
     /** Largest message accepted; a larger one drops the sender's connection (ZMQ_MAXMSGSIZE). */
     private static final long MAX_MESSAGE_BYTES = 64L << 20;
 
     private final LMCacheEngine engine;
-    private final ZContext context = new ZContext();
+    private final ZContext context = new OwnedZContext("lookup-server", 1);
     /** Admits only the deployment's key to the lookup socket, with a deployment secret; else null. */
     private final CurveGate gate;
     private final ZMQ.Socket pull;
     private final ZMQ.Socket push;
     private final BlockingQueue<LookupResponse> outbox = new LinkedBlockingQueue<>();
-    private final Thread receiver;
-    private final Thread sender;
+    private final OwnedThreads threads = new OwnedThreads();
     private volatile boolean running = true;
 
     private final LongAdder messages = new LongAdder();
@@ -86,8 +89,8 @@ public final class LookupServer implements AutoCloseable {
             throw new IllegalStateException("cannot open the lookup server's sockets (" + workerUrl + ", "
                     + schedulerUrl + "): " + e, e);
         }
-        this.receiver = Thread.ofPlatform().daemon().name("lmcache4j-lookup-server").start(this::receive);
-        this.sender = Thread.ofPlatform().daemon().name("lmcache4j-lookup-answers").start(this::sendAnswers);
+        threads.start("lookup-server", this::receive);
+        threads.start("lookup-answers", this::sendAnswers);
         LOG.log(Level.INFO, () -> "lookup server: lookups on " + workerUrl + ", answers to " + schedulerUrl);
     }
 
@@ -196,12 +199,7 @@ public final class LookupServer implements AutoCloseable {
             return;
         }
         running = false;
-        try {
-            receiver.join(TimeUnit.SECONDS.toMillis(5));
-            sender.join(TimeUnit.SECONDS.toMillis(5));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        threads.join(JOIN_BOUND);
         if (gate != null) {
             gate.close(); // its thread closes its own socket, before the context closes the rest
         }

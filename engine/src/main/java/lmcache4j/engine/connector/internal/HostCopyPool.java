@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.cuda.cpu.StreamingCopy;
 import lmcache4j.cuda.cpu.StreamingCopyBatch;
 import lmcache4j.engine.connector.PagedKvCache;
@@ -90,8 +91,9 @@ public final class HostCopyPool implements AutoCloseable {
      * {@link MemorySegment#copy} (ordinary, cached stores).
      */
     public HostCopyPool(int threads, boolean streamingStores) {
+        // Named and made by OwnedThreads; close() joins the helpers itself, unbounded: one may be mid-copy.
         this(threads, streamingStores ? StreamingCopy.machine().orElse(null) : null,
-                daemonThreads("lmcache4j-copy-" + POOLS.incrementAndGet() + "-"));
+                new OwnedThreads().platformFactory("copy-" + POOLS.incrementAndGet()));
     }
 
     /** As {@link #HostCopyPool(int)} with helpers made by {@code helperFactory} (tests hold them back with it). */
@@ -106,10 +108,6 @@ public final class HostCopyPool implements AutoCloseable {
         this.threads = threads;
         this.streaming = streaming;
         this.helperFactory = Objects.requireNonNull(helperFactory, "helperFactory");
-    }
-
-    private static ThreadFactory daemonThreads(String prefix) {
-        return Thread.ofPlatform().daemon().name(prefix, 0).factory();
     }
 
     /** The thread count sized from the machine: its cores, at most {@value #MAX_DEFAULT_THREADS}. */

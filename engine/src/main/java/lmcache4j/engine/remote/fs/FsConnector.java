@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -11,6 +12,7 @@ import java.util.concurrent.Executors;
 import java.util.function.Function;
 
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
@@ -20,14 +22,17 @@ import lmcache4j.engine.remote.RemoteMetadata;
  * shared file system, with the blocking file I/O on a few threads of its own.
  */
 public final class FsConnector implements RemoteConnector {
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(10);
+
     private final String url;
     private final FsChunkStore store;
+    private final OwnedThreads ioThreads = new OwnedThreads();
     private final ExecutorService io;
 
     public FsConnector(String url, FsChunkStore store, int threads) {
         this.url = url;
         this.store = store;
-        this.io = Executors.newFixedThreadPool(threads, r -> Thread.ofPlatform().daemon().name("lmcache4j-fs-io").unstarted(r));
+        this.io = Executors.newFixedThreadPool(threads, ioThreads.platformFactory("fs-io"));
     }
 
     /** A connector for {@code fs://[host:port]/path[,path...]}. */
@@ -110,6 +115,7 @@ public final class FsConnector implements RemoteConnector {
 
     @Override
     public void close() {
-        io.shutdown();
+        io.shutdown(); // operations queued still run: their callers wait for them
+        ioThreads.join(JOIN_BOUND);
     }
 }

@@ -28,6 +28,7 @@ import java.util.function.Function;
 import java.util.zip.CRC32C;
 
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
@@ -49,12 +50,14 @@ public final class LmConnector implements RemoteConnector {
     /** The default per-operation timeout. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
     public static final int DEFAULT_POOL = 4;
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final InetSocketAddress address;
     private final Optional<String> token;
     private final Duration timeout;
     private final ConcurrentLinkedQueue<SocketChannel> idle = new ConcurrentLinkedQueue<>();
     private final Set<SocketChannel> all = ConcurrentHashMap.newKeySet();
+    private final OwnedThreads threads = new OwnedThreads();
     private final ExecutorService executor;
     private final ScheduledExecutorService watchdog;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -69,10 +72,8 @@ public final class LmConnector implements RemoteConnector {
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, was " + timeout);
         }
-        this.executor = Executors.newFixedThreadPool(poolSize,
-                Thread.ofPlatform().name("lmcache4j-lm-connector-" + address.getPort() + "-", 0).daemon(true).factory());
-        this.watchdog = Executors.newSingleThreadScheduledExecutor(
-                Thread.ofPlatform().name("lmcache4j-lm-connector-watchdog").daemon(true).factory());
+        this.executor = Executors.newFixedThreadPool(poolSize, threads.platformFactory("lm-connector-" + address.getPort()));
+        this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> threads.platform("lm-connector-watchdog", r));
     }
 
     /**
@@ -265,9 +266,10 @@ public final class LmConnector implements RemoteConnector {
         executor.shutdownNow();
         watchdog.shutdownNow();
         for (SocketChannel ch : all) {
-            closeQuietly(ch);
+            closeQuietly(ch); // an operation blocked on its socket fails now
         }
         idle.clear();
+        threads.join(JOIN_BOUND);
     }
 
     @Override

@@ -34,6 +34,7 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
 import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
@@ -76,6 +77,7 @@ public final class RedisConnector implements RemoteConnector {
     static final String METADATA_SUFFIX = "metadata";
 
     private static final System.Logger LOG = System.getLogger(RedisConnector.class.getName());
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final String url;
     private final RedisEndpoint endpoint;
@@ -83,8 +85,8 @@ public final class RedisConnector implements RemoteConnector {
     private final int maxInflightBytes;
     private final boolean writeChecksum;
     private final Semaphore inflight;
-    private final ExecutorService executor = Executors.newThreadPerTaskExecutor(
-            Thread.ofVirtual().name("lmcache4j-redis-connector-", 0).factory());
+    private final OwnedThreads threads = new OwnedThreads();
+    private final ExecutorService executor = Executors.newThreadPerTaskExecutor(threads.virtualFactory("redis-connector"));
     /** {@link #executor}, or the calling thread once it is shut down: a callback that releases memory always runs. */
     private final Executor callbacks = task -> {
         try {
@@ -442,8 +444,9 @@ public final class RedisConnector implements RemoteConnector {
                 c.thenAccept(StatefulConnection::close);
             }
         }
-        endpoint.shutdown();
+        endpoint.shutdown(); // waits for Lettuce's own threads
         executor.shutdown();
+        threads.join(JOIN_BOUND);
     }
 
     /** A put refused because {@code max_inflight_mb} of puts are already in flight. */

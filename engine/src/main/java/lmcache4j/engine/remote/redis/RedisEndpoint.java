@@ -22,6 +22,9 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 
 /**
  * How a {@link RedisConnector} reaches Redis: one server (direct, over TLS, or found through
@@ -30,11 +33,17 @@ import io.lettuce.core.resource.Delay;
  * applied in order ({@link #ordersPipelinedCommands()}).
  */
 abstract sealed class RedisEndpoint {
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
+
     final ClientResources resources;
+    private final OwnedThreads threads = new OwnedThreads();
 
     private RedisEndpoint() {
         // Two I/O threads are plenty for one connection per endpoint; the default is one per core.
+        // Lettuce's pools are named lmcache4j-redis-…, made by Netty's factory (its threads keep fast thread-locals).
         this.resources = ClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
+                .threadFactoryProvider(pool -> threads.recording(
+                        new DefaultThreadFactory(OwnedThreads.PREFIX + pool.replace("lettuce-", "redis-"), true)))
                 .reconnectDelay(Delay.exponential(Duration.ofMillis(20), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS))
                 .build();
     }
@@ -73,6 +82,7 @@ abstract sealed class RedisEndpoint {
         } catch (Exception ignored) {
             // closing anyway
         }
+        threads.join(JOIN_BOUND); // Netty says terminated just before its threads return
     }
 
     /** Options both kinds share: reconnect, and reject commands at once while disconnected rather than buffer them. */

@@ -1,11 +1,11 @@
 package lmcache4j.engine.storage.disk;
 
-import java.util.ArrayList;
-import java.util.List;
+import java.time.Duration;
 import java.util.concurrent.PriorityBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 
 /**
  * The disk tier's I/O threads: a priority queue where prefetches run before deletes and deletes
@@ -33,17 +33,20 @@ final class IoExecutor implements AutoCloseable {
     private final AtomicLong sequence = new AtomicLong();
     private final AtomicInteger queuedPuts = new AtomicInteger();
     private final int maxQueuedPuts;
-    private final List<Thread> threads = new ArrayList<>();
+    private final int threadCount;
+    private final OwnedThreads threads = new OwnedThreads();
     private volatile boolean closed;
 
+    /** Threads named {@code lmcache4j-name-io-N}. */
     IoExecutor(String name, int threadCount, int maxQueuedPuts) {
         if (threadCount < 1 || maxQueuedPuts < 1) {
             throw new IllegalArgumentException("need at least one I/O thread and one queued put, got "
                     + threadCount + " and " + maxQueuedPuts);
         }
         this.maxQueuedPuts = maxQueuedPuts;
+        this.threadCount = threadCount;
         for (int i = 0; i < threadCount; i++) {
-            threads.add(Thread.ofPlatform().daemon().name(name + "-io-" + i).start(this::run));
+            threads.start(name + "-io-" + i, this::run);
         }
     }
 
@@ -93,19 +96,10 @@ final class IoExecutor implements AutoCloseable {
      */
     boolean close(long timeoutMillis) {
         closed = true;
-        for (int i = 0; i < threads.size(); i++) {
+        for (int i = 0; i < threadCount; i++) {
             queue.add(STOP); // STOP sorts after every real job
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        for (Thread t : threads) {
-            try {
-                t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-        return threads.stream().noneMatch(Thread::isAlive);
+        return threads.join(Duration.ofMillis(timeoutMillis));
     }
 
     @Override

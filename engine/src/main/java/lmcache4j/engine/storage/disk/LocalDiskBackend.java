@@ -148,7 +148,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
             usedBytes += chunk.fileBytes();
             kept.add(chunk);
         }
-        this.io = new IoExecutor("lmcache4j-disk", ioThreads, maxQueuedPuts);
+        this.io = new IoExecutor("disk", ioThreads, maxQueuedPuts);
         long keptBytes = usedBytes;
         LOG.log(Level.INFO, () -> NAME + ": " + kept.size() + " chunk file(s), " + keptBytes + " bytes recovered, offered "
                 + "as a background check verifies their payloads; removed " + recovery.removedPartial() + " partial and "

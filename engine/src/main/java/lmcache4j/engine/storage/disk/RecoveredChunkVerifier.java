@@ -4,12 +4,15 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 
 /**
  * Checks the payload of every chunk file found at start, on its own thread, before the tier offers
@@ -45,7 +48,7 @@ final class RecoveredChunkVerifier implements AutoCloseable {
     private final long startedNanos = System.nanoTime();
     private volatile long doneNanos = -1;
     private volatile boolean stopping;
-    private final Thread thread;
+    private final OwnedThreads threads = new OwnedThreads();
 
     /** Starts checking {@code chunks} in order on a daemon thread; results go to {@code listener}. */
     RecoveredChunkVerifier(ChunkFiles files, List<RecoveredChunk> chunks, Listener listener) {
@@ -53,10 +56,9 @@ final class RecoveredChunkVerifier implements AutoCloseable {
         this.chunks = List.copyOf(chunks);
         this.listener = Objects.requireNonNull(listener, "listener");
         if (this.chunks.isEmpty()) {
-            thread = null;
             finish(false);
         } else {
-            thread = Thread.ofPlatform().daemon().name("lmcache4j-disk-verify").start(this::run);
+            threads.start("disk-verify", this::run);
         }
     }
 
@@ -128,12 +130,6 @@ final class RecoveredChunkVerifier implements AutoCloseable {
     @Override
     public void close() {
         stopping = true;
-        if (thread != null) {
-            try {
-                thread.join(TimeUnit.SECONDS.toMillis(30));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        threads.join(Duration.ofSeconds(30));
     }
 }

@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -24,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.json.Json;
 import lmcache4j.engine.json.JsonException;
 import lmcache4j.server.controller.ControllerMetrics;
@@ -47,6 +49,8 @@ import lmcache4j.server.controller.ControllerMetrics;
  */
 public final class JsonHttpServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(JsonHttpServer.class.getName());
+    /** Handlers are interrupted at close; one still forwarding to a silent worker is named in a warning past this. */
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(10);
     static final int MAX_REQUEST_SECONDS = 30;
     static final int MAX_RESPONSE_SECONDS = 30;
     static final int MAX_CONNECTIONS = 1024;
@@ -85,6 +89,7 @@ public final class JsonHttpServer implements AutoCloseable {
     }
 
     private final HttpServer server;
+    private final OwnedThreads threads;
     private final ExecutorService executor;
     private final Semaphore handlerSlots;
     private final int maxBodyBytes;
@@ -94,9 +99,10 @@ public final class JsonHttpServer implements AutoCloseable {
     /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
     private volatile Predicate<String> authorization;
 
-    private JsonHttpServer(HttpServer server, ExecutorService executor, int handlers, int maxBodyBytes,
+    private JsonHttpServer(HttpServer server, OwnedThreads threads, ExecutorService executor, int handlers, int maxBodyBytes,
                            ControllerMetrics metrics) {
         this.server = server;
+        this.threads = threads;
         this.executor = executor;
         this.handlerSlots = new Semaphore(handlers);
         this.maxBodyBytes = maxBodyBytes;
@@ -115,10 +121,10 @@ public final class JsonHttpServer implements AutoCloseable {
                     + threads);
         }
         HttpServer server = HttpServer.create(address, 128);
-        ExecutorService executor = Executors.newThreadPerTaskExecutor(
-                Thread.ofVirtual().name("lmcache4j-controller-http-", 1).factory());
+        OwnedThreads owned = new OwnedThreads();
+        ExecutorService executor = Executors.newThreadPerTaskExecutor(owned.virtualFactory("controller-http"));
         server.setExecutor(executor);
-        JsonHttpServer s = new JsonHttpServer(server, executor, threads, maxBodyBytes, Objects.requireNonNull(metrics));
+        JsonHttpServer s = new JsonHttpServer(server, owned, executor, threads, maxBodyBytes, Objects.requireNonNull(metrics));
         server.createContext("/", s::serve);
         return s;
     }
@@ -346,7 +352,8 @@ public final class JsonHttpServer implements AutoCloseable {
 
     @Override
     public void close() {
-        server.stop(0);
+        server.stop(0); // joins the JDK's dispatcher thread
         executor.shutdownNow();
+        threads.join(JOIN_BOUND);
     }
 }

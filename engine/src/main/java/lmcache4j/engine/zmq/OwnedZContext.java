@@ -1,0 +1,32 @@
+package lmcache4j.engine.zmq;
+
+import java.time.Duration;
+
+import org.zeromq.ZContext;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+
+/**
+ * A ZeroMQ context whose I/O and reaper threads are lmcache4j's: named
+ * {@code lmcache4j-<component>-zmq-…} and joined when the context is closed, so a component that
+ * closes its context leaves none of JeroMQ's threads behind either.
+ */
+public final class OwnedZContext extends ZContext {
+    /** JeroMQ stops its threads as the context terminates: they end at once, or something is wrong. */
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
+
+    private final OwnedThreads threads = new OwnedThreads();
+
+    /** A context for {@code component} with {@code ioThreads} I/O threads (started with its first socket). */
+    public OwnedZContext(String component, int ioThreads) {
+        super(ioThreads);
+        setThreadFactor((body, name) -> threads.platform(component + "-zmq-" + name, body));
+    }
+
+    /** Closes every socket made here, terminates the context and joins its threads. */
+    @Override
+    public void destroy() {
+        super.destroy();
+        threads.join(JOIN_BOUND);
+    }
+}

@@ -429,8 +429,8 @@ public final class DemoCommand implements CliMain.Command {
     /** Each instance's CPU tier with {@code --instances} unless {@code --cpu-gb} says. */
     static final double CLUSTER_CPU_GB = 0.5;
 
-    /** {@code --instances}: the multi-instance demo. */
-    private int cluster() {
+    /** The options {@code --instances} does not take that were given. */
+    private List<String> clusterExcludedOptions() {
         List<String> excluded = new ArrayList<>();
         if (disk != null) {
             excluded.add("--disk");
@@ -456,6 +456,41 @@ public final class DemoCommand implements CliMain.Command {
         if (promptOut != null) {
             excluded.add("--prompt-out");
         }
+        return excluded;
+    }
+
+    /** Runs the policies in turn with a progress bar each; the engines' INFO logs are quiet, as in the single demo. */
+    private ClusterReport runCluster(ClusterSettings cs) throws IOException {
+        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
+        Level previousLevel = lmcacheLogs.getLevel();
+        lmcacheLogs.setLevel(Level.WARNING);
+        ProgressBar[] bar = new ProgressBar[1];
+        Policy[] current = new Policy[1];
+        try {
+            return new ClusterDemo(cs).run((policy, done, total, prompt, reused) -> {
+                if (policy != current[0]) {
+                    if (bar[0] != null) {
+                        bar[0].finish();
+                    }
+                    if (!quiet && !json) {
+                        err.println(policy.title() + ": " + cs.instances() + " instances");
+                    }
+                    bar[0] = new ProgressBar(err, !quiet && !json);
+                    current[0] = policy;
+                }
+                bar[0].update(done, total, prompt, reused);
+            });
+        } finally {
+            if (bar[0] != null) {
+                bar[0].finish();
+            }
+            lmcacheLogs.setLevel(previousLevel);
+        }
+    }
+
+    /** {@code --instances}: the multi-instance demo. */
+    private int cluster() {
+        List<String> excluded = clusterExcludedOptions();
         if (!excluded.isEmpty()) {
             return CliMain.usageError(err, "demo", "--instances starts its own controller and instances, each with a "
                     + "temporary disk tier; it does not take " + String.join(", ", excluded));
@@ -484,33 +519,7 @@ public final class DemoCommand implements CliMain.Command {
                 out.println(machine());
                 out.flush();
             }
-            // As in the single-instance demo: the report says what the controller's and engines' INFO logs would.
-            Logger lmcacheLogs = Logger.getLogger("lmcache4j");
-            Level previousLevel = lmcacheLogs.getLevel();
-            lmcacheLogs.setLevel(Level.WARNING);
-            ProgressBar[] bar = new ProgressBar[1];
-            Policy[] current = new Policy[1];
-            ClusterReport report;
-            try {
-                report = new ClusterDemo(cs).run((policy, done, total, prompt, reused) -> {
-                    if (policy != current[0]) {
-                        if (bar[0] != null) {
-                            bar[0].finish();
-                        }
-                        if (!quiet && !json) {
-                            err.println(policy.title() + ": " + cs.instances() + " instances");
-                        }
-                        bar[0] = new ProgressBar(err, !quiet && !json);
-                        current[0] = policy;
-                    }
-                    bar[0].update(done, total, prompt, reused);
-                });
-            } finally {
-                if (bar[0] != null) {
-                    bar[0].finish();
-                }
-                lmcacheLogs.setLevel(previousLevel);
-            }
+            ClusterReport report = runCluster(cs);
             out.print(json ? report.json() + System.lineSeparator() : System.lineSeparator() + report.text());
             out.flush();
             if (!report.passed()) {

@@ -207,6 +207,45 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         }
         line(sb, "CPU tier", "%s (%,d chunks): %,d evictions; %,d chunks (%s) cached at the end",
                 HostArenas.formatBytes(cpuBytes), cpuChunks, evictions, cachedChunks, HostArenas.formatBytes(cacheUsedBytes));
+        tierLines(sb);
+        sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
+        sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
+        sb.append("           in this process of as many bytes as the stores, between two touched off-heap buffers\n");
+        line(sb, "  store", "%6.2f copy, %.2f end to end; %s", storeCopyGbps, storeE2eGbps,
+                Double.isNaN(storeSteadyGbps) ? "no eviction: the tier never filled"
+                        : String.format(Locale.ROOT, "%.2f copy after the tier first filled (request %d)",
+                        storeSteadyGbps, tierFullAt));
+        line(sb, "  retrieve", "%6.2f copy, %.2f end to end", retrieveCopyGbps, retrieveE2eGbps);
+        line(sb, "  memcpy", "%6.2f in %s pieces (chunk-sized: the JDK copies pieces of 2.5 MiB or more with",
+                memcpyChunk.gbps(), HostArenas.formatBytes(memcpyChunk.pieceBytes()));
+        line(sb, "", "       non-temporal stores), %.2f in %s pieces (one block of one layer: the runs the connector",
+                memcpyBlock.gbps(), HostArenas.formatBytes(memcpyBlock.pieceBytes()));
+        line(sb, "", "       can copy, since consecutive blocks of a request are scattered in the paged cache)");
+        line(sb, "  ratios", "store %.2f, retrieve %.2f of block-piece memcpy; %.2f and %.2f of chunk-piece memcpy%s",
+                storeVsBlockMemcpy(), retrieveCopyGbps / memcpyBlock.gbps(), storeVsMemcpy(), retrieveCopyGbps / memcpyChunk.gbps(),
+                Double.isNaN(storeSteadyGbps) ? "" : " (store: after the tier filled)");
+        line(sb, "time", "%.1f s serving: model compute %.1f s, verify %.1f s, poison %.1f s, engine retrieve %.1f s,%n"
+                        + "           store %.1f s, lookup %.2f s; then the memcpy baseline %.1f s (touching its buffers included)",
+                p.wall() / 1e9, p.compute() / 1e9, p.verify() / 1e9, p.poison() / 1e9, p.retrieve() / 1e9,
+                p.store() / 1e9, p.lookup() / 1e9, p.memcpy() / 1e9);
+        if (disk != null) {
+            line(sb, "", "(and %.2f s after serving waiting for the disk tier's queued writes)", p.diskDrain() / 1e9);
+        }
+        sb.append('\n');
+        DemoVerdict verdict = verdict();
+        if (verdict.passed()) {
+            sb.append(verdict.line(verifiedBytes)).append('\n');
+        } else {
+            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+            verdict.reasons().forEach(reason -> sb.append("FAIL: ").append(reason).append('\n'));
+            problems.forEach(pr -> sb.append("  ").append(pr).append('\n'));
+            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+        }
+        return sb.toString();
+    }
+
+    /** The disk, remote and controller lines of the text report, for the tiers in the run. */
+    private void tierLines(StringBuilder sb) {
         if (disk != null) {
             Disk d = disk;
             line(sb, "disk tier", "%s, %s I/O: %,d chunks written (%s), %,d read back (retrieve hits served from disk,",
@@ -248,40 +287,6 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
                     c.controllerAddress(), c.instanceId(), c.registered() ? "registered" : "NOT registered",
                     c.opsReported(), c.opsDropped(), c.fullSyncs());
         }
-        sb.append("bandwidth  GB/s = 10^9 bytes/s; \"copy\" = engine metrics, bytes the connector copied / time in copies;\n");
-        sb.append("           \"end to end\" = bytes / wall time of the store() or retrieve() calls; memcpy = MemorySegment.copy\n");
-        sb.append("           in this process of as many bytes as the stores, between two touched off-heap buffers\n");
-        line(sb, "  store", "%6.2f copy, %.2f end to end; %s", storeCopyGbps, storeE2eGbps,
-                Double.isNaN(storeSteadyGbps) ? "no eviction: the tier never filled"
-                        : String.format(Locale.ROOT, "%.2f copy after the tier first filled (request %d)",
-                        storeSteadyGbps, tierFullAt));
-        line(sb, "  retrieve", "%6.2f copy, %.2f end to end", retrieveCopyGbps, retrieveE2eGbps);
-        line(sb, "  memcpy", "%6.2f in %s pieces (chunk-sized: the JDK copies pieces of 2.5 MiB or more with",
-                memcpyChunk.gbps(), HostArenas.formatBytes(memcpyChunk.pieceBytes()));
-        line(sb, "", "       non-temporal stores), %.2f in %s pieces (one block of one layer: the runs the connector",
-                memcpyBlock.gbps(), HostArenas.formatBytes(memcpyBlock.pieceBytes()));
-        line(sb, "", "       can copy, since consecutive blocks of a request are scattered in the paged cache)");
-        line(sb, "  ratios", "store %.2f, retrieve %.2f of block-piece memcpy; %.2f and %.2f of chunk-piece memcpy%s",
-                storeVsBlockMemcpy(), retrieveCopyGbps / memcpyBlock.gbps(), storeVsMemcpy(), retrieveCopyGbps / memcpyChunk.gbps(),
-                Double.isNaN(storeSteadyGbps) ? "" : " (store: after the tier filled)");
-        line(sb, "time", "%.1f s serving: model compute %.1f s, verify %.1f s, poison %.1f s, engine retrieve %.1f s,%n"
-                        + "           store %.1f s, lookup %.2f s; then the memcpy baseline %.1f s (touching its buffers included)",
-                p.wall() / 1e9, p.compute() / 1e9, p.verify() / 1e9, p.poison() / 1e9, p.retrieve() / 1e9,
-                p.store() / 1e9, p.lookup() / 1e9, p.memcpy() / 1e9);
-        if (disk != null) {
-            line(sb, "", "(and %.2f s after serving waiting for the disk tier's queued writes)", p.diskDrain() / 1e9);
-        }
-        sb.append('\n');
-        DemoVerdict verdict = verdict();
-        if (verdict.passed()) {
-            sb.append(verdict.line(verifiedBytes)).append('\n');
-        } else {
-            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
-            verdict.reasons().forEach(reason -> sb.append("FAIL: ").append(reason).append('\n'));
-            problems.forEach(pr -> sb.append("  ").append(pr).append('\n'));
-            sb.append("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
-        }
-        return sb.toString();
     }
 
     /** Bytes one full chunk's file takes: a 4 KiB header and the payload in whole 4 KiB blocks. */
@@ -371,6 +376,24 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.number("retrieve_s", phases.retrieve() / 1e9, 3);
         j.number("store_s", phases.store() / 1e9, 3);
         j.number("lookup_s", phases.lookup() / 1e9, 3);
+        tierFields(j);
+        j.string("bandwidth_method", "store_gbps/retrieve_gbps: engine metrics, bytes the connector copied / time in copies, "
+                + "whole run; store_steady_gbps: the same from the first eviction on (the tier's memory all touched); "
+                + "*_e2e_gbps: bytes stored (retrieved) / wall time of the store (retrieve) calls; memcpy_gbps: "
+                + "MemorySegment.copy of chunk-sized pieces between two touched off-heap buffers, same total bytes as the "
+                + "stores; memcpy_block_gbps: the same in pieces of one paged block of one layer and plane; "
+                + "store_vs_*: store_steady_gbps (store_gbps without evictions) / memcpy");
+        if (!verdict.passed()) {
+            j.string("failure", String.join("; ", verdict.reasons()));
+        }
+        if (!problems.isEmpty()) {
+            j.string("problems", String.join("; ", problems));
+        }
+        return j.toString();
+    }
+
+    /** The remote, controller and disk tiers' counters (zero or absent for a tier not in the run). */
+    private void tierFields(ReportJson j) {
         j.bool("remote_enabled", remote != null);
         j.integer("remote_puts", remote == null ? 0 : remote.puts());
         j.integer("remote_gets", remote == null ? 0 : remote.gets());
@@ -413,18 +436,5 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
         j.integer("disk_capacity_bytes", disk == null ? 0 : disk.capacityBytes());
         j.bool("disk_direct_io", disk != null && disk.directIo());
         j.number("disk_drain_s", phases.diskDrain() / 1e9, 3);
-        j.string("bandwidth_method", "store_gbps/retrieve_gbps: engine metrics, bytes the connector copied / time in copies, "
-                + "whole run; store_steady_gbps: the same from the first eviction on (the tier's memory all touched); "
-                + "*_e2e_gbps: bytes stored (retrieved) / wall time of the store (retrieve) calls; memcpy_gbps: "
-                + "MemorySegment.copy of chunk-sized pieces between two touched off-heap buffers, same total bytes as the "
-                + "stores; memcpy_block_gbps: the same in pieces of one paged block of one layer and plane; "
-                + "store_vs_*: store_steady_gbps (store_gbps without evictions) / memcpy");
-        if (!verdict.passed()) {
-            j.string("failure", String.join("; ", verdict.reasons()));
-        }
-        if (!problems.isEmpty()) {
-            j.string("problems", String.join("; ", problems));
-        }
-        return j.toString();
     }
 }

@@ -142,14 +142,7 @@ public final class DiskBench {
         Logger lmcacheLogs = Logger.getLogger("lmcache4j");
         Level previous = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
-        Path base = s.dir() == null ? Path.of(System.getProperty("java.io.tmpdir")) : s.dir();
-        Path root;
-        try {
-            Files.createDirectories(base);
-            root = Files.createTempDirectory(base, "lmcache4j-diskbench-");
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot create a directory under " + base + ": " + e.getMessage(), e);
-        }
+        Path root = workDirectory(s.dir());
         long bytes = s.totalBytes();
         HostArenaOptions host = HostArenaOptions.DEFAULT.withCudaPinned(false).withHugePages(true).withPrefault(true);
         ExecutorService pool = Executors.newFixedThreadPool(s.threads());
@@ -178,12 +171,6 @@ public final class DiskBench {
             Path tierDir = root.resolve("tier");
             ChunkFiles files = new ChunkFiles(filesDir, true, false);
             boolean direct = files.directIo();
-            Set<OpenOption> rawWrite = direct
-                    ? Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE,
-                    ExtendedOpenOption.DIRECT)
-                    : Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-            Set<OpenOption> rawRead = direct ? Set.of(StandardOpenOption.READ, ExtendedOpenOption.DIRECT)
-                    : Set.of(StandardOpenOption.READ);
             long capacity = s.chunks() * (ChunkFileHeader.BYTES + (s.chunkBytes() + ALIGN - 1) / ALIGN * ALIGN) + ALIGN;
             int total = s.warmup() + s.runs();
             double[][] r = new double[6][s.runs()];
@@ -194,18 +181,12 @@ public final class DiskBench {
                 int m = run - s.warmup();
                 progress.printf(Locale.ROOT, "%s run %d/%d ...%n", m < 0 ? "warmup" : "measured", m < 0 ? run + 1 : m + 1,
                         m < 0 ? s.warmup() : s.runs());
-                double[] raw = rawRun(pool, rawDir, rawWrite, rawRead, src, dst, bytes);
+                double[] raw = rawRun(pool, rawDir, direct, src, dst, bytes);
                 double rw = raw[0];
                 double rr = raw[1];
-                // the tier's file layer
-                double fw = gbps(bytes, timed(pool, s.chunks(), i -> files.write(keys.get(i), src.get(i))));
-                ChunkFileHeader[] headers = new ChunkFileHeader[s.chunks()];
-                for (int i = 0; i < s.chunks(); i++) {
-                    headers[i] = files.readHeader(files.pathFor(keys.get(i))).orElseThrow();
-                }
-                double fr = gbps(bytes, timed(pool, s.chunks(),
-                        i -> files.readPayload(files.pathFor(keys.get(i)), headers[i], dst.get(i))));
-                deleteFiles(filesDir);
+                double[] fileLayer = filesRun(pool, files, filesDir, keys, src, dst, bytes);
+                double fw = fileLayer[0];
+                double fr = fileLayer[1];
                 TierRun t = tierRun(s, pool, cpu, tierDir, capacity, keys, src, run == total - 1);
                 double tw = t.write();
                 double tr = t.read();
@@ -239,9 +220,26 @@ public final class DiskBench {
         }
     }
 
+    /** A fresh directory for the run's files under {@code dir} (null: the JVM's temporary directory). */
+    private static Path workDirectory(Path dir) {
+        Path base = dir == null ? Path.of(System.getProperty("java.io.tmpdir")) : dir;
+        try {
+            Files.createDirectories(base);
+            return Files.createTempDirectory(base, "lmcache4j-diskbench-");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create a directory under " + base + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Raw {@code O_DIRECT} (where offered) writes, then reads, of one file per chunk: {write GB/s, read GB/s}. */
-    private static double[] rawRun(ExecutorService pool, Path rawDir, Set<OpenOption> write, Set<OpenOption> read,
-                                   List<MemoryObj> src, List<MemoryObj> dst, long bytes) throws IOException, InterruptedException {
+    private static double[] rawRun(ExecutorService pool, Path rawDir, boolean direct, List<MemoryObj> src,
+                                   List<MemoryObj> dst, long bytes) throws IOException, InterruptedException {
+        Set<OpenOption> write = direct
+                ? Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE,
+                ExtendedOpenOption.DIRECT)
+                : Set.of(StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+        Set<OpenOption> read = direct ? Set.of(StandardOpenOption.READ, ExtendedOpenOption.DIRECT)
+                : Set.of(StandardOpenOption.READ);
         double w = gbps(bytes, timed(pool, src.size(), i -> {
             try (FileChannel ch = FileChannel.open(rawDir.resolve("chunk-" + i + ".bin"), write)) {
                 writeFully(ch, src.get(i).segment());
@@ -253,6 +251,19 @@ public final class DiskBench {
             }
         }));
         deleteFiles(rawDir);
+        return new double[] {w, r};
+    }
+
+    /** The tier's file layer alone: every chunk written, then read: {write GB/s, read GB/s}. */
+    private static double[] filesRun(ExecutorService pool, ChunkFiles files, Path filesDir, List<CacheEngineKey> keys,
+                                     List<MemoryObj> src, List<MemoryObj> dst, long bytes) throws IOException, InterruptedException {
+        double w = gbps(bytes, timed(pool, src.size(), i -> files.write(keys.get(i), src.get(i))));
+        ChunkFileHeader[] headers = new ChunkFileHeader[src.size()];
+        for (int i = 0; i < src.size(); i++) {
+            headers[i] = files.readHeader(files.pathFor(keys.get(i))).orElseThrow();
+        }
+        double r = gbps(bytes, timed(pool, src.size(), i -> files.readPayload(files.pathFor(keys.get(i)), headers[i], dst.get(i))));
+        deleteFiles(filesDir);
         return new double[] {w, r};
     }
 

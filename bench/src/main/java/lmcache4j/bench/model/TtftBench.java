@@ -128,34 +128,43 @@ public final class TtftBench {
                             + "lmcache4j's share %.2f ms)%n", length, r + 1, cold[r], miss[r], ratio[r], added[r]);
                     last = prompt;
                 }
-                double[] warm = new double[3];
-                int cached = 0;
-                for (int i = 0; i < warm.length; i++) {
-                    try (CachedPrefill.Prefill p = prefill.prefill(last)) {
-                        warm[i] = p.timeToFirstTokenNanos() / 1e6;
-                        cached = p.cachedTokens();
-                    }
-                }
-                TierWait.untilHeld(engine, last, LocalDiskBackend.NAME);
-                double[] warmDisk = new double[2];
-                for (int i = 0; i < warmDisk.length; i++) {
-                    TierWait.emptyCpuTier(engine);
-                    try (CachedPrefill.Prefill p = prefill.prefill(last)) {
-                        warmDisk[i] = p.timeToFirstTokenNanos() / 1e6;
-                        if (p.cachedTokens() != cached) {
-                            throw new IllegalStateException("from disk " + p.cachedTokens() + " tokens came back, from the CPU tier "
-                                    + cached);
-                        }
-                    }
-                }
-                Row row = new Row(length, median(cold), median(miss), median(ratio), median(added), median(warm),
-                        median(warmDisk), cached, median(store));
+                Warm warm = warm(engine, prefill, last);
+                Row row = new Row(length, median(cold), median(miss), median(ratio), median(added), warm.cpuMs(),
+                        warm.diskMs(), warm.cachedTokens(), median(store));
                 log.printf("bench ttft: %,d tokens: warm %.1f ms (CPU), %.1f ms (disk); speedup %.1fx%n", length,
                         row.warmMs(), row.warmDiskMs(), row.speedup());
                 rows.add(row);
             }
         }
         return rows;
+    }
+
+    /** A cached prompt's time to first token from the CPU tier and from the disk tier (medians), and the tokens found. */
+    private record Warm(double cpuMs, double diskMs, int cachedTokens) {
+    }
+
+    private static Warm warm(LMCacheEngine engine, CachedPrefill prefill, int[] prompt) {
+        double[] cpu = new double[3];
+        int cached = 0;
+        for (int i = 0; i < cpu.length; i++) {
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                cpu[i] = p.timeToFirstTokenNanos() / 1e6;
+                cached = p.cachedTokens();
+            }
+        }
+        TierWait.untilHeld(engine, prompt, LocalDiskBackend.NAME);
+        double[] disk = new double[2];
+        for (int i = 0; i < disk.length; i++) {
+            TierWait.emptyCpuTier(engine);
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                disk[i] = p.timeToFirstTokenNanos() / 1e6;
+                if (p.cachedTokens() != cached) {
+                    throw new IllegalStateException("from disk " + p.cachedTokens() + " tokens came back, from the CPU tier "
+                            + cached);
+                }
+            }
+        }
+        return new Warm(median(cpu), median(disk), cached);
     }
 
     /** The miss overhead over every length: the time-weighted mean of each length's median ratio. */

@@ -43,7 +43,20 @@ public final class LMCacheFieldTable {
 
     private static List<ConfigField> fields() {
         List<ConfigField> f = new ArrayList<>();
-        // --- core -----------------------------------------------------------------------------
+        core(f);
+        blending(f);
+        kvEvents(f);
+        placement(f);
+        lookup(f);
+        lazyHostPool(f);
+        peerToPeer(f);
+        operations(f);
+        controller(f);
+        return f;
+    }
+
+    /** Core. */
+    private static void core(List<ConfigField> f) {
         f.add(define("chunk_size", INT).defaultValue(256).greaterThan(0)
                 .description("Tokens per KV chunk: the unit of hashing, storage and lookup.").build());
         f.add(define("local_cpu", BOOL).defaultValue(true)
@@ -108,7 +121,10 @@ public final class LMCacheFieldTable {
                 .description("lmcache4j only: the seed NONE_HASH (the start of every prefix-hash chain) is derived "
                         + "from, as vLLM derives it from PYTHONHASHSEED. Unset: PYTHONHASHSEED is used when set, "
                         + "else a random seed (keys then match no other process).").build());
-        // --- blending (CacheBlend) ------------------------------------------------------------
+    }
+
+    /** Blending (CacheBlend). */
+    private static void blending(List<ConfigField> f) {
         f.add(define("copy_threads", INT).nullable().range(1.0, true, 1024.0, true).lmcache4jOnly()
                 .description("lmcache4j only: how many threads, the caller included, copy one chunk between the paged "
                         + "KV cache and host memory (store gathers, retrieve scatters); helpers join only for plans of "
@@ -125,7 +141,10 @@ public final class LMCacheFieldTable {
                         + "ints from the same seed), so lmcache4j and LMCache workers share a controller; vllm: the "
                         + "chunk's vLLM block hash folded to its low 64 bits, as vLLM's KV events carry it. Every "
                         + "engine, scheduler and controller of a deployment must use the same.").build());
-        // --- KV events (vLLM's format, for KV-aware routers) ---------------------------------
+    }
+
+    /** KV events (vLLM's format, for KV-aware routers). */
+    private static void kvEvents(List<ConfigField> f) {
         f.add(define("kv_events_endpoint", STRING).nullable().lmcache4jOnly()
                 .description("lmcache4j only: publish the tiers' admits and evictions as vLLM's KV events "
                         + "(KVEventBatch of BlockStored/BlockRemoved/AllBlocksCleared, msgspec msgpack) on a ZeroMQ PUB "
@@ -156,13 +175,19 @@ public final class LMCacheFieldTable {
                 .description("Blending: shortest segment worth blending, in tokens.").build());
         f.add(define("blend_special_str", STRING).defaultValue(" # # ")
                 .description("Blending: separator text between reusable segments.").build());
-        // --- placement ------------------------------------------------------------------------
+    }
+
+    /** Placement. */
+    private static void placement(List<ConfigField> f) {
         f.add(define("retrieve_locations", STRING_LIST).nullable()
                 .description("Backends lookups and retrieves search (for example LocalCPUBackend,LocalDiskBackend). "
                         + "Unset: all.").build());
         f.add(define("store_location", STRING).nullable()
                 .description("The one backend stores go to. Unset: all.").build());
-        // --- lookup ---------------------------------------------------------------------------
+    }
+
+    /** Lookup. */
+    private static void lookup(List<ConfigField> f) {
         f.add(define("lookup_timeout_ms", INT).defaultValue(3000).greaterThan(0)
                 .description("Milliseconds a lookup request waits for the lookup server; an asynchronous lookup "
                         + "still unanswered then counts as 0 hit tokens.").build());
@@ -181,7 +206,10 @@ public final class LMCacheFieldTable {
                         + "rank). Loopback tcp:// or ipc://.").build());
         f.add(define("min_retrieve_tokens", INT).defaultValue(0).atLeast(0)
                 .description("Skip retrieving below this many hit tokens (the hits still count as cached). 0: off.").build());
-        // --- lazy host pool -------------------------------------------------------------------
+    }
+
+    /** Lazy host pool. */
+    private static void lazyHostPool(List<ConfigField> f) {
         f.add(define("enable_lazy_memory_allocator", BOOL).defaultValue(false)
                 .description("Grow the host pool on demand instead of allocating it whole at start.").build());
         f.add(define("lazy_memory_initial_ratio", DOUBLE).defaultValue(0.2).range(0.0, false, 1.0, true)
@@ -192,7 +220,10 @@ public final class LMCacheFieldTable {
                 .description("Lazy pool: fraction of max_local_cpu_size added per growth step.").build());
         f.add(define("lazy_memory_safe_size", DOUBLE).defaultValue(0.0).atLeast(0)
                 .description("Lazy pool: only used when max_local_cpu_size (GB) is larger than this.").build());
-        // --- peer-to-peer -------------------------------------------------------------------
+    }
+
+    /** Peer-to-peer. */
+    private static void peerToPeer(List<ConfigField> f) {
         f.add(define("enable_p2p", BOOL).defaultValue(false)
                 .description("Serve this engine's CPU and disk tiers to peers (read-only) and fetch chunks other "
                         + "instances hold, found through the cache controller (needs enable_controller).").build());
@@ -203,7 +234,10 @@ public final class LMCacheFieldTable {
         f.add(define("p2p_lookup_ports", INT_LIST).nullable()
                 .description("LMCache's peer lookup sockets; accepted for compatibility, unused: lmcache4j finds "
                         + "holders through the controller and pulls over the transfer port.").build());
-        // --- operations -----------------------------------------------------------------------
+    }
+
+    /** Operations. */
+    private static void operations(List<ConfigField> f) {
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
                 .description("Seconds after which a chunk still pinned by a lookup is force-unpinned (LMCache). lmcache4j: "
                         + "a lookup's pins and a prefetch (an asynchronous lookup's) that no retrieve consumed or unpinned "
@@ -220,7 +254,10 @@ public final class LMCacheFieldTable {
                 .description("Address the internal API server binds.").build());
         f.add(define("internal_api_server_port_start", INT).defaultValue(6999).range(1.0, true, 65535.0, true)
                 .description("Internal API server port of worker 0; worker i uses port_start + i.").build());
-        // --- cache controller (worker side) ---------------------------------------------------
+    }
+
+    /** Cache controller (worker side). */
+    private static void controller(List<ConfigField> f) {
         f.add(define("enable_controller", BOOL).defaultValue(false)
                 .description("Report admits and evicts to the cache controller, heartbeat, and answer its control "
                         + "messages (clear, pin, health, move, check-finish) on a REP socket.").build());
@@ -253,8 +290,8 @@ public final class LMCacheFieldTable {
                         + "engine's ZeroMQ sockets to the controller and its control socket use CURVE with keys "
                         + "derived from the secret, so only the deployment's processes connect (docs/operations.md, "
                         + "Security). Unset: plain sockets, as LMCache's.").build());
-        return f;
     }
+
 
     /** LMCache's deprecated key names (spec §6.8); accepted with a warning, mapped to the new name. */
     private static Map<String, String> aliases() {

@@ -20,6 +20,8 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
+
 @Timeout(30)
 class DeploymentSecretTest {
     private static final byte[] SECRET = "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
@@ -79,12 +81,12 @@ class DeploymentSecretTest {
 
             ZMQ.Socket plain = clients.createSocket(SocketType.DEALER);
             plain.setLinger(0);
-            plain.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(plain, "tcp://127.0.0.1:" + port);
             plain.send("plain");
             ZMQ.Socket wrong = clients.createSocket(SocketType.DEALER);
             wrong.setLinger(0);
             stranger.connectAsMember(wrong);
-            wrong.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(wrong, "tcp://127.0.0.1:" + port);
             wrong.send("stranger");
             ZMQ.Socket forged = clients.createSocket(SocketType.DEALER); // knows the server's key, not the client's
             forged.setLinger(0);
@@ -93,7 +95,7 @@ class DeploymentSecretTest {
             forged.setCurveServerKey(secret.serverPublicKey());
             forged.setCurvePublicKey(DeploymentSecret.curvePublicKey(forgedSecret));
             forged.setCurveSecretKey(forgedSecret);
-            forged.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(forged, "tcp://127.0.0.1:" + port);
             forged.send("forged");
             assertNull(router.recv(), "no plain peer, peer with another secret or forged client key is heard");
             assertTrue(gate.refused() >= 1, "the gate refused the forged key");
@@ -101,7 +103,7 @@ class DeploymentSecretTest {
             ZMQ.Socket member = clients.createSocket(SocketType.DEALER);
             member.setLinger(0);
             secret.connectAsMember(member);
-            member.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(member, "tcp://127.0.0.1:" + port);
             member.send("member");
             router.recv(); // identity
             assertEquals("member", router.recvStr());

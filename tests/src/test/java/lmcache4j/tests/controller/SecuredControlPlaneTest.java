@@ -40,6 +40,7 @@ import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.json.Json;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 
@@ -120,7 +121,7 @@ class SecuredControlPlaneTest {
         secret.ifPresent(k -> k.connectAsMember(s));
         s.setLinger(0);
         s.setReceiveTimeOut((int) SILENCE.toMillis());
-        s.connect(address);
+        ZmqConnect.connect(s, address);
         return s;
     }
 

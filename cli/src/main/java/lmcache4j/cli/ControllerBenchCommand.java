@@ -119,6 +119,8 @@ public final class ControllerBenchCommand implements CliMain.Command {
                 .number("ingest_vs_raw", r.ingestVsRaw(), 3)
                 .numbers("ingest_vs_raw_runs", r.runRatios(), 3)
                 .number("ingest_target", ControllerBench.INGEST_TARGET, 1)
+                .number("curve_admit_msgs_per_s", r.curveOpsPerSecond(), 0)
+                .number("curve_vs_plain", r.curveVsPlain(), 3)
                 .number("bytes_per_entry", r.memory().bytesPerEntry(), 2)
                 .number("heap_bytes_per_entry", r.memory().heapBytesPerEntry(), 2)
                 .integer("bytes_per_entry_target", ControllerBench.BYTES_PER_ENTRY_TARGET)
@@ -147,14 +149,15 @@ public final class ControllerBenchCommand implements CliMain.Command {
         return String.format(Locale.ROOT, """
                         cache controller benchmark (%d cores)
                           ingestion   %,.0f admits/s through the controller, %,.0f/s through a bare PULL socket: %.2f (target >= %.1f: %s)
-                                      %,d admits in %,d frames (%d a frame, %d frames a push), median of %d runs
+                                      %,d admits in %,d frames (%d a frame, %d frames a push), median of %d runs;
+                                      with a deployment secret (CURVE on every socket) %,.0f admits/s: %.2f of plain
                           memory      %.1f bytes per (chunk, holder) entry at %,d entries (heap growth: %.1f) (target <= %d: %s)
                           lookup      %,d-token prompt (%d chunks), %,d entries indexed: p50 %.1f us, p99 %.1f us in-process;
                                       p50 %.1f us, p99 %.1f us over HTTP""",
                 Runtime.getRuntime().availableProcessors(), r.admitOpsPerSecond(), r.rawPullOpsPerSecond(), r.ingestVsRaw(),
                 ControllerBench.INGEST_TARGET, r.ingestVsRaw() >= ControllerBench.INGEST_TARGET ? "met" : "missed",
                 r.settings().ingestOps(), r.ingestFrames(), r.settings().opsPerFrame(), r.settings().framesPerPush(),
-                r.settings().ingestRuns(), r.memory().bytesPerEntry(), r.memory().entries(), r.memory().heapBytesPerEntry(),
+                r.settings().ingestRuns(), r.curveOpsPerSecond(), r.curveVsPlain(), r.memory().bytesPerEntry(), r.memory().entries(), r.memory().heapBytesPerEntry(),
                 ControllerBench.BYTES_PER_ENTRY_TARGET, r.memory().bytesPerEntry() <= ControllerBench.BYTES_PER_ENTRY_TARGET ? "met" : "missed",
                 r.settings().promptTokens(), r.promptChunks(), r.lookupIndexEntries(), r.lookup().p50(), r.lookup().p99(),
                 r.httpLookup().p50(), r.httpLookup().p99());

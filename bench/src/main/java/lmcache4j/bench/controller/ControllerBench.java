@@ -76,10 +76,15 @@ public final class ControllerBench {
 
     /** The measurement. */
     public record Result(Settings settings, double admitOpsPerSecond, double rawPullOpsPerSecond, double[] runRatios,
-                         long ingestFrames, long ingestBytes, IndexMemoryBench.Result memory, Latency lookup,
-                         Latency httpLookup, int promptChunks, long lookupIndexEntries, int bestTokens) {
+                         double curveOpsPerSecond, long ingestFrames, long ingestBytes, IndexMemoryBench.Result memory,
+                         Latency lookup, Latency httpLookup, int promptChunks, long lookupIndexEntries, int bestTokens) {
         public double ingestVsRaw() {
             return admitOpsPerSecond / rawPullOpsPerSecond;
+        }
+
+        /** Ingestion with a deployment secret (every socket CURVE) over ingestion without one. */
+        public double curveVsPlain() {
+            return curveOpsPerSecond / admitOpsPerSecond;
         }
     }
 
@@ -102,13 +107,16 @@ public final class ControllerBench {
         double[] controller = new double[s.ingestRuns()];
         double[] raw = new double[s.ingestRuns()];
         double[] ratios = new double[s.ingestRuns()];
+        double[] curve = new double[s.ingestRuns()];
         ingest.run(); // warmup: JIT of the codec, the index and JeroMQ
         for (int i = 0; i < s.ingestRuns(); i++) {
             IngestBench.Run r = ingest.run();
             controller[i] = r.controllerOpsPerSecond();
             raw[i] = r.rawOpsPerSecond();
             ratios[i] = controller[i] / raw[i];
-            progress.printf("  run %d: controller %,.0f admits/s, raw PULL %,.0f/s (%.2f)%n", i + 1, controller[i], raw[i], ratios[i]);
+            curve[i] = r.curveOpsPerSecond();
+            progress.printf("  run %d: controller %,.0f admits/s, raw PULL %,.0f/s (%.2f); with CURVE %,.0f/s%n", i + 1,
+                    controller[i], raw[i], ratios[i], curve[i]);
         }
         IndexMemoryBench.Result memory = IndexMemoryBench.run(s.memoryEntries(), 4, s.seed(), progress);
         System.gc();
@@ -150,7 +158,7 @@ public final class ControllerBench {
                 }
             }
             int chunks = server.lookup().keys().of(prompts[0]).count();
-            return new Result(s, median(controller), median(raw), ratios, ingest.frames(), ingest.bytes(), memory, inProcess,
+            return new Result(s, median(controller), median(raw), ratios, median(curve), ingest.frames(), ingest.bytes(), memory, inProcess,
                     Latency.of(httpNanos), chunks, server.index().entries(), bestTokens);
         }
     }

@@ -1,5 +1,6 @@
 package lmcache4j.bench.controller;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +14,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.KVOpEvent;
@@ -31,7 +33,7 @@ import lmcache4j.server.controller.ControllerServer;
  */
 final class IngestBench {
     /** One run's rates, in KV operations (LMCache admit messages) per second. */
-    record Run(double controllerOpsPerSecond, double rawOpsPerSecond) {
+    record Run(double controllerOpsPerSecond, double rawOpsPerSecond, double curveOpsPerSecond) {
     }
 
     /** A run that has not finished after this long failed. */
@@ -82,12 +84,17 @@ final class IngestBench {
         return pushes.stream().flatMap(Arrays::stream).mapToLong(f -> f.length).sum();
     }
 
-    /** Raw first, then the controller, in one call: drift hits both. */
+    /** Raw first, then the controller, then the controller with a deployment secret (CURVE), in one call: drift hits all. */
     Run run() throws InterruptedException {
         double raw = raw();
-        double controller = controller();
-        return new Run(controller, raw);
+        double controller = controller(Optional.empty());
+        double curve = controller(Optional.of(SECRET));
+        return new Run(controller, raw, curve);
     }
+
+    /** The secured runs' deployment secret: any 32 bytes do. */
+    private static final DeploymentSecret SECRET = DeploymentSecret.of(
+            "lmcache4j ingest bench secret 32".getBytes(StandardCharsets.US_ASCII));
 
     private static final AtomicInteger MONITORS = new AtomicInteger();
 
@@ -113,7 +120,7 @@ final class IngestBench {
                 received.set(got);
                 doneAt.set(System.nanoTime());
             });
-            long t0 = send(ctx, "tcp://127.0.0.1:" + port);
+            long t0 = send(ctx, "tcp://127.0.0.1:" + port, Optional.empty());
             receiver.join();
             if (received.get() < frames) {
                 throw new IllegalStateException("the bare PULL socket received " + received.get() + " of " + frames + " frames");
@@ -122,11 +129,13 @@ final class IngestBench {
         }
     }
 
-    private double controller() throws InterruptedException {
+    private double controller(Optional<DeploymentSecret> secret) throws InterruptedException {
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops))
-                .withTimeouts(Duration.ofHours(1), Duration.ofSeconds(5)); // the bench's workers never beat
+                .withTimeouts(Duration.ofHours(1), Duration.ofSeconds(5)) // the bench's workers never beat
+                .withSecret(secret);
         try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new ZContext(1)) {
             ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+            secret.ifPresent(k -> k.connectAsMember(dealer));
             ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());
             for (int w = 0; w < workers; w++) { // only registered workers are indexed
                 dealer.send(new byte[0], ZMQ.SNDMORE);
@@ -134,7 +143,7 @@ final class IngestBench {
                 dealer.recv(0);
                 dealer.recv(0);
             }
-            long t0 = send(ctx, controller.pullEndpoint().connectAddress());
+            long t0 = send(ctx, controller.pullEndpoint().connectAddress(), secret);
             long deadline = t0 + DEADLINE_NANOS;
             while (controller.index().entries() < ops) {
                 Thread.sleep(0, 200_000); // poll lightly: the ingestion thread needs the core
@@ -153,8 +162,9 @@ final class IngestBench {
      * first (its ZMTP handshake done), and only then is the clock started: the runs measure
      * ingestion, not connection setup, for the bare socket and the controller alike.
      */
-    private long send(ZContext ctx, String address) {
+    private long send(ZContext ctx, String address, Optional<DeploymentSecret> secret) {
         ZMQ.Socket push = ctx.createSocket(SocketType.PUSH);
+        secret.ifPresent(k -> k.connectAsMember(push));
         push.setSndHWM(100_000);
         push.setLinger(5_000);
         String monitorAddress = "inproc://ingest-bench-monitor-" + MONITORS.incrementAndGet();

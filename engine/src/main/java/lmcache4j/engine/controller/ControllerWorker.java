@@ -61,6 +61,8 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private static final int MAX_BATCH_OPS = 4096;
     private static final int SYNC_BATCH_KEYS = 4096;
     private static final long REGISTER_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** How often unanswered registrations are reported. */
+    private static final long UNREGISTERED_WARNING_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final long REQUEST_TIMEOUT_MS = 2000;
     private static final long SYNC_STATUS_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final int MISSED_HEARTBEATS_BEFORE_REREGISTER = 3;
@@ -261,6 +263,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
             while (running) {
                 long now = System.nanoTime();
                 if (!registered && now >= nextRegister) {
+                    warnIfLongUnregistered(now);
                     dealer = replace(dealer, SocketType.DEALER, settings.replyAddress());
                     sendRequest(dealer, register());
                     nextRegister = now + REGISTER_RETRY_NANOS;
@@ -372,6 +375,28 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         return s;
     }
 
+    /** When the current run of unanswered registrations began, and when to say so next (worker thread only). */
+    private long unregisteredSince = -1;
+    private long nextUnregisteredWarning;
+
+    /**
+     * Says, at most every {@code UNREGISTERED_WARNING_NANOS}, that registrations go unanswered: a
+     * controller that is down, or one whose deployment secret differs (CURVE drops the handshake
+     * without a word, so the log is the only sign).
+     */
+    private void warnIfLongUnregistered(long now) {
+        if (unregisteredSince < 0) {
+            unregisteredSince = now;
+            nextUnregisteredWarning = now + UNREGISTERED_WARNING_NANOS;
+        } else if (now >= nextUnregisteredWarning) {
+            nextUnregisteredWarning = now + UNREGISTERED_WARNING_NANOS;
+            long seconds = (now - unregisteredSince) / 1_000_000_000L;
+            LOG.log(Level.WARNING, "the cache controller at " + settings.replyAddress() + " has answered no registration for "
+                    + seconds + " s: is it running, and does it use the same deployment secret (deployment_secret_file "
+                    + (settings.secret().isPresent() ? "set here" : "not set here") + ")?");
+        }
+    }
+
     private String heartbeatAddress;
     private boolean heartbeatPolled;
 
@@ -381,6 +406,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     }
 
     private void onRegistered(WorkerReqRetMsg.RegisterRetMsg reply) {
+        unregisteredSince = -1;
         registrations.increment();
         Optional<String> url = reply.heartbeatUrl();
         if (url.isEmpty()) {

@@ -10,11 +10,11 @@ import lmcache4j.cuda.internal.Downcalls;
 /**
  * The C library's {@code memcpy}, called through the FFM linker for one run at a time.
  *
- * <p>Why: glibc picks its copy per CPU at load time ({@code rep movsb} on CPUs with fast string
- * moves, vector loops elsewhere) and, from {@code glibc.cpu.x86_non_temporal_threshold} bytes
- * up, writes with non-temporal stores; {@link MemorySegment#copy} writes a 32 KiB run through the
- * cache with a vector loop. The launcher sets that tunable ({@code GLIBC_TUNABLES}) unless the
- * user has.
+ * <p>Why: to measure lmcache4j's own {@link StreamingCopy} against the C library's copy, which
+ * picks its code per CPU at load time ({@code rep movsb} where string moves are fast, vector loops
+ * elsewhere) and writes copies above {@code glibc.cpu.x86_non_temporal_threshold} with
+ * non-temporal stores (glibc 2.36 on AMD: only those above the L2 size, as {@code rep movsb} takes
+ * the shorter ones). The launcher lowers that tunable ({@code GLIBC_TUNABLES}) unless the user set it.
  *
  * <p>Runs are checked before the call: inside both segments (else {@link IndexOutOfBoundsException}),
  * and copied with {@link MemorySegment#copy} instead when either segment is on the heap, the

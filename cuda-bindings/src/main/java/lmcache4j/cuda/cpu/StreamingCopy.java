@@ -32,9 +32,10 @@ import lmcache4j.cuda.posix.PosixException;
  * memory traffic of the copy itself. The JDK's copy stub streams only copies of several MiB at once,
  * which is why one large copy runs up to twice as fast as the same bytes in 32 KiB pieces. Java has
  * no streaming store, so lmcache4j carries a small routine of its own ({@code StreamingCopyCode}:
- * the machine code with its assembly beside it), written into a page of anonymous memory that is
- * then made executable and never writable again, and called through the FFM linker. No JNI and no
- * native library file.
+ * the bytes GNU {@code as} makes of {@code src/main/asm/streaming-copy-*.s}), written into a page
+ * of anonymous memory that is then made executable and never writable again, and called through
+ * the FFM linker. No JNI and no native library file. glibc's {@code memcpy} ({@link LibcMemcpy})
+ * was measured against it and kept 15-25 % behind on the same gathers (docs/performance.md).
  *
  * <p>Available on x86-64 Linux, where it picks {@link Isa#AVX2} when the CPU and kernel offer it and
  * {@link Isa#SSE2} (every x86-64 CPU) otherwise. Elsewhere, or where the system forbids executable

@@ -8,5 +8,6 @@
 module lmcache4j.cuda {
     exports lmcache4j.cuda;
     exports lmcache4j.cuda.posix to lmcache4j.allocator, lmcache4j.engine, lmcache4j.bench, lmcache4j.cli;
-    exports lmcache4j.cuda.cpu to lmcache4j.engine, lmcache4j.cli;
+    // Runs unchecked machine code on what StreamingCopyBatch admits: the engine's host copies only.
+    exports lmcache4j.cuda.cpu to lmcache4j.engine;
 }

@@ -1,22 +1,33 @@
 package lmcache4j.cli;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
 
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
 
 import lmcache4j.allocator.host.HostArenas;
 import lmcache4j.bench.json.ReportJson;
 import lmcache4j.bench.store.StoreBench.Result;
 import lmcache4j.bench.store.StoreBench.Settings;
 import lmcache4j.bench.store.StoreBench;
+import lmcache4j.engine.connector.HostCopyRoutine;
 import lmcache4j.engine.connector.KvConnector;
 
 /**
- * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N] [--no-streaming-stores]}: the engine's store
- * and retrieve bandwidth against memcpy of the same bytes ({@link StoreBench}), as a table or one
- * JSON object; {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
+ * {@code ./lmcache4j bench store [--json] [--chunks N] [--runs N] [--warmup N] [--copy-threads N]
+ * [--copy-routine R[,R...] | --no-streaming-stores]}: the engine's store and retrieve bandwidth
+ * against memcpy of the same bytes and the machine's best copy ({@link StoreBench}), as a table or
+ * one JSON object; several copy routines run one after another in the same process and are
+ * compared. {@link BenchCommand} dispatches here. Progress goes to stderr, the result to stdout;
  * exit status 2 for a usage error, 1 when the benchmark fails or the retrieved KV is wrong.
  */
 @Command(name = "store", description = {"the engine's store and retrieve GB/s against MemorySegment.copy of the same bytes.",
@@ -25,8 +36,9 @@ import lmcache4j.engine.connector.KvConnector;
                 + "engine's CPU tier through the host connector, against MemorySegment.copy of the same bytes in the same "
                 + "process: the same 32 KiB runs the copy plan moves (the limit the ratios use, target >= "
                 + StoreBenchCommand.TARGET_RATIO + "), whole 32 MiB chunks, and one contiguous copy of all the bytes "
-                + "(*_vs_chunk_memcpy). The engine copies each chunk on --copy-threads threads. Median of the measured runs, "
-                + "after warmup."})
+                + "(*_vs_chunk_memcpy), and the machine's best copy of the run's bytes: --copy-threads threads, one contiguous "
+                + "part each, with the fastest copy routine this machine runs (*_vs_best_copy). The engine copies each chunk on "
+                + "--copy-threads threads with --copy-routine. Median of the measured runs, after warmup."})
 public final class StoreBenchCommand implements CliMain.Command {
     /** The fraction of memcpy store and retrieve should reach (LMCache reaches about 0.88 of a raw copy). */
     static final double TARGET_RATIO = 0.85;
@@ -76,6 +88,16 @@ public final class StoreBenchCommand implements CliMain.Command {
             + "stores (copy_streaming_stores: false) instead of the streaming stores the machine offers")
     private boolean noStreamingStores;
 
+    @Option(names = "--copy-routine", paramLabel = "R[,R...]", split = ",", order = 6, description = "the routine the "
+            + "engine copies with: streaming (lmcache4j's streaming stores, the default), memcpy (the C library's memcpy "
+            + "through FFM; the launcher lowers glibc's non-temporal threshold, GLIBC_TUNABLES, unless set) or "
+            + "segment-copy (MemorySegment.copy); several, comma-separated: each runs in turn in this process and a "
+            + "comparison follows")
+    private List<String> copyRoutines = new ArrayList<>();
+
+    @Spec
+    private CommandSpec spec;
+
     /** Runs {@code bench store} with these arguments (those after {@code store}); returns the exit status. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         return BenchCommand.run("store", args, out, err);
@@ -83,24 +105,58 @@ public final class StoreBenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        Result r;
+        List<HostCopyRoutine> routines = routines();
+        List<Result> results = new ArrayList<>();
         try {
-            r = StoreBench.run(Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads)
-                    .withStreamingStores(!noStreamingStores), err);
+            Settings settings = Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads);
+            for (HostCopyRoutine routine : routines) {
+                results.add(StoreBench.run(settings.withCopyRoutine(routine), err));
+            }
         } catch (RuntimeException e) {
             return CliMain.failure(err, "bench store", "the benchmark failed", e);
         }
-        out.println(json ? json(r) : table(r));
-        if (r.mismatches() != 0) {
-            err.println("lmcache4j bench store: FAILED: " + r.mismatches() + " retrieved bytes differ from the stored KV");
+        if (results.size() == 1) {
+            out.println(json ? json(results.getFirst()) : table(results.getFirst()));
+        } else {
+            out.println(json ? new ReportJson().objects("copy_routines", results.stream().map(StoreBenchCommand::report)
+                    .toList()).toString() : comparison(results));
+        }
+        long mismatches = results.stream().mapToLong(Result::mismatches).sum();
+        if (mismatches != 0) {
+            err.println("lmcache4j bench store: FAILED: " + mismatches + " retrieved bytes differ from the stored KV");
             return 1;
         }
         return 0;
     }
 
+    /** The routines asked for, in order, each once: --copy-routine, else --no-streaming-stores, else streaming. */
+    private List<HostCopyRoutine> routines() {
+        if (!copyRoutines.isEmpty() && noStreamingStores) {
+            throw new ParameterException(spec.commandLine(), "--no-streaming-stores and --copy-routine exclude each other "
+                    + "(--copy-routine segment-copy is --no-streaming-stores)");
+        }
+        if (copyRoutines.isEmpty()) {
+            return List.of(noStreamingStores ? HostCopyRoutine.SEGMENT_COPY : HostCopyRoutine.STREAMING_STORES);
+        }
+        Set<HostCopyRoutine> routines = new LinkedHashSet<>();
+        for (String label : copyRoutines) {
+            try {
+                routines.add(HostCopyRoutine.fromLabel(label.trim()));
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), "--copy-routine: " + e.getMessage());
+            }
+        }
+        return List.copyOf(routines);
+    }
 
     static String json(Result r) {
+        return report(r).toString();
+    }
+
+    private static ReportJson report(Result r) {
         Settings s = r.settings();
+        ReportJson candidates = new ReportJson();
+        r.parallelCopyGbps().forEach((routine, gbps) -> candidates.number(routine.label(), gbps, 3));
         return new ReportJson()
                 .number("store_gbps", r.storeGbps(), 3)
                 .number("retrieve_gbps", r.retrieveGbps(), 3)
@@ -116,7 +172,13 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .number("retrieve_vs_chunk_memcpy", r.retrieveVsChunkMemcpy(), 3)
                 .bool("store_meets_chunk_memcpy_target", r.storeVsChunkMemcpy() >= TARGET_RATIO)
                 .bool("retrieve_meets_chunk_memcpy_target", r.retrieveVsChunkMemcpy() >= TARGET_RATIO)
+                .number("best_copy_gbps", r.bestCopyGbps(), 3)
+                .string("best_copy_routine", r.bestCopyRoutine().label())
+                .number("store_vs_best_copy", r.storeVsBestCopy(), 3)
+                .number("retrieve_vs_best_copy", r.retrieveVsBestCopy(), 3)
+                .object("best_copy_candidates_gbps", candidates)
                 .integer("copy_threads", r.copyThreads())
+                .string("copy_routine", s.copyRoutine().label())
                 .string("copy_streaming_stores", r.streamingStores())
                 .number("streamed_fraction", r.streamedFraction(), 3)
                 .number("target_ratio", TARGET_RATIO, 2)
@@ -144,7 +206,9 @@ public final class StoreBenchCommand implements CliMain.Command {
                 .numbers("runs_memcpy_scatter_gbps", r.memcpyScatter(), 3)
                 .numbers("runs_memcpy_whole_chunk_gbps", r.memcpyWhole(), 3)
                 .numbers("runs_chunk_memcpy_gbps", r.memcpyContiguous(), 3)
+                .numbers("runs_best_copy_gbps", r.parallelCopies().get(r.bestCopyRoutine()), 3)
                 .integer("cores", Runtime.getRuntime().availableProcessors())
+                .string("glibc_tunables", Objects.requireNonNullElse(System.getenv("GLIBC_TUNABLES"), ""))
                 .string("jdk", Runtime.version().toString())
                 .string("method", "GB/s = bytes of KV / wall time, median over runs. store: engine.prepare (hashing) and one engine.store of "
                         + "every chunk (after an untimed clear); retrieve: one engine.retrieve of the same prepared request "
@@ -154,9 +218,10 @@ public final class StoreBenchCommand implements CliMain.Command {
                         + "store_vs_memcpy = store / memcpy_gbps, retrieve_vs_memcpy = retrieve / memcpy_scatter_gbps; "
                         + "chunk_memcpy_gbps: one MemorySegment.copy of all the run's bytes, contiguous -> contiguous, "
                         + "store_vs_chunk_memcpy and retrieve_vs_chunk_memcpy divide by it; store and retrieve copy each "
-                        + "chunk on copy_threads threads, with the copy_streaming_stores it names (avx2/sse2 streaming stores, or off), "
-                        + "every memcpy baseline runs on one with MemorySegment.copy")
-                .toString();
+                        + "chunk on copy_threads threads with copy_routine (copy_streaming_stores: avx2/sse2 streaming stores, memcpy, "
+                        + "or off), every memcpy baseline runs on one with MemorySegment.copy; best_copy_gbps: all the run's bytes, "
+                        + "contiguous -> contiguous, cut into copy_threads contiguous parts, one thread each, with every routine "
+                        + "this machine runs (best_copy_candidates_gbps), the fastest routine's median; *_vs_best_copy divide by it");
     }
 
     static String table(Result r) {
@@ -182,10 +247,31 @@ public final class StoreBenchCommand implements CliMain.Command {
                         + "retrieve_vs_chunk_memcpy %.3f (target >= %.2f: %s)%n", r.copyThreads(), r.streamingStores(),
                 100 * r.streamedFraction(), r.storeVsChunkMemcpy(), r.retrieveVsChunkMemcpy(), TARGET_RATIO,
                 r.storeVsChunkMemcpy() >= TARGET_RATIO && r.retrieveVsChunkMemcpy() >= TARGET_RATIO ? "met" : "missed"));
+        sb.append(String.format(Locale.ROOT, "  against the machine's best copy (%d threads, contiguous parts, %s: %.2f GB/s): "
+                        + "store_vs_best_copy %.3f, retrieve_vs_best_copy %.3f%n", r.copyThreads(), r.bestCopyRoutine().label(),
+                r.bestCopyGbps(), r.storeVsBestCopy(), r.retrieveVsBestCopy()));
         sb.append(String.format(Locale.ROOT, "  engine metrics, measured runs (bytes copied / time in connector copies): store %.2f GB/s, retrieve %.2f GB/s; "
                 + "retrieved KV verified: %s, %d mismatching bytes", r.engineStoreCopyGbps(), r.engineRetrieveCopyGbps(),
                 HostArenas.formatBytes(r.verifiedBytes()), r.mismatches()));
         return sb.toString();
+    }
+
+    /** Each routine's table, then one line a routine: store and retrieve against the best copy of its own invocation. */
+    static String comparison(List<Result> results) {
+        StringBuilder sb = new StringBuilder();
+        for (Result r : results) {
+            sb.append("copy routine ").append(r.settings().copyRoutine().label()).append(":\n").append(table(r)).append("\n\n");
+        }
+        sb.append(String.format(Locale.ROOT, "copy routines compared (%d copy threads; best copy measured beside each):%n",
+                results.getFirst().copyThreads()));
+        sb.append(String.format(Locale.ROOT, "  %-14s %-18s %10s %8s %13s %8s %10s %s%n", "routine", "writes", "store GB/s",
+                "vs best", "retrieve GB/s", "vs best", "best GB/s", "best routine"));
+        for (Result r : results) {
+            sb.append(String.format(Locale.ROOT, "  %-14s %-18s %10.2f %8.3f %13.2f %8.3f %10.2f %s%n",
+                    r.settings().copyRoutine().label(), r.streamingStores(), r.storeGbps(), r.storeVsBestCopy(),
+                    r.retrieveGbps(), r.retrieveVsBestCopy(), r.bestCopyGbps(), r.bestCopyRoutine().label()));
+        }
+        return sb.toString().stripTrailing();
     }
 
     private static void row(StringBuilder sb, String name, double gbps, double ratio, String limit) {

@@ -9,6 +9,8 @@ import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
 
+import lmcache4j.engine.connector.KvConnector;
+
 /** {@code ./lmcache4j bench concurrent} runs every N, verifies what the retrieves loaded and reports; short windows, no timing assertions. */
 class ConcurrentBenchCommandTest {
     private static String[] run(int expectedExit, String... args) {
@@ -38,7 +40,10 @@ class ConcurrentBenchCommandTest {
         String off = run(0, "--json", "--threads", "1", "--millis", "100", "--warmup-millis", "0", "--no-streaming-stores")[0];
         assertTrue(off.matches("(?s).*\"mismatches\": 0, .*\"copy_streaming_stores\": \"off \\(turned off\\)\", .*"), off);
         String table = run(0, "--threads", "1", "--millis", "100", "--warmup-millis", "0")[0];
-        String mode = lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label()).orElse("off");
+        String mode;
+        try (KvConnector host = KvConnector.host(1)) {
+            mode = host.streamingStores(); // avx2 or sse2, or off with the reason
+        }
         assertTrue(table.contains("streaming stores " + mode), table);
     }
 

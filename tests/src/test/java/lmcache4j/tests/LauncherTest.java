@@ -148,6 +148,19 @@ class LauncherTest {
         assertTrue(Integer.parseInt(v.group(1)) >= 25, "the launcher chose " + jdk + ", JDK " + v.group(1));
     }
 
+    /** glibc's non-temporal threshold is lowered for the JVM (bench store --copy-routine memcpy) unless the user set GLIBC_TUNABLES, even empty. */
+    @Test
+    void glibcTunablesAreSetOnlyWhereTheUserLeftThemUnset() throws Exception {
+        Map<String, String> unset = new HashMap<>();
+        unset.put("GLIBC_TUNABLES", null);
+        Result r = sourced("glibc_tunables; printf '[%s]' \"$GLIBC_TUNABLES\"", unset);
+        assertEquals("[glibc.cpu.x86_non_temporal_threshold=0x4041]", r.output().strip(), r.output());
+        for (String own : List.of("glibc.cpu.x86_non_temporal_threshold=0x100000", "")) {
+            r = sourced("glibc_tunables; printf '[%s]' \"$GLIBC_TUNABLES\"", Map.of("GLIBC_TUNABLES", own));
+            assertEquals("[" + own + "]", r.output().strip(), r.output());
+        }
+    }
+
     @Test
     void theTestSuiteMakesItsPythonEnvironmentFromPinnedRequirements() throws Exception {
         // tests/python/ runs in a virtual environment of the real msgspec & co.: python3-venv makes it.

@@ -67,7 +67,7 @@ class PublicSurfaceTest {
 
     /** Public top-level types in each module's public packages. */
     private static final Map<String, Integer> PUBLIC_TYPES = Map.of(
-            "lmcache4j.cuda", 18, "lmcache4j.allocator", 9, "lmcache4j.engine", 61, "lmcache4j.server", 15,
+            "lmcache4j.cuda", 18, "lmcache4j.allocator", 9, "lmcache4j.engine", 62, "lmcache4j.server", 15,
             "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0);
 
     private static Path classes(String folder) {
@@ -96,6 +96,14 @@ class PublicSurfaceTest {
             assertTrue(d.packages().stream().filter(p -> p.contains(".internal")).noneMatch(p -> open.contains(p)),
                     name + " exports an internal package");
         });
+    }
+
+    /** The streaming copy runs machine code on what its batch admits: only the engine's host copies reach it. */
+    @Test
+    void theStreamingCopyIsExportedToTheEngineAlone() {
+        Set<String> targets = descriptor("cuda-bindings").exports().stream().filter(e -> e.source().equals("lmcache4j.cuda.cpu"))
+                .findFirst().orElseThrow().targets();
+        assertEquals(Set.of("lmcache4j.engine"), targets);
     }
 
     @Test

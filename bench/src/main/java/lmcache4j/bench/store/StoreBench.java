@@ -4,8 +4,12 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.SplittableRandom;
 
 import lmcache4j.allocator.DType;
@@ -18,6 +22,7 @@ import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.HostCopyRoutine;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
@@ -43,10 +48,13 @@ import lmcache4j.engine.metrics.MetricsSnapshot;
  *       (not hashed again, as in serving) into that second block table;</li>
  *   <li>{@code memcpy whole}: whole 32 MiB chunks between two contiguous buffers;</li>
  *   <li>{@code memcpy one copy}: one {@link MemorySegment#copy} of all the run's bytes between the two
- *       buffers, the limit a single thread's copy reaches ({@code *_vs_chunk_memcpy} use it).</li>
+ *       buffers, the limit a single thread's copy reaches ({@code *_vs_chunk_memcpy} use it);</li>
+ *   <li>{@code best copy}: all the run's bytes between the two buffers on as many threads as the
+ *       engine copies with, each thread one contiguous part, once with every {@link HostCopyRoutine}
+ *       the machine runs ({@link BestCopy}); the fastest routine is the limit ({@code *_vs_best_copy}).</li>
  * </ol>
- * Store and retrieve copy each chunk on {@code copyThreads} threads ({@code copy_threads}); the
- * memcpy baselines run on one thread.
+ * Store and retrieve copy each chunk on {@code copyThreads} threads ({@code copy_threads}) with
+ * {@code copyRoutine}; the memcpy baselines run on one thread.
  * Bandwidth is bytes of KV moved ÷ wall time (GB/s = 10⁹ B/s); the figure of each is the median
  * over the measured runs. Every buffer is touched before the first run, and the warmup runs leave
  * the CPU tier's memory touched too, so no page fault is timed. After the runs the retrieved KV is
@@ -67,11 +75,11 @@ public final class StoreBench {
      * @param chunkSize tokens per chunk (256)
      * @param seed      tokens' and block tables' seed
      * @param copyThreads threads, the caller included, that copy one chunk ({@code copy_threads})
-     * @param streamingStores whether the engine writes copies with streaming stores where the machine
-     *                        offers them ({@code copy_streaming_stores})
+     * @param copyRoutine the routine the engine copies with where the machine runs it (else
+     *                    {@link MemorySegment#copy}, as with {@code copy_streaming_stores} off)
      */
     public record Settings(int chunks, int runs, int warmup, int layers, int kvHeads, int headSize, int blockSize,
-                           int chunkSize, long seed, int copyThreads, boolean streamingStores) {
+                           int chunkSize, long seed, int copyThreads, HostCopyRoutine copyRoutine) {
         public static final int DEFAULT_CHUNKS = 16;
         public static final int DEFAULT_RUNS = 9;
         public static final int DEFAULT_WARMUP = 3;
@@ -83,28 +91,29 @@ public final class StoreBench {
                         + warmup + " warmup, " + layers + " layers, " + kvHeads + "×" + headSize + ", block " + blockSize
                         + ", chunk " + chunkSize + " (chunk a multiple of the block), " + copyThreads + " copy threads");
             }
+            Objects.requireNonNull(copyRoutine, "copyRoutine");
         }
 
         /** Llama-3-8B: 32 layers, 8 KV heads × 128, bf16, 16-token blocks, 256-token chunks; copy threads sized from the machine. */
         public static Settings defaults() {
             return new Settings(DEFAULT_CHUNKS, DEFAULT_RUNS, DEFAULT_WARMUP, 32, 8, 128, 16, 256, 42,
-                    KvConnector.machineCopyThreads(), true);
+                    KvConnector.machineCopyThreads(), HostCopyRoutine.STREAMING_STORES);
         }
 
         public Settings withChunks(int n) {
-            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streamingStores);
+            return new Settings(n, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, copyRoutine);
         }
 
         public Settings withRuns(int runs, int warmup) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streamingStores);
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, copyRoutine);
         }
 
         public Settings withCopyThreads(int threads) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, threads, streamingStores);
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, threads, copyRoutine);
         }
 
-        public Settings withStreamingStores(boolean streaming) {
-            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, streaming);
+        public Settings withCopyRoutine(HostCopyRoutine routine) {
+            return new Settings(chunks, runs, warmup, layers, kvHeads, headSize, blockSize, chunkSize, seed, copyThreads, routine);
         }
 
         public long vectorBytes() {
@@ -128,9 +137,13 @@ public final class StoreBench {
         }
     }
 
-    /** Per measured run, GB/s of each operation. */
+    /**
+     * Per measured run, GB/s of each operation; {@code parallelCopies}: per routine the machine runs,
+     * GB/s of the run's bytes copied on {@code copyThreads} threads in contiguous parts.
+     */
     public record Result(Settings settings, double[] store, double[] retrieve, double[] memcpyGather,
-                         double[] memcpyScatter, double[] memcpyWhole, double[] memcpyContiguous, long runBytes,
+                         double[] memcpyScatter, double[] memcpyWhole, double[] memcpyContiguous,
+                         Map<HostCopyRoutine, double[]> parallelCopies, long runBytes,
                          long cpuTierBytes, int copyThreads, String streamingStores, double streamedFraction,
                          double engineStoreCopyGbps, double engineRetrieveCopyGbps, long verifiedBytes, long mismatches) {
         public double storeGbps() {
@@ -177,6 +190,34 @@ public final class StoreBench {
         public double retrieveVsMemcpy() {
             return retrieveGbps() / memcpyScatterGbps();
         }
+
+        /** Per routine, the median GB/s of its parallel copy of the run's bytes. */
+        public Map<HostCopyRoutine, Double> parallelCopyGbps() {
+            Map<HostCopyRoutine, Double> medians = new EnumMap<>(HostCopyRoutine.class);
+            parallelCopies.forEach((routine, gbps) -> medians.put(routine, median(gbps)));
+            return medians;
+        }
+
+        /** The routine whose parallel copy of the run's bytes was fastest (median over the runs). */
+        public HostCopyRoutine bestCopyRoutine() {
+            return parallelCopies.entrySet().stream().max(Comparator.comparingDouble(e -> median(e.getValue())))
+                    .orElseThrow().getKey();
+        }
+
+        /** The machine's best copy of the run's bytes: {@link #bestCopyRoutine()} on {@link #copyThreads()} threads. */
+        public double bestCopyGbps() {
+            return median(parallelCopies.get(bestCopyRoutine()));
+        }
+
+        /** Store against the machine's best copy of the same bytes. */
+        public double storeVsBestCopy() {
+            return storeGbps() / bestCopyGbps();
+        }
+
+        /** Retrieve against the machine's best copy of the same bytes. */
+        public double retrieveVsBestCopy() {
+            return retrieveGbps() / bestCopyGbps();
+        }
     }
 
     private StoreBench() {
@@ -222,9 +263,10 @@ public final class StoreBench {
             double cpuGb = (s.totalBytes() + s.chunkBytes()) / (double) (1L << 30);
             LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of())
                     .set("chunk_size", s.chunkSize()).set("max_local_cpu_size", cpuGb).set("hash_seed", "0")
-                    .set("copy_threads", s.copyThreads()).set("copy_streaming_stores", s.streamingStores()).build();
-            KvConnector connector = KvConnector.host(config);
-            try (LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), connector, List.of())) {
+                    .set("copy_threads", s.copyThreads()).build();
+            KvConnector connector = KvConnector.host(config, s.copyRoutine());
+            try (BestCopy best = new BestCopy(KvConnector.copyThreads(config));
+                 LMCacheEngine engine = LMCacheEngine.create(config, s.metadata(), connector, List.of())) {
                 int n = s.runs();
                 double[] store = new double[n];
                 double[] retrieve = new double[n];
@@ -232,6 +274,8 @@ public final class StoreBench {
                 double[] memScatter = new double[n];
                 double[] memWhole = new double[n];
                 double[] memContiguous = new double[n];
+                Map<HostCopyRoutine, double[]> parallel = new EnumMap<>(HostCopyRoutine.class);
+                best.routines().forEach(routine -> parallel.put(routine, new double[n]));
                 long bytes = s.totalBytes();
                 MetricsSnapshot before = null;
                 for (int r = -s.warmup(); r < n; r++) {
@@ -257,6 +301,14 @@ public final class StoreBench {
                     long t6 = System.nanoTime();
                     MemorySegment.copy(bufferB.segment(), 0, bufferA.segment(), 0, bytes);
                     long t7 = System.nanoTime();
+                    StringBuilder bestLine = new StringBuilder();
+                    for (HostCopyRoutine routine : best.routines()) {
+                        double gbps = best.copyGbps(routine, bufferA.segment(), bufferB.segment(), bytes);
+                        if (r >= 0) {
+                            parallel.get(routine)[r] = gbps;
+                        }
+                        bestLine.append(String.format(Locale.ROOT, " %s %.2f", routine.label(), gbps));
+                    }
                     if (stored != tokens || !allTrue(loaded)) {
                         throw new IllegalStateException("run " + r + ": stored " + stored + " and retrieved "
                                 + count(loaded) + " of " + tokens + " tokens; the CPU tier should hold them all");
@@ -269,14 +321,15 @@ public final class StoreBench {
                         memWhole[r] = bytes / (double) (t6 - t5);
                         memContiguous[r] = bytes / (double) (t7 - t6);
                     }
-                    progress.printf("  %s %2d/%d  store %6.2f  retrieve %6.2f  memcpy gather %6.2f  scatter %6.2f  whole %6.2f  one copy %6.2f GB/s%n",
+                    progress.printf("  %s %2d/%d  store %6.2f  retrieve %6.2f  memcpy gather %6.2f  scatter %6.2f  whole %6.2f  one copy %6.2f  %d-thread copy:%s GB/s%n",
                             r < 0 ? "warmup" : "run   ", r < 0 ? r + s.warmup() + 1 : r + 1, r < 0 ? s.warmup() : n,
                             bytes / (double) (t3 - t2), bytes / (double) (t5 - t4), bytes / (double) (t1 - t0),
-                            bytes / (double) (t4 - t3), bytes / (double) (t6 - t5), bytes / (double) (t7 - t6));
+                            bytes / (double) (t4 - t3), bytes / (double) (t6 - t5), bytes / (double) (t7 - t6),
+                            KvConnector.copyThreads(config), bestLine);
                 }
                 long mismatches = KvModel.mismatchingBytes(kv, hashes, retrieveSlots, 0, tokens);
                 MetricsSnapshot after = engine.metrics().snapshot();
-                return new Result(s, store, retrieve, memGather, memScatter, memWhole, memContiguous, bytes,
+                return new Result(s, store, retrieve, memGather, memScatter, memWhole, memContiguous, parallel, bytes,
                         engine.storage().memoryCapacityBytes(), KvConnector.copyThreads(config), connector.streamingStores(),
                         streamedFraction(before, after),
                         ServingSimulator.copyGbps(before.storedBytes(), before.storeGbps(), after.storedBytes(), after.storeGbps()),

@@ -32,13 +32,14 @@ import lmcache4j.cuda.posix.PosixException;
  * memory traffic of the copy itself. The JDK's copy stub streams only copies of several MiB at once,
  * which is why one large copy runs up to twice as fast as the same bytes in 32 KiB pieces. Java has
  * no streaming store, so lmcache4j carries a small routine of its own ({@code StreamingCopyCode}:
- * the machine code with its assembly beside it), written into a page of anonymous memory that is
- * then made executable and never writable again, and called through the FFM linker. No JNI and no
- * native library file.
+ * the bytes GNU {@code as} makes of {@code src/main/asm/streaming-copy-*.s}), written into a page
+ * of anonymous memory that is then made executable and never writable again, and called through
+ * the FFM linker. No JNI and no native library file. glibc's {@code memcpy} ({@link LibcMemcpy})
+ * was measured against it and kept 15-25 % behind on the same gathers (docs/performance.md).
  *
  * <p>Available on x86-64 Linux, where it picks {@link Isa#AVX2} when the CPU and kernel offer it and
  * {@link Isa#SSE2} (every x86-64 CPU) otherwise. Elsewhere, or where the system forbids executable
- * anonymous memory, {@link #machine()} is empty and {@link #unavailableReason()} says why; callers
+ * anonymous memory, {@link #machine()} is empty and {@link #unavailabilityCause()} says why; callers
  * then copy with {@link MemorySegment#copy}. Each routine checks itself once on load against a copy
  * made in Java.
  *
@@ -82,6 +83,7 @@ public final class StreamingCopy {
         }
     }
 
+    /** Per instruction set, the routine or the exception that says why there is none. */
     private static final Map<Isa, Object> LOADED = new EnumMap<>(Isa.class);
 
     private final Isa isa;
@@ -92,14 +94,17 @@ public final class StreamingCopy {
         this.routine = routine;
     }
 
-    /** The best routine this machine runs (loaded on first call), or empty: see {@link #unavailableReason()}. */
+    /** The best routine this machine runs (loaded on first call), or empty: see {@link #unavailabilityCause()}. */
     public static Optional<StreamingCopy> machine() {
         return Machine.COPY;
     }
 
-    /** Why {@link #machine()} is empty, or the empty string when it is not. */
-    public static String unavailableReason() {
-        return Machine.REASON;
+    /**
+     * Why {@link #machine()} is empty, its message the reason (the platform, the CPU flags, a refused
+     * {@code mprotect}, a failed self-check, no native access); empty when it is not.
+     */
+    public static Optional<Throwable> unavailabilityCause() {
+        return Optional.ofNullable(Machine.CAUSE);
     }
 
     /** The routine for {@code isa}, loaded once per process. */
@@ -111,17 +116,18 @@ public final class StreamingCopy {
                 try {
                     loaded = loadNow(isa);
                 } catch (UnsupportedOperationException e) {
-                    loaded = e.getMessage();
+                    loaded = e;
                 } catch (RuntimeException | AssertionError e) {
                     // e.g. IllegalCallerException without native access: no routine, and the reason why
-                    loaded = "the " + isa.label() + " streaming copy could not be loaded: " + e;
+                    loaded = new UnsupportedOperationException("the " + isa.label() + " streaming copy could not be loaded: " + e, e);
                 }
                 LOADED.put(isa, loaded);
             }
             if (loaded instanceof StreamingCopy copy) {
                 return copy;
             }
-            throw new UnsupportedOperationException((String) loaded);
+            Throwable cause = (Throwable) loaded;
+            throw new UnsupportedOperationException(cause.getMessage(), cause);
         }
     }
 
@@ -282,25 +288,25 @@ public final class StreamingCopy {
     /** The best routine this machine runs, loaded once. */
     private static final class Machine {
         static final Optional<StreamingCopy> COPY;
-        static final String REASON;
+        static final Throwable CAUSE;
 
         static {
             Optional<StreamingCopy> copy = Optional.empty();
-            String reason = CpuFlags.PLATFORM_REASON;
+            Throwable cause = new UnsupportedOperationException(CpuFlags.PLATFORM_REASON);
             for (Isa isa : new Isa[] {Isa.AVX2, Isa.SSE2}) {
                 if (!CpuFlags.SUPPORTED.contains(isa)) {
                     continue;
                 }
                 try {
                     copy = Optional.of(load(isa));
-                    reason = "";
+                    cause = null;
                     break;
                 } catch (UnsupportedOperationException e) {
-                    reason = e.getMessage();
+                    cause = e;
                 }
             }
             COPY = copy;
-            REASON = reason;
+            CAUSE = cause;
         }
     }
 }

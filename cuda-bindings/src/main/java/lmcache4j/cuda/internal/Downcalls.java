@@ -37,9 +37,11 @@ public final class Downcalls {
      * @param capturesErrno    whether the handle captures {@code errno} (it then takes a leading
      *                         capture-state segment, see {@link CapturedErrno})
      * @param firstVariadicArg the index of the first variadic argument, empty for a fixed-arity function
+     * @param critical         whether the call skips the thread-state transition
+     *                         ({@link Linker.Option#critical}, native memory only): for short calls that never block
      */
     public record Downcall(String symbol, FunctionDescriptor descriptor, boolean capturesErrno,
-            OptionalInt firstVariadicArg) {
+            OptionalInt firstVariadicArg, boolean critical) {
         public Downcall {
             Objects.requireNonNull(symbol, "symbol");
             Objects.requireNonNull(descriptor, "descriptor");
@@ -54,16 +56,19 @@ public final class Downcalls {
 
         /** The linker options this downcall is linked with, in a fixed order. */
         public Linker.Option[] linkerOptions() {
-            List<Linker.Option> options = new ArrayList<>(2);
+            List<Linker.Option> options = new ArrayList<>(3);
             firstVariadicArg.ifPresent(index -> options.add(Linker.Option.firstVariadicArg(index)));
             if (capturesErrno) {
                 options.add(Linker.Option.captureCallState("errno"));
+            }
+            if (critical) {
+                options.add(Linker.Option.critical(false));
             }
             return options.toArray(Linker.Option[]::new);
         }
 
         Downcall capturingErrno() {
-            return new Downcall(symbol, descriptor, true, firstVariadicArg);
+            return new Downcall(symbol, descriptor, true, firstVariadicArg, critical);
         }
     }
 
@@ -136,14 +141,22 @@ public final class Downcalls {
     public static final Downcall getrlimitWithErrno = getrlimit.capturingErrno();
     /** {@code long syscall(long number, ...)} with six variadic {@code long} arguments (mbind, get_mempolicy). */
     public static final Downcall syscall6WithErrno = new Downcall("syscall",
-            FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG), true, OptionalInt.of(1));
+            FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG, C_LONG), true, OptionalInt.of(1), false);
     /**
      * {@code int mprotect(void *addr, size_t len, int prot)}, relinked by Posix to report errno: it
      * turns {@code StreamingCopy}'s code page from writable to executable. Outside the jextract
      * subset, so looked up by name ({@link #libcSymbol}).
      */
     public static final Downcall mprotectWithErrno = new Downcall("mprotect",
-            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT), true, OptionalInt.empty());
+            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT), true, OptionalInt.empty(), false);
+
+    /**
+     * {@code memcpy(dest, src, n)} for {@code lmcache4j.cuda.cpu.LibcMemcpy}: one call per 32 KiB run,
+     * so linked critical (no thread-state transition; it never blocks). Declared void: the returned
+     * {@code dest} is never read. Outside the jextract subset, so looked up by name ({@link #libcSymbol}).
+     */
+    public static final Downcall memcpy = new Downcall("memcpy",
+            FunctionDescriptor.ofVoid(C_POINTER, C_POINTER, C_LONG), false, OptionalInt.empty(), true);
 
     // lmcache4j's own machine code.
     /**
@@ -214,6 +227,7 @@ public final class Downcalls {
             getrlimitWithErrno,
             syscall6WithErrno,
             mprotectWithErrno,
+            memcpy,
             lmcache4jStreamingCopy);
 
     private Downcalls() {
@@ -230,6 +244,6 @@ public final class Downcalls {
     }
 
     private static Downcall plain(String symbol, FunctionDescriptor descriptor) {
-        return new Downcall(symbol, descriptor, false, OptionalInt.empty());
+        return new Downcall(symbol, descriptor, false, OptionalInt.empty(), false);
     }
 }

@@ -43,11 +43,12 @@ class StreamingCopyTest {
     void theMachineGetsItsBestInstructionSet() throws IOException {
         if (!x86Linux()) {
             assertTrue(StreamingCopy.machine().isEmpty());
-            assertTrue(StreamingCopy.unavailableReason().contains("x86-64 Linux"), StreamingCopy.unavailableReason());
+            Throwable cause = StreamingCopy.unavailabilityCause().orElseThrow();
+            assertTrue(cause.getMessage().contains("x86-64 Linux"), cause.toString());
             return;
         }
-        StreamingCopy copy = StreamingCopy.machine().orElseThrow(() -> new AssertionError(StreamingCopy.unavailableReason()));
-        assertEquals("", StreamingCopy.unavailableReason());
+        StreamingCopy copy = StreamingCopy.machine().orElseThrow(StreamingCopyTest::unavailable);
+        assertTrue(StreamingCopy.unavailabilityCause().isEmpty());
         assertEquals(cpuFlag("avx2") ? StreamingCopy.Isa.AVX2 : StreamingCopy.Isa.SSE2, copy.isa());
         assertTrue(StreamingCopy.supportedIsas().contains(StreamingCopy.Isa.SSE2));
         assertEquals(cpuFlag("avx2"), StreamingCopy.supportedIsas().contains(StreamingCopy.Isa.AVX2));
@@ -249,6 +250,10 @@ class StreamingCopyTest {
             assertTrue(StreamingCopy.machine().isEmpty());
             return null;
         }
-        return StreamingCopy.machine().orElseThrow(() -> new AssertionError(StreamingCopy.unavailableReason()));
+        return StreamingCopy.machine().orElseThrow(StreamingCopyTest::unavailable);
+    }
+
+    private static AssertionError unavailable() {
+        return new AssertionError("no streaming copy on x86-64 Linux", StreamingCopy.unavailabilityCause().orElse(null));
     }
 }

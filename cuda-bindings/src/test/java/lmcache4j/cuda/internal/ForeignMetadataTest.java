@@ -109,6 +109,9 @@ class ForeignMetadataTest {
         if (downcall.capturesErrno()) {
             options.put("captureCallState", true);
         }
+        if (downcall.critical()) {
+            options.put("critical", new TreeMap<>(Map.of("allowHeapAccess", false)));
+        }
         if (!options.isEmpty()) {
             entry.put("options", options);
         }

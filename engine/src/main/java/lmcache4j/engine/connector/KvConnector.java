@@ -54,6 +54,15 @@ public final class KvConnector implements AutoCloseable {
         return new KvConnector(new HostCopyExecutor(copyThreads(config), config.copyStreamingStores()));
     }
 
+    /**
+     * As {@link #host(LMCacheEngineConfig)}, plans of 4 MiB or more copied with {@code routine}
+     * (where this machine runs it) whatever {@code copy_streaming_stores} says: to measure the
+     * routines against each other.
+     */
+    public static KvConnector host(LMCacheEngineConfig config, HostCopyRoutine routine) {
+        return new KvConnector(new HostCopyExecutor(copyThreads(config), routine));
+    }
+
     /** The CUDA executor when {@code cuda} is available, else the host one with machine-sized copy threads. */
     public static KvConnector forRuntime(CudaRuntime cuda) {
         return cuda.isAvailable() ? new KvConnector(new CudaCopyExecutor(cuda)) : host();
@@ -87,7 +96,7 @@ public final class KvConnector implements AutoCloseable {
         return executor.threads();
     }
 
-    /** How host copies write: {@code avx2}/{@code sse2} streaming stores, {@code off (why)}, or {@code none} on CUDA. */
+    /** How host copies write: {@code avx2}/{@code sse2} streaming stores, {@code memcpy}, {@code off (why)}, or {@code none} on CUDA. */
     public String streamingStores() {
         return executor.streamingStores();
     }

@@ -2,6 +2,7 @@ package lmcache4j.engine.connector.internal;
 
 import java.lang.foreign.MemorySegment;
 
+import lmcache4j.engine.connector.HostCopyRoutine;
 import lmcache4j.engine.connector.PagedKvCache;
 
 /**
@@ -29,6 +30,11 @@ public final class HostCopyExecutor implements CopyExecutor {
     /** As {@link #HostCopyExecutor(int)}; {@code streamingStores} false writes with ordinary cached stores. */
     public HostCopyExecutor(int threads, boolean streamingStores) {
         this.pool = new HostCopyPool(threads, streamingStores);
+    }
+
+    /** As {@link #HostCopyExecutor(int)}, plans of 4 MiB or more copied with {@code routine} where the machine runs it. */
+    public HostCopyExecutor(int threads, HostCopyRoutine routine) {
+        this.pool = new HostCopyPool(threads, routine);
     }
 
     @Override

@@ -14,7 +14,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.cuda.cpu.StreamingCopy;
-import lmcache4j.cuda.cpu.StreamingCopyBatch;
+import lmcache4j.engine.connector.HostCopyRoutine;
 import lmcache4j.engine.connector.PagedKvCache;
 
 /**
@@ -34,7 +34,8 @@ import lmcache4j.engine.connector.PagedKvCache;
  * them and the plan is at least {@link #MIN_STREAMING_PLAN_BYTES} (4 MiB): a gather's 32 KiB runs written
  * through the cache cost a read of every destination line first, which is what kept one thread at
  * half of a large copy. Runs the routine cannot take (misaligned, not a whole number of its steps)
- * are copied with {@link MemorySegment#copy}, in plan order.
+ * are copied with {@link MemorySegment#copy}, in plan order. Another {@link HostCopyRoutine} may be
+ * chosen instead (to measure them against each other); it too copies plans of 4 MiB or more.
  *
  * <p>Thread-safe: many callers may run plans at once (they share the helpers). A closed pool, or a
  * plan whose memory other threads cannot access (a confined arena), runs on the caller alone.
@@ -67,7 +68,10 @@ public final class HostCopyPool implements AutoCloseable {
     private static final AtomicInteger POOLS = new AtomicInteger();
 
     private final int threads;
-    private final StreamingCopy streaming;
+    /** The routine for plans of {@link #MIN_STREAMING_PLAN_BYTES} or more; {@code SEGMENT_COPY} when off. */
+    private final HostCopyRoutine routine;
+    /** Why {@link #routine} is {@code SEGMENT_COPY}: turned off, or what the machine lacks. */
+    private final String offReason;
     private final ThreadFactory helperFactory;
     private final BlockingQueue<Batch> tickets = new LinkedBlockingQueue<>();
     private final LongAdder copiedBytes = new LongAdder();
@@ -91,22 +95,31 @@ public final class HostCopyPool implements AutoCloseable {
      * {@link MemorySegment#copy} (ordinary, cached stores).
      */
     public HostCopyPool(int threads, boolean streamingStores) {
+        this(threads, streamingStores ? HostCopyRoutine.STREAMING_STORES : HostCopyRoutine.SEGMENT_COPY);
+    }
+
+    /**
+     * As {@link #HostCopyPool(int)}, plans of 4 MiB or more copied with {@code routine}
+     * ({@link MemorySegment#copy} where this machine does not run it).
+     */
+    public HostCopyPool(int threads, HostCopyRoutine routine) {
         // Named and made by OwnedThreads; close() joins the helpers itself, unbounded: one may be mid-copy.
-        this(threads, streamingStores ? StreamingCopy.machine().orElse(null) : null,
-                new OwnedThreads().platformFactory("copy-" + POOLS.incrementAndGet()));
+        this(threads, routine, new OwnedThreads().platformFactory("copy-" + POOLS.incrementAndGet()));
     }
 
     /** As {@link #HostCopyPool(int)} with helpers made by {@code helperFactory} (tests hold them back with it). */
     HostCopyPool(int threads, ThreadFactory helperFactory) {
-        this(threads, StreamingCopy.machine().orElse(null), helperFactory);
+        this(threads, HostCopyRoutine.STREAMING_STORES, helperFactory);
     }
 
-    private HostCopyPool(int threads, StreamingCopy streaming, ThreadFactory helperFactory) {
+    private HostCopyPool(int threads, HostCopyRoutine wanted, ThreadFactory helperFactory) {
         if (threads < 1 || threads > 1024) {
             throw new IllegalArgumentException("copy threads must be from 1 to 1024, was " + threads);
         }
         this.threads = threads;
-        this.streaming = streaming;
+        this.routine = wanted.isAvailable() ? wanted : HostCopyRoutine.SEGMENT_COPY;
+        this.offReason = wanted == HostCopyRoutine.SEGMENT_COPY ? "turned off"
+                : wanted.unavailabilityCause().map(Throwable::getMessage).orElse("");
         this.helperFactory = Objects.requireNonNull(helperFactory, "helperFactory");
     }
 
@@ -120,16 +133,21 @@ public final class HostCopyPool implements AutoCloseable {
         return threads;
     }
 
+    /** The routine plans of 4 MiB or more are copied with ({@code SEGMENT_COPY} when the one asked for is not available). */
+    public HostCopyRoutine routine() {
+        return routine;
+    }
+
     /**
-     * The streaming stores this pool writes with: {@code avx2} or {@code sse2}, or {@code off} with
-     * the reason (turned off, or what the machine lacks).
+     * How this pool writes plans of 4 MiB or more: {@code avx2} or {@code sse2} streaming stores,
+     * {@code memcpy}, or {@code off} with the reason (turned off, or what the machine lacks).
      */
     public String streamingStores() {
-        if (streaming != null) {
-            return streaming.isa().label();
-        }
-        String reason = StreamingCopy.unavailableReason();
-        return reason.isEmpty() ? "off (turned off)" : "off (" + reason + ")";
+        return switch (routine) {
+            case STREAMING_STORES -> StreamingCopy.machine().orElseThrow().isa().label();
+            case LIBC_MEMCPY -> routine.label();
+            case SEGMENT_COPY -> "off (" + offReason + ")";
+        };
     }
 
     /** Bytes of every plan this pool has copied, however they were written. */
@@ -137,7 +155,7 @@ public final class HostCopyPool implements AutoCloseable {
         return copiedBytes.sum();
     }
 
-    /** Of {@link #copiedBytes()}, the bytes written with streaming stores (the rest went through the cache). */
+    /** Of {@link #copiedBytes()}, the bytes written by the pool's {@link #routine()} (the rest by {@link MemorySegment#copy}). */
     public long streamedBytes() {
         return streamedBytes.sum();
     }
@@ -166,8 +184,8 @@ public final class HostCopyPool implements AutoCloseable {
     private void run(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather) {
         int wanted = Math.min(threadsFor(plan.totalBytes()), plan.runs());
         int asked = wanted <= 1 || closed ? 0 : askHelpers(wanted - 1, kv, object);
-        boolean stream = streaming != null && plan.totalBytes() >= MIN_STREAMING_PLAN_BYTES;
-        try (StreamingCopyBatch own = stream ? streaming.newBatch(STREAMING_BATCH_RUNS) : null) {
+        boolean stream = routine != HostCopyRoutine.SEGMENT_COPY && plan.totalBytes() >= MIN_STREAMING_PLAN_BYTES;
+        try (RunCopier own = RunCopier.of(stream ? routine : HostCopyRoutine.SEGMENT_COPY, STREAMING_BATCH_RUNS)) {
             if (asked == 0) {
                 streamedBytes.add(copyRuns(plan, kv, object, gather, 0, plan.runs(), own));
             } else {
@@ -235,8 +253,8 @@ public final class HostCopyPool implements AutoCloseable {
     }
 
     private void helperLoop() {
-        // The helper's own run list for streaming stores (confined to it), freed when it stops.
-        try (StreamingCopyBatch own = streaming != null ? streaming.newBatch(STREAMING_BATCH_RUNS) : null) {
+        // The helper's own copier (a streaming run list is confined to it), freed when it stops.
+        try (RunCopier own = RunCopier.of(routine, STREAMING_BATCH_RUNS)) {
             while (!closed) {
                 Batch batch = tickets.poll(1, TimeUnit.SECONDS);
                 if (batch == null) {
@@ -244,7 +262,7 @@ public final class HostCopyPool implements AutoCloseable {
                 }
                 idleHelpers.decrementAndGet();
                 try {
-                    batch.work(batch.stream ? own : null);
+                    batch.work(batch.stream ? own : RunCopier.SegmentCopy.INSTANCE);
                 } finally {
                     idleHelpers.incrementAndGet();
                 }
@@ -292,12 +310,11 @@ public final class HostCopyPool implements AutoCloseable {
     }
 
     /**
-     * Copies runs {@code [from, to)}, through {@code streaming} when it is given and takes the run;
-     * every run is written when this returns. A run the routine refuses is copied after the runs
-     * queued before it, so writes land in plan order. Returns the bytes written with streaming stores.
+     * Copies runs {@code [from, to)} through {@code copier}; every run is written when this returns.
+     * Returns the bytes the copier's routine wrote.
      */
     private static long copyRuns(CopyPlan plan, PagedKvCache kv, MemorySegment object, boolean gather, int from, int to,
-                                 StreamingCopyBatch streaming) {
+                                 RunCopier copier) {
         List<MemorySegment> layers = kv.layers();
         long streamed = 0;
         try {
@@ -307,24 +324,12 @@ public final class HostCopyPool implements AutoCloseable {
                 MemorySegment dst = gather ? object : paged;
                 long srcOffset = gather ? plan.pagedOffset(i) : plan.objectOffset(i);
                 long dstOffset = gather ? plan.objectOffset(i) : plan.pagedOffset(i);
-                long length = plan.length(i);
-                if (streaming != null && streaming.add(src, srcOffset, dst, dstOffset, length)) {
-                    streamed += length;
-                } else {
-                    if (streaming != null) {
-                        streaming.flush();
-                    }
-                    MemorySegment.copy(src, srcOffset, dst, dstOffset, length);
-                }
+                streamed += copier.copy(src, srcOffset, dst, dstOffset, plan.length(i));
             }
-            if (streaming != null) {
-                streaming.flush();
-            }
+            copier.flush();
             return streamed;
         } catch (RuntimeException | Error e) {
-            if (streaming != null) {
-                streaming.discard(); // a helper's batch outlives this plan: nothing of it may be copied later
-            }
+            copier.discard(); // a helper's copier outlives this plan: nothing of it may be copied later
             throw e;
         }
     }
@@ -356,15 +361,15 @@ public final class HostCopyPool implements AutoCloseable {
 
         /**
          * Claims and copies pieces until none is left, through the participant's own
-         * {@code streaming} batch (null: cached stores); a helper arriving after the last claim does nothing.
+         * {@code copier}; a helper arriving after the last claim does nothing.
          */
-        void work(StreamingCopyBatch streaming) {
+        void work(RunCopier copier) {
             int p;
             while ((p = nextPiece.getAndIncrement()) < pieces) {
                 try {
                     int runs = plan.runs();
                     streamedBytes.add(copyRuns(plan, kv, object, gather, (int) ((long) p * runs / pieces),
-                            (int) ((long) (p + 1) * runs / pieces), streaming));
+                            (int) ((long) (p + 1) * runs / pieces), copier));
                 } catch (Throwable t) {
                     failure = t;
                 } finally {

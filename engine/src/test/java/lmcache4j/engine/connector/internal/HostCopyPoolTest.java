@@ -25,6 +25,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.cuda.cpu.StreamingCopy;
+import lmcache4j.engine.connector.HostCopyRoutine;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 
@@ -277,7 +279,7 @@ class HostCopyPoolTest {
                 // Streamed: exactly the runs the routine can take (variant 0: all; 1: none, the partial first
                 // block leaves every later object offset 8 bytes off; 2: none, everything is misaligned).
                 long expectedStreamed = 0;
-                var routine = lmcache4j.cuda.cpu.StreamingCopy.machine();
+                var routine = StreamingCopy.machine();
                 for (int i = 0; i < plan.runs() && routine.isPresent(); i++) {
                     if (routine.get().canStream(layers.get(plan.layer(i)), plan.pagedOffset(i), object, plan.objectOffset(i),
                             plan.length(i))) {
@@ -330,10 +332,39 @@ class HostCopyPoolTest {
     @Test
     void theStreamingModeIsReported() {
         String off = new HostCopyPool(1, false).streamingStores();
-        assertTrue(off.startsWith("off ("), off);
+        assertEquals("off (turned off)", off);
         String on = new HostCopyPool(1, true).streamingStores();
-        assertEquals(lmcache4j.cuda.cpu.StreamingCopy.machine().map(c -> c.isa().label())
-                .orElse("off (" + lmcache4j.cuda.cpu.StreamingCopy.unavailableReason() + ")"), on);
+        assertEquals(StreamingCopy.machine().map(c -> c.isa().label())
+                .orElseGet(() -> "off (" + StreamingCopy.unavailabilityCause().orElseThrow().getMessage() + ")"), on);
+        HostCopyPool memcpy = new HostCopyPool(1, HostCopyRoutine.LIBC_MEMCPY);
+        assertEquals(HostCopyRoutine.LIBC_MEMCPY, memcpy.routine(), "glibc's memcpy links wherever the tests run");
+        assertEquals("memcpy", memcpy.streamingStores());
+    }
+
+    /** glibc's memcpy, one downcall a run, on one thread and split: the bytes MemorySegment.copy moves, all counted as the routine's. */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3})
+    void memcpyMovesExactlyWhatMemorySegmentCopyMoves(int threads) {
+        int tokens = 1024; // 8 MiB in 512 runs: at least the 4 MiB from which the routine copies
+        try (Arena arena = Arena.ofShared(); HostCopyPool pool = new HostCopyPool(threads, HostCopyRoutine.LIBC_MEMCPY)) {
+            PagedKvCache source = cache(arena, 7 + threads);
+            CopyPlan plan = plan(source, slots(tokens, 5 + threads), tokens);
+            MemorySegment expected = arena.allocate(plan.totalBytes(), 64);
+            new HostCopyPool(1, false).gather(plan, source, expected);
+            MemorySegment object = arena.allocate(plan.totalBytes(), 64);
+            pool.gather(plan, source, object);
+            assertEquals(-1, expected.mismatch(object));
+            PagedKvCache target = cache(arena, 70 + threads);
+            PagedKvCache reference = cache(arena, 70 + threads);
+            CopyPlan back = plan(target, slots(tokens, 50 + threads), tokens);
+            pool.scatter(back, object, target);
+            new HostCopyPool(1, false).scatter(back, object, reference);
+            for (int l = 0; l < LAYERS; l++) {
+                assertEquals(-1, reference.layers().get(l).mismatch(target.layers().get(l)), "layer " + l);
+            }
+            assertEquals(2 * plan.totalBytes(), pool.copiedBytes());
+            assertEquals(pool.copiedBytes(), pool.streamedBytes());
+        }
     }
 
     @Test

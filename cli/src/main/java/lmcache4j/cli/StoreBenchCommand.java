@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.Set;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
@@ -51,8 +52,8 @@ public final class StoreBenchCommand implements CliMain.Command {
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
-    private int runs = Settings.DEFAULT_RUNS;
-    private int warmup = Settings.DEFAULT_WARMUP;
+    @Mixin
+    private BenchRuns counts = new BenchRuns(Settings.DEFAULT_RUNS, Settings.DEFAULT_WARMUP);
     private int copyThreads = KvConnector.machineCopyThreads();
 
     StoreBenchCommand(PrintStream out, PrintStream err) {
@@ -67,15 +68,7 @@ public final class StoreBenchCommand implements CliMain.Command {
         chunks = OptionValues.intInRange("--chunks", value, 1, 4096);
     }
 
-    @Option(names = "--runs", paramLabel = "N", order = 2, description = "measured runs (default " + Settings.DEFAULT_RUNS + ")")
-    private void runs(String value) {
-        runs = OptionValues.intInRange("--runs", value, 1, 1000);
-    }
 
-    @Option(names = "--warmup", paramLabel = "N", order = 3, description = "unmeasured runs first (default " + Settings.DEFAULT_WARMUP + ")")
-    private void warmup(String value) {
-        warmup = OptionValues.intInRange("--warmup", value, 0, 1000);
-    }
 
     @Option(names = "--copy-threads", paramLabel = "N", order = 4, description = "threads, the caller included, that copy "
             + "one chunk (the engine's copy_threads; default: the machine's cores, at most " + KvConnector.MAX_DEFAULT_COPY_THREADS
@@ -108,7 +101,7 @@ public final class StoreBenchCommand implements CliMain.Command {
         List<HostCopyRoutine> routines = routines();
         List<Result> results = new ArrayList<>();
         try {
-            Settings settings = Settings.defaults().withChunks(chunks).withRuns(runs, warmup).withCopyThreads(copyThreads);
+            Settings settings = Settings.defaults().withChunks(chunks).withRuns(counts.runs(), counts.warmup()).withCopyThreads(copyThreads);
             for (HostCopyRoutine routine : routines) {
                 results.add(StoreBench.run(settings.withCopyRoutine(routine), err));
             }

@@ -235,11 +235,7 @@ public final class StoreBench {
         try (HostArena paged = HostArena.allocate(layerBytes * s.layers(), host);
              HostArena bufferA = HostArena.allocate(s.totalBytes(), host);
              HostArena bufferB = HostArena.allocate(s.totalBytes(), host)) {
-            List<MemorySegment> layers = new ArrayList<>();
-            for (int l = 0; l < s.layers(); l++) {
-                layers.add(paged.segment().asSlice(l * layerBytes, layerBytes));
-            }
-            PagedKvCache kv = new PagedKvCache(layers, LAYOUT, numBlocks, s.blockSize(), s.kvHeads(), s.headSize(), DTYPE);
+            PagedKvCache kv = pagedCache(s, paged.segment(), numBlocks, layerBytes);
             paged.segment().fill((byte) 0); // touch everything before timing
             bufferA.segment().fill((byte) 0);
             bufferB.segment().fill((byte) 0);
@@ -282,49 +278,21 @@ public final class StoreBench {
                     if (r == 0) {
                         before = engine.metrics().snapshot();
                     }
-                    long t0 = System.nanoTime();
-                    gather.gather(kv, bufferA.segment());
-                    long t1 = System.nanoTime();
-                    engine.clear();
-                    long t2 = System.nanoTime();
-                    PreparedRequest request = engine.prepare(ids, Map.of()); // hashed once, timed with the store
-                    int stored = engine.store(request, kv, storeSlots);
-                    long t3 = System.nanoTime();
-                    scatter.scatter(bufferA.segment(), kv);
-                    long t4 = System.nanoTime();
-                    boolean[] loaded = engine.retrieve(request, kv, retrieveSlots);
-                    long t5 = System.nanoTime();
-                    for (int c = 0; c < s.chunks(); c++) {
-                        MemorySegment.copy(bufferA.segment(), c * s.chunkBytes(), bufferB.segment(), c * s.chunkBytes(),
-                                s.chunkBytes());
-                    }
-                    long t6 = System.nanoTime();
-                    MemorySegment.copy(bufferB.segment(), 0, bufferA.segment(), 0, bytes);
-                    long t7 = System.nanoTime();
-                    StringBuilder bestLine = new StringBuilder();
-                    for (HostCopyRoutine routine : best.routines()) {
-                        double gbps = best.copyGbps(routine, bufferA.segment(), bufferB.segment(), bytes);
-                        if (r >= 0) {
-                            parallel.get(routine)[r] = gbps;
-                        }
-                        bestLine.append(String.format(Locale.ROOT, " %s %.2f", routine.label(), gbps));
-                    }
-                    if (stored != tokens || !allTrue(loaded)) {
-                        throw new IllegalStateException("run " + r + ": stored " + stored + " and retrieved "
-                                + count(loaded) + " of " + tokens + " tokens; the CPU tier should hold them all");
-                    }
+                    long[] t = timedRun(s, r, engine, kv, gather, scatter, ids, storeSlots, retrieveSlots,
+                            bufferA.segment(), bufferB.segment());
+                    String bestLine = bestCopies(best, parallel, r, bufferA.segment(), bufferB.segment(), bytes);
                     if (r >= 0) {
-                        memGather[r] = bytes / (double) (t1 - t0);
-                        store[r] = bytes / (double) (t3 - t2);
-                        memScatter[r] = bytes / (double) (t4 - t3);
-                        retrieve[r] = bytes / (double) (t5 - t4);
-                        memWhole[r] = bytes / (double) (t6 - t5);
-                        memContiguous[r] = bytes / (double) (t7 - t6);
+                        memGather[r] = bytes / (double) (t[1] - t[0]);
+                        store[r] = bytes / (double) (t[3] - t[2]);
+                        memScatter[r] = bytes / (double) (t[4] - t[3]);
+                        retrieve[r] = bytes / (double) (t[5] - t[4]);
+                        memWhole[r] = bytes / (double) (t[6] - t[5]);
+                        memContiguous[r] = bytes / (double) (t[7] - t[6]);
                     }
                     progress.printf("  %s %2d/%d  store %6.2f  retrieve %6.2f  memcpy gather %6.2f  scatter %6.2f  whole %6.2f  one copy %6.2f  %d-thread copy:%s GB/s%n",
                             r < 0 ? "warmup" : "run   ", r < 0 ? r + s.warmup() + 1 : r + 1, r < 0 ? s.warmup() : n,
-                            bytes / (double) (t3 - t2), bytes / (double) (t5 - t4), bytes / (double) (t1 - t0),
-                            bytes / (double) (t4 - t3), bytes / (double) (t6 - t5), bytes / (double) (t7 - t6),
+                            bytes / (double) (t[3] - t[2]), bytes / (double) (t[5] - t[4]), bytes / (double) (t[1] - t[0]),
+                            bytes / (double) (t[4] - t[3]), bytes / (double) (t[6] - t[5]), bytes / (double) (t[7] - t[6]),
                             KvConnector.copyThreads(config), bestLine);
                 }
                 long mismatches = KvModel.mismatchingBytes(kv, hashes, retrieveSlots, 0, tokens);
@@ -337,6 +305,63 @@ public final class StoreBench {
                         (long) tokens * KvModel.bytesPerToken(kv), mismatches);
             }
         }
+    }
+
+    /** The paged KV cache over {@code memory}: one slice of {@code layerBytes} per layer. */
+    private static PagedKvCache pagedCache(Settings s, MemorySegment memory, int numBlocks, long layerBytes) {
+        List<MemorySegment> layers = new ArrayList<>();
+        for (int l = 0; l < s.layers(); l++) {
+            layers.add(memory.asSlice(l * layerBytes, layerBytes));
+        }
+        return new PagedKvCache(layers, LAYOUT, numBlocks, s.blockSize(), s.kvHeads(), s.headSize(), DTYPE);
+    }
+
+    /**
+     * One run's clock readings, t0 to t7: the memcpy gather of the store's runs, the engine's clear,
+     * prepare and store, the memcpy scatter, the retrieve, the chunk-wise and the one-copy memcpy.
+     *
+     * @throws IllegalStateException when the store or the retrieve did not move every token
+     */
+    private static long[] timedRun(Settings s, int run, LMCacheEngine engine, PagedKvCache kv, Runs gather, Runs scatter,
+                                   int[] ids, long[] storeSlots, long[] retrieveSlots, MemorySegment a, MemorySegment b) {
+        long[] t = new long[8];
+        t[0] = System.nanoTime();
+        gather.gather(kv, a);
+        t[1] = System.nanoTime();
+        engine.clear();
+        t[2] = System.nanoTime();
+        PreparedRequest request = engine.prepare(ids, Map.of()); // hashed once, timed with the store
+        int stored = engine.store(request, kv, storeSlots);
+        t[3] = System.nanoTime();
+        scatter.scatter(a, kv);
+        t[4] = System.nanoTime();
+        boolean[] loaded = engine.retrieve(request, kv, retrieveSlots);
+        t[5] = System.nanoTime();
+        for (int c = 0; c < s.chunks(); c++) {
+            MemorySegment.copy(a, c * s.chunkBytes(), b, c * s.chunkBytes(), s.chunkBytes());
+        }
+        t[6] = System.nanoTime();
+        MemorySegment.copy(b, 0, a, 0, s.totalBytes());
+        t[7] = System.nanoTime();
+        if (stored != ids.length || !allTrue(loaded)) {
+            throw new IllegalStateException("run " + run + ": stored " + stored + " and retrieved " + count(loaded) + " of "
+                    + ids.length + " tokens; the CPU tier should hold them all");
+        }
+        return t;
+    }
+
+    /** The machine's best copies of {@code bytes}, one per routine (kept for measured runs); returns their progress text. */
+    private static String bestCopies(BestCopy best, Map<HostCopyRoutine, double[]> parallel, int run, MemorySegment a,
+                                     MemorySegment b, long bytes) {
+        StringBuilder line = new StringBuilder();
+        for (HostCopyRoutine routine : best.routines()) {
+            double gbps = best.copyGbps(routine, a, b, bytes);
+            if (run >= 0) {
+                parallel.get(routine)[run] = gbps;
+            }
+            line.append(String.format(Locale.ROOT, " %s %.2f", routine.label(), gbps));
+        }
+        return line.toString();
     }
 
     /** The share of the measured runs' host-copied bytes that were written with streaming stores. */

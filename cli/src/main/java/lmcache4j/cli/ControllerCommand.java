@@ -166,7 +166,8 @@ public final class ControllerCommand implements CliMain.Command {
     }
 
     @Option(names = "--max-queued-orchestrations", paramLabel = "N", order = 17, description = "fire-and-forget "
-            + "orchestration messages waiting at most, each up to --max-frame-mb; more are dropped and counted (default 4)")
+            + "orchestration messages waiting or being carried out at most, each up to --max-frame-mb; more are dropped and "
+            + "counted (default 4)")
     private void maxQueuedOrchestrations(String value) {
         ControllerConfig.Caps c = config.caps();
         config = config.withCaps(new ControllerConfig.Caps(c.maxEntries(), c.maxWorkers(),

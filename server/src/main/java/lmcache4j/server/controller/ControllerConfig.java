@@ -130,10 +130,10 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
      *                                ({@code ./lmcache4j bench controller}); admits beyond it are dropped
      * @param maxWorkers              registered workers; registrations and heartbeats of new ones beyond it are refused
      * @param maxQueuedOrchestrations fire-and-forget orchestration messages waiting for the orchestration
-     *                                thread, each up to {@code maxFrameBytes}
+     *                                thread or being carried out by it, each up to {@code maxFrameBytes}
      */
     public record Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations) {
-        /** 2^24 entries (about 650 MiB of heap), 4,096 workers, 4 queued orchestration messages. */
+        /** 2^24 entries (about 650 MiB of heap), 4,096 workers, 4 orchestration messages in hand. */
         public static Caps defaults() {
             return new Caps(1L << 24, 4096, 4);
         }

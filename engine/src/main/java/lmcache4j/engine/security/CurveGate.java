@@ -1,7 +1,7 @@
 package lmcache4j.engine.security;
 
 import java.lang.System.Logger.Level;
-import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 import java.util.concurrent.atomic.LongAdder;
 
 import org.zeromq.SocketType;
@@ -9,6 +9,8 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMQException;
 import org.zeromq.ZMsg;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
 
 /**
  * The ZeroMQ authentication handler (ZAP, RFC 27) of one context: every CURVE handshake on the
@@ -20,10 +22,12 @@ public final class CurveGate implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CurveGate.class.getName());
     private static final String ENDPOINT = "inproc://zeromq.zap.01";
     private static final int POLL_MILLIS = 100;
+    /** The gate's thread polls every {@value #POLL_MILLIS} ms: it ends well within this. */
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final DeploymentSecret secret;
     private final ZMQ.Socket socket;
-    private final Thread thread;
+    private final OwnedThreads threads = new OwnedThreads();
     private final LongAdder refused = new LongAdder();
     private volatile boolean running = true;
 
@@ -33,7 +37,7 @@ public final class CurveGate implements AutoCloseable {
         socket.setLinger(0);
         socket.setReceiveTimeOut(POLL_MILLIS);
         socket.bind(ENDPOINT); // before any server socket of the context takes a connection
-        this.thread = Thread.ofPlatform().daemon().name("lmcache4j-curve-gate-" + name).start(this::serve);
+        threads.start("curve-gate-" + name, this::serve);
     }
 
     /** Starts the gate of {@code context}, whose server sockets {@code secret} protects. */
@@ -91,10 +95,6 @@ public final class CurveGate implements AutoCloseable {
     @Override
     public void close() {
         running = false;
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(5));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        threads.join(JOIN_BOUND);
     }
 }

@@ -105,6 +105,7 @@ class DeploymentSecretTest {
             secret.connectAsMember(member);
             ZmqConnect.connect(member, "tcp://127.0.0.1:" + port);
             member.send("member");
+            router.setReceiveTimeOut(15_000); // a handshake can stall ~2 s in JeroMQ and is remade (ZmqConnect)
             router.recv(); // identity
             assertEquals("member", router.recvStr());
         }

@@ -257,6 +257,10 @@ public final class ControllerServer implements AutoCloseable {
         metrics.gauge("lmcache4j_controller_index_entries", index::entries);
         metrics.gauge("lmcache4j_controller_index_locations", index::locations);
         metrics.counter("lmcache4j_controller_index_admits_refused_total", index::admitsRefused);
+        CurveGate g = gate;
+        if (g != null) { // handshakes with a key that is not the deployment's
+            metrics.counter("lmcache4j_controller_curve_handshakes_refused_total", g::refused);
+        }
         metrics.gauge("lmcache4j_controller_index_bytes", index::memoryBytes);
         metrics.gauge("lmcache4j_controller_instances", () -> registry.workers().stream().map(w -> w.key().instanceId()).distinct().count());
         metrics.gauge("lmcache4j_controller_workers", () -> registry.workers().size());

@@ -104,6 +104,8 @@ class SecuredControlPlaneTest {
                 assertNull(clear.recv(), "no answer to an unauthenticated ClearWorkerMsg");
             }
             assertEquals(2 * CHUNK, engine.lookup(tokens, Map.of(), null), "the engine's chunks are all there");
+            assertTrue(send(http, base.resolve("metrics"), "Bearer " + secret.bearerToken(), null).body()
+                    .contains("lmcache4j_controller_curve_handshakes_refused_total"), "the gate's refusals are reported");
             assertTrue(controller.lookup().lookup(tokens).layout().keySet().stream().noneMatch(i -> i.equals("intruder")));
             assertTrue(send(http, base.resolve("instances"), "Bearer " + secret.bearerToken(), null).body().contains("\"member\""));
             assertTrue(!send(http, base.resolve("instances"), "Bearer " + secret.bearerToken(), null).body().contains("intruder"));

@@ -97,8 +97,9 @@ public final class LookupClient implements AutoCloseable {
         this.scheme = Objects.requireNonNull(scheme, "scheme");
         this.timeoutNanos = timeout.toNanos();
         this.ranks = endpoints.serverWorkerIds().size();
+        CurveGate opened = null;
         try {
-            gate = secret.map(s -> CurveGate.open(context, s, "lookup-client")).orElse(null);
+            opened = secret.map(s -> CurveGate.open(context, s, "lookup-client")).orElse(null);
             pull = context.createSocket(SocketType.PULL);
             secret.ifPresent(s -> s.serve(pull));
             pull.setLinger(0);
@@ -113,9 +114,13 @@ public final class LookupClient implements AutoCloseable {
                 pushes.add(push);
             }
         } catch (RuntimeException e) {
+            if (opened != null) {
+                opened.close(); // its thread closes its own socket, before the context closes the rest
+            }
             context.close();
             throw new IllegalStateException("cannot open the lookup client's sockets (" + endpoints + "): " + e, e);
         }
+        this.gate = opened;
         threads.start("lookup-client", this::receive);
         LOG.log(Level.INFO, () -> "lookup client: answers on " + endpoints.schedulerUrl() + ", asks workers "
                 + endpoints.serverWorkerIds());

@@ -99,6 +99,9 @@ public final class DeploymentSecret {
             return new DeploymentSecret(Arrays.copyOf(bytes, end));
         } catch (IOException e) {
             throw new IllegalArgumentException("cannot read the secret file " + file + ": " + e.getMessage(), e);
+        } catch (UnsupportedOperationException e) { // a file system without POSIX permissions
+            throw new IllegalArgumentException("cannot tell who may read the secret file " + file
+                    + ": keep it on a file system with POSIX permissions", e);
         }
     }
 

@@ -60,6 +60,12 @@ class DeploymentSecretTest {
         Files.write(file, "short\n".getBytes(StandardCharsets.US_ASCII));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(file)).getMessage()
                 .contains("16 to 4096 bytes"));
+        Files.write(file, new byte[5000]);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(file)).getMessage()
+                .contains("larger than 4096 bytes"));
+        Files.write(file, new byte[0]);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(file)).getMessage()
+                .contains("this one 0"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(dir.resolve("none")))
                 .getMessage().contains("cannot read"));
         Path made = dir.resolve("made");

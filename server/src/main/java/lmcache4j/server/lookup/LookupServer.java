@@ -72,8 +72,9 @@ public final class LookupServer implements AutoCloseable {
 
     private LookupServer(LMCacheEngine engine, String workerUrl, String schedulerUrl, Optional<DeploymentSecret> secret) {
         this.engine = engine;
+        CurveGate opened = null;
         try {
-            gate = secret.map(s -> CurveGate.open(context, s, "lookup-server")).orElse(null);
+            opened = secret.map(s -> CurveGate.open(context, s, "lookup-server")).orElse(null);
             pull = context.createSocket(SocketType.PULL);
             secret.ifPresent(s -> s.serve(pull));
             pull.setLinger(0);
@@ -85,10 +86,14 @@ public final class LookupServer implements AutoCloseable {
             push.setLinger(0);
             ZmqConnect.connect(push, schedulerUrl);
         } catch (RuntimeException e) {
+            if (opened != null) {
+                opened.close(); // its thread closes its own socket, before the context closes the rest
+            }
             context.close();
             throw new IllegalStateException("cannot open the lookup server's sockets (" + workerUrl + ", "
                     + schedulerUrl + "): " + e, e);
         }
+        this.gate = opened;
         threads.start("lookup-server", this::receive);
         threads.start("lookup-answers", this::sendAnswers);
         LOG.log(Level.INFO, () -> "lookup server: lookups on " + workerUrl + ", answers to " + schedulerUrl);

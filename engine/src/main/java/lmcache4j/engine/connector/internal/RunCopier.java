@@ -18,14 +18,17 @@ sealed interface RunCopier extends AutoCloseable {
      */
     long copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length);
 
-    /** Writes every queued run. */
-    void flush();
+    /** Writes every queued run (nothing, for a copier that queues none). */
+    default void flush() {
+    }
 
     /** Drops the queued runs (their plan failed; nothing of it may be copied later). */
-    void discard();
+    default void discard() {
+    }
 
     @Override
-    void close();
+    default void close() {
+    }
 
     /** The copier for {@code routine}, which must be available. */
     static RunCopier of(HostCopyRoutine routine, int batchRuns) {
@@ -70,18 +73,6 @@ sealed interface RunCopier extends AutoCloseable {
         public long copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length) {
             return memcpy.copy(src, srcOffset, dst, dstOffset, length) ? length : 0;
         }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void discard() {
-        }
-
-        @Override
-        public void close() {
-        }
     }
 
     /** {@link MemorySegment#copy} for every run. */
@@ -92,18 +83,6 @@ sealed interface RunCopier extends AutoCloseable {
         public long copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length) {
             MemorySegment.copy(src, srcOffset, dst, dstOffset, length);
             return 0;
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void discard() {
-        }
-
-        @Override
-        public void close() {
         }
     }
 }

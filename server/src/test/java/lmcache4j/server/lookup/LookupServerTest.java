@@ -131,7 +131,7 @@ class LookupServerTest {
         }
         try (LMCacheEngine engine = LMCacheEngine.create(config, MODEL, KvConnector.host(), List.of());
              LookupServer server = LookupServer.start(engine); LookupClient client = LookupClient.open(config, MODEL)) {
-            sendJunk(worker, 200);
+            sendPlain(worker, 200); // queued on its side; the handshake never completes, so none arrives
             assertEquals(0, client.lookupBlocking(tokens, "req-1", Map.of(), Duration.ofSeconds(10)),
                     "the deployment's client is answered (nothing cached)");
             Thread.sleep(500);
@@ -186,6 +186,28 @@ class LookupServerTest {
             Thread.sleep(200);
         }
         return messages;
+    }
+
+    /**
+     * Sends {@code messages} one-frame messages from a plain (non-CURVE) PUSH socket, each waiting at
+     * most 10 ms for room: a blocking send could wait forever once the failed handshake drops the
+     * pipe. Returns how many the socket queued, which says nothing of what arrived.
+     */
+    static int sendPlain(String url, int messages) throws InterruptedException {
+        try (ZContext zmq = new ZContext(1)) {
+            ZMQ.Socket push = zmq.createSocket(SocketType.PUSH);
+            push.setLinger(0);
+            push.setSendTimeOut(10);
+            ZmqConnect.connect(push, url);
+            int taken = 0;
+            for (int i = 0; i < messages; i++) {
+                if (push.send(new byte[] {(byte) i})) {
+                    taken++;
+                }
+            }
+            Thread.sleep(200);
+            return taken;
+        }
     }
 
     static PagedKvCache cache(Arena arena) {

@@ -123,6 +123,7 @@ class SecuredControlPlaneTest {
         secret.ifPresent(k -> k.connectAsMember(s));
         s.setLinger(0);
         s.setReceiveTimeOut((int) SILENCE.toMillis());
+        s.setSendTimeOut((int) SILENCE.toMillis()); // a send must not wait on a handshake that never completes
         ZmqConnect.connect(s, address);
         return s;
     }

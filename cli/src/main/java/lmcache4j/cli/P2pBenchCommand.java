@@ -19,10 +19,11 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "p2p", description = {"chunks fetched from a peer through the P2P tier against the transfer channel alone.",
         "Engine A serves 256-token Llama-3-8B chunks (32 MiB, bf16) from its CPU tier over its transfer server (the lm://"
-                + " server machinery, with a token); engine B looks them up and prefetches them through its P2P tier (CRC32C-"
-                + "checked, written into its CPU tier). The ceiling is an LmConnector with the same connection count reading"
-                + " the same chunks from the same server in the same run (target >= " + P2pBenchCommand.TARGET_RATIO
-                + " of it). Loopback TCP, both engines in this process; medians of the measured runs."})
+                + " server machinery, with a token); engine B looks them up and prefetches them through its P2P tier (tag- and"
+                + " CRC32C-checked, written into its CPU tier). The ceiling is an LmConnector with the same connection count"
+                + " reading the same chunks from the same server in the same run (target >= " + P2pBenchCommand.TARGET_RATIO
+                + " of it); a second server over A without a token shows what the handshake's payload tags cost."
+                + " Loopback TCP, both engines in this process; medians of the measured runs."})
 public final class P2pBenchCommand implements CliMain.Command {
     /** The fraction of the connector's own throughput the P2P tier should reach. */
     static final double TARGET_RATIO = 0.8;
@@ -31,7 +32,7 @@ public final class P2pBenchCommand implements CliMain.Command {
     private final PrintStream err;
 
     @Option(names = "--json", order = 0, description = "print one JSON object (p2p_get_gbps, ceiling_get_gbps, "
-            + "p2p_vs_ceiling, ...) instead of the table")
+            + "p2p_vs_ceiling, untagged_get_gbps, tagged_vs_untagged, ...) instead of the table")
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
@@ -85,11 +86,14 @@ public final class P2pBenchCommand implements CliMain.Command {
         sb.append(String.format(Locale.ROOT, "p2p bench: %d chunks x %d MiB (256 tokens, Llama-3-8B shape), %d connections, "
                 + "median of %d runs after %d warmup, loopback%n", s.chunks(), s.chunkBytes() >> 20, s.connections(), s.runs(),
                 s.warmup()));
-        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "P2P tier (lookup + prefetch, CRC32C-checked)",
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "P2P tier (lookup + prefetch, tag- and CRC-checked)",
                 r.p2pGetGbps()));
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "LmConnector alone (the channel's ceiling)",
                 r.ceilingGetGbps()));
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f   (target >= %.2f)%n", "tier / ceiling", r.ratio(), TARGET_RATIO));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "LmConnector without a token (no tags)",
+                r.untaggedGetGbps()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f%n", "tagged / untagged connector", r.taggedVsUntagged()));
         sb.append(String.format(Locale.ROOT, "verified   %d chunks in B against A's: %d differ", r.verifiedChunks(),
                 r.mismatches()));
         return sb.toString();
@@ -101,6 +105,8 @@ public final class P2pBenchCommand implements CliMain.Command {
         j.number("p2p_get_gbps", r.p2pGetGbps(), 3);
         j.number("ceiling_get_gbps", r.ceilingGetGbps(), 3);
         j.number("p2p_vs_ceiling", r.ratio(), 3);
+        j.number("untagged_get_gbps", r.untaggedGetGbps(), 3);
+        j.number("tagged_vs_untagged", r.taggedVsUntagged(), 3);
         j.number("target_ratio", TARGET_RATIO, 2);
         j.integer("chunks", s.chunks());
         j.integer("chunk_bytes", s.chunkBytes());

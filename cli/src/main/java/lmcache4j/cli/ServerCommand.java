@@ -61,8 +61,9 @@ public final class ServerCommand implements CliMain.Command {
         gb = OptionValues.decimal("--max-size", value);
     }
 
-    @Option(names = "--token", paramLabel = "T", order = 3, description = "shared secret clients must send first "
-            + "(lm://host:port?token=T); default none. A wrong token is answered after 1 s, at most 10 a second in all.")
+    @Option(names = "--token", paramLabel = "T", order = 3, description = "shared secret both sides prove by "
+            + "challenge-response, never sent (lm://host:port?token=T); payloads are then tagged. Use a random one of 16 "
+            + "bytes or more. Default none. A wrong proof is answered after 1 s, at most 10 a second in all.")
     private void token(String value) {
         token = Optional.of(value);
     }
@@ -93,7 +94,7 @@ public final class ServerCommand implements CliMain.Command {
     }
 
     @Option(names = "--stall-timeout", paramLabel = "S", order = 8, description = "close a connection whose request, reply "
-            + "or AUTH stops moving for S seconds (default 30); a frame must also average at least 1 MiB/s")
+            + "or handshake stops moving for S seconds (default 30); a frame must also average at least 1 MiB/s")
     private void stallTimeout(String value) {
         limits = limits.withStallTimeout(OptionValues.seconds("--stall-timeout", value, MAX_TIMEOUT_SECONDS));
     }

@@ -35,6 +35,7 @@ import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.storage.PrefetchedPrefix;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
+import lmcache4j.server.lm.LmServerLimits;
 import lmcache4j.server.p2p.P2pTransferServer;
 
 /**
@@ -74,12 +75,20 @@ public final class P2pBench {
     /**
      * @param p2pGetGbps     chunks through the P2P tier, GB/s (10^9 B/s), median
      * @param ceilingGetGbps the connector alone against the same server, median
+     * @param untaggedGetGbps the connector alone against a second transfer server over A without a token
+     *                        (no handshake, no payload tags), median
      * @param mismatches     chunks B holds afterwards that differ from A's
      */
-    public record Result(Settings settings, double p2pGetGbps, double ceilingGetGbps, double[] p2pRuns, double[] ceilingRuns,
+    public record Result(Settings settings, double p2pGetGbps, double ceilingGetGbps, double untaggedGetGbps,
+                         double[] p2pRuns, double[] ceilingRuns, double[] untaggedRuns,
                          long verifiedChunks, long mismatches, long rejected) {
         public double ratio() {
             return p2pGetGbps / ceilingGetGbps;
+        }
+
+        /** What the payload tags leave of the channel's speed: tagged / untagged connector, same chunks, same run. */
+        public double taggedVsUntagged() {
+            return ceilingGetGbps / untaggedGetGbps;
         }
     }
 
@@ -116,6 +125,9 @@ public final class P2pBench {
              LMCacheEngine b = LMCacheEngine.create(config(s, 2 * s.chunks() + 2, token, "bench-B", controller, p2pPorts[1]),
                      model, KvConnector.host(), List.of());
              LmConnector ceiling = new LmConnector(PeerHolding.parseAddress(server.peerInitUrl()), token,
+                     Duration.ofSeconds(30), s.connections());
+             P2pTransferServer plain = P2pTransferServer.start(a, "127.0.0.1", 0, Optional.empty(), LmServerLimits.defaults());
+             LmConnector untagged = new LmConnector(PeerHolding.parseAddress(plain.peerInitUrl()), Optional.empty(),
                      Duration.ofSeconds(30), s.connections())) {
             List<CacheKey> keys = new ArrayList<>();
             a.prepare(tokens, Map.of()).chunks().forEach(r -> keys.add(r.key()));
@@ -130,19 +142,23 @@ public final class P2pBench {
                 }
                 double[] p2p = new double[s.runs()];
                 double[] direct = new double[s.runs()];
+                double[] bare = new double[s.runs()];
                 for (int run = -s.warmup(); run < s.runs(); run++) {
                     double viaTier = throughTier(b, keys, s);
                     double viaConnector = throughConnector(ceiling, keys, into, s);
+                    double viaPlain = throughConnector(untagged, keys, into, s);
                     if (run >= 0) {
                         p2p[run] = viaTier;
                         direct[run] = viaConnector;
-                        progress.printf(Locale.ROOT, "p2p run %d: tier %.2f GB/s, connector alone %.2f GB/s%n",
-                                run + 1, viaTier, viaConnector);
+                        bare[run] = viaPlain;
+                        progress.printf(Locale.ROOT, "p2p run %d: tier %.2f GB/s, connector alone %.2f GB/s,"
+                                + " without token %.2f GB/s%n", run + 1, viaTier, viaConnector, viaPlain);
                     }
                 }
                 long mismatches = verify(a, b, keys);
                 P2pBackend.Stats stats = ((P2pBackend) b.storage().tier(P2pBackend.NAME).orElseThrow()).stats();
-                return new Result(s, median(p2p), median(direct), p2p, direct, keys.size(), mismatches, stats.rejected());
+                return new Result(s, median(p2p), median(direct), median(bare), p2p, direct, bare, keys.size(), mismatches,
+                        stats.rejected());
             } finally {
                 into.forEach(MemoryObj::release);
             }

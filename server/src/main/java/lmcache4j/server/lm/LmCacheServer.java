@@ -11,7 +11,6 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -26,6 +25,8 @@ import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
 import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
+import lmcache4j.engine.remote.lm.PayloadTag;
 import lmcache4j.server.lm.ServerConnection.Phase;
 
 /**
@@ -58,6 +59,10 @@ public final class LmCacheServer implements AutoCloseable {
     public static final int PAGE_BYTES = PagedChunkStore.PAGE_BYTES;
     /** What an entry is charged beyond its pages: its key, metadata and bookkeeping. */
     public static final int ENTRY_CHARGE_BYTES = PagedChunkStore.ENTRY_CHARGE_BYTES;
+    /** The slices a tagged reply is tagged and sent in: small enough to stay in cache between the two. */
+    private static final int TAG_SLICE_BYTES = 256 * 1024;
+    /** Tokens shorter than this draw a warning: a server's proof lets guesses be tried offline. */
+    static final int MIN_SAFE_TOKEN_BYTES = 16;
     /** The slowest a frame may arrive on average (beyond the stall timeout) before its connection is closed. */
     private static final long MIN_FRAME_BYTES_PER_SECOND = 1L << 20;
 
@@ -133,7 +138,7 @@ public final class LmCacheServer implements AutoCloseable {
      *                      pages), against which every entry is charged its pages plus
      *                      {@value #ENTRY_CHARGE_BYTES} bytes; least recently used entries are evicted
      *                      to make room
-     * @param token         a shared secret every connection must present first (AUTH), or empty
+     * @param token         a shared secret every connection proves first (the {@code LmSession} handshake), or empty
      * @param maxFrameBytes the largest payload one message may carry; larger closes the connection
      * @param limits        connection, entry and time limits
      * @throws IOException when the address cannot be bound or the payload pool cannot be reserved
@@ -183,6 +188,11 @@ public final class LmCacheServer implements AutoCloseable {
         if (token.isPresent() && (token.get().isEmpty()
                 || token.get().getBytes(StandardCharsets.UTF_8).length > LmProtocol.MAX_TOKEN_BYTES)) {
             throw new IllegalArgumentException("token must be 1.." + LmProtocol.MAX_TOKEN_BYTES + " bytes");
+        }
+        if (token.isPresent() && token.get().getBytes(StandardCharsets.UTF_8).length < MIN_SAFE_TOKEN_BYTES) {
+            // One handshake shows anyone the server's proof, against which guesses can be tried offline.
+            LOG.log(Level.WARNING, "lm:// server: a token of fewer than " + MIN_SAFE_TOKEN_BYTES + " bytes can be"
+                    + " guessed offline from one handshake; use a random one (openssl rand -hex 16)");
         }
     }
 
@@ -402,7 +412,7 @@ public final class LmCacheServer implements AutoCloseable {
                 long quiet = now - c.lastProgressNanos();
                 String why = switch (c.phase()) {
                     case IDLE -> quiet > idle ? "idle for longer than " + limits.idleTimeout() : null;
-                    case UNAUTHENTICATED -> quiet > stall ? "no AUTH within " + limits.stallTimeout() : null;
+                    case UNAUTHENTICATED -> quiet > stall ? "no handshake within " + limits.stallTimeout() : null;
                     case BUSY -> quiet > stall ? "stalled mid-frame or mid-reply for longer than " + limits.stallTimeout()
                             : now - c.frameDeadlineNanos() > 0 ? "frame arrived slower than "
                             + MIN_FRAME_BYTES_PER_SECOND + " bytes/s" : null;
@@ -418,6 +428,7 @@ public final class LmCacheServer implements AutoCloseable {
 
     private void serve(ServerConnection c) {
         boolean authenticated = token.isEmpty();
+        LmSession session = null; // the handshake's, on a server with a token
         try {
             while (!closed) {
                 c.enter(authenticated ? Phase.IDLE : Phase.UNAUTHENTICATED, Long.MAX_VALUE);
@@ -429,18 +440,16 @@ public final class LmCacheServer implements AutoCloseable {
                 LmProtocol.readFully(c, hb);
                 ClientHeader h = LmProtocol.decodeClient(hb.array());
                 if (!authenticated) {
-                    if (h.command() != LmProtocol.AUTH) {
-                        throw new ProtocolException("command " + h.command() + " before AUTH on a server with a token");
-                    }
-                    if (!auth(c, h)) {
+                    session = handshake(c, h);
+                    if (session == null) {
                         return;
                     }
                     authenticated = true;
                     continue;
                 }
                 switch (h.command()) {
-                    case LmProtocol.PUT -> put(c, h);
-                    case LmProtocol.GET -> get(c, h);
+                    case LmProtocol.PUT -> put(c, h, hb.array(), session);
+                    case LmProtocol.GET -> get(c, h, hb.array(), session);
                     case LmProtocol.EXIST -> {
                         requireKey(h);
                         reply(c, store.exists(h.key()) ? LmProtocol.SUCCESS : LmProtocol.FAIL);
@@ -452,10 +461,11 @@ public final class LmCacheServer implements AutoCloseable {
                     // LMCache's server has no LIST case and sends nothing, leaving its client waiting; lmcache4j answers.
                     case LmProtocol.LIST -> reply(c, LmProtocol.FAIL);
                     case LmProtocol.HEALTH -> reply(c, LmProtocol.SUCCESS);
-                    case LmProtocol.AUTH -> {
-                        if (!auth(c, h)) {
-                            return;
+                    case LmProtocol.AUTH_HELLO, LmProtocol.AUTH_PROOF, LmProtocol.AUTH_RETIRED -> {
+                        if (token.isPresent()) {
+                            throw new ProtocolException("command " + h.command() + " after the handshake");
                         }
+                        refuseHandshake(c, h);
                     }
                     default -> throw new ProtocolException("unknown command " + h.command());
                 }
@@ -483,20 +493,47 @@ public final class LmCacheServer implements AutoCloseable {
         return System.nanoTime() + allowance;
     }
 
-    private boolean auth(ServerConnection c, ClientHeader h) throws IOException, InterruptedException {
-        int len = h.length();
-        if (len < 0 || len > LmProtocol.MAX_TOKEN_BYTES) {
-            throw new ProtocolException("AUTH token length " + len + " outside 0.." + LmProtocol.MAX_TOKEN_BYTES);
+    /**
+     * {@link LmSession}'s challenge-response, server side: this server proves it holds the token,
+     * then checks the client's proof. The session, or null when the proof is wrong (answered FAIL
+     * after the throttle; the caller closes).
+     */
+    private LmSession handshake(ServerConnection c, ClientHeader hello) throws IOException, InterruptedException {
+        if (hello.command() == LmProtocol.AUTH_RETIRED) {
+            throw new ProtocolException("AUTH with the token in clear is retired: the client predates lmcache4j's"
+                    + " AUTH_HELLO handshake");
         }
-        byte[] presented = LmProtocol.readFully(c, len);
-        boolean ok = token.isEmpty() || MessageDigest.isEqual(token.get(), presented);
+        if (hello.command() != LmProtocol.AUTH_HELLO || hello.length() != LmSession.NONCE_BYTES) {
+            throw new ProtocolException("command " + hello.command() + " (length " + hello.length()
+                    + ") where a server with a token expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce");
+        }
+        byte[] cn = LmProtocol.readFully(c, LmSession.NONCE_BYTES);
+        byte[] sn = LmSession.nonce();
+        LmProtocol.writeFully(c, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeServer(LmProtocol.SUCCESS,
+                LmSession.NONCE_BYTES + LmSession.PROOF_BYTES), sn, LmSession.serverProof(token.orElseThrow(), cn, sn))));
+        ClientHeader proof = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
+        if (proof.command() != LmProtocol.AUTH_PROOF || proof.length() != LmSession.PROOF_BYTES) {
+            throw new ProtocolException("command " + proof.command() + " (length " + proof.length()
+                    + ") where AUTH_PROOF with a " + LmSession.PROOF_BYTES + "-byte proof was expected");
+        }
+        byte[] presented = LmProtocol.readFully(c, LmSession.PROOF_BYTES);
+        boolean ok = LmSession.matches(LmSession.clientProof(token.get(), cn, sn), presented);
         if (!ok) {
             long n = authFailures.incrementAndGet();
             authThrottle.awaitFailureSlot(); // guesses cost time, whatever the number of connections
             authFailureLog.log("lm:// server: wrong token from " + c + "; closing (wrong tokens so far: " + n + ")");
         }
         reply(c, ok ? LmProtocol.SUCCESS : LmProtocol.FAIL);
-        return ok;
+        return ok ? LmSession.established(token.get(), cn, sn) : null;
+    }
+
+    /** A handshake sent to a server without a token: FAIL, so the client says this server takes none. */
+    private static void refuseHandshake(ServerConnection c, ClientHeader h) throws IOException {
+        if (h.length() < 0 || h.length() > LmSession.NONCE_BYTES) {
+            throw new ProtocolException("command " + h.command() + " with length " + h.length());
+        }
+        LmProtocol.skipFully(c, h.length());
+        reply(c, LmProtocol.FAIL);
     }
 
     private static void requireKey(ClientHeader h) throws ProtocolException {
@@ -507,7 +544,7 @@ public final class LmCacheServer implements AutoCloseable {
 
     // ---- PUT and GET --------------------------------------------------------------------------------
 
-    private void put(ServerConnection c, ClientHeader h) throws IOException {
+    private void put(ServerConnection c, ClientHeader h, byte[] header, LmSession session) throws IOException {
         requireKey(h);
         int len = h.length();
         if (len < 0 || len > maxFrameBytes) {
@@ -520,17 +557,10 @@ public final class LmCacheServer implements AutoCloseable {
             throw new ProtocolException(e.getMessage());
         }
         c.enter(Phase.BUSY, frameDeadline(len));
-        boolean stored = store.put(h.key(), meta, len, new LmChunkStore.PayloadSource() {
-            @Override
-            public void readFully(ByteBuffer dst) throws IOException {
-                LmProtocol.readFully(c, dst);
-            }
-
-            @Override
-            public void skip(long bytes) throws IOException {
-                LmProtocol.skipFully(c, bytes);
-            }
-        });
+        TaggedPayload source = new TaggedPayload(c, h.key(), len,
+                session == null ? null : session.clientToServer().next().update(header));
+        boolean stored = store.put(h.key(), meta, len, source);
+        source.requireConsumed();
         puts.incrementAndGet(); // only once the whole payload arrived: a PUT cut short is a protocol error
         if (!stored) {
             long n = refusedPuts.incrementAndGet();
@@ -539,7 +569,7 @@ public final class LmCacheServer implements AutoCloseable {
         }
     }
 
-    private void get(ServerConnection c, ClientHeader h) throws IOException {
+    private void get(ServerConnection c, ClientHeader h, byte[] header, LmSession session) throws IOException {
         requireKey(h);
         gets.incrementAndGet();
         Optional<LmChunkStore.Lease> leased = store.lease(h.key());
@@ -551,14 +581,35 @@ public final class LmCacheServer implements AutoCloseable {
         try (LmChunkStore.Lease e = leased.get()) {
             c.enter(Phase.BUSY, frameDeadline(e.length()));
             ByteBuffer[] payload = e.payload();
-            ByteBuffer[] bufs = new ByteBuffer[payload.length + 1];
-            bufs[0] = ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata(), e.replyLocation()));
-            System.arraycopy(payload, 0, bufs, 1, payload.length);
-            // A client that never reads its reply stalls this write; the reaper's stall timeout closes it.
-            while (bufs[bufs.length - 1].hasRemaining()) {
-                c.write(bufs);
+            byte[] reply = LmProtocol.encodeServer(LmProtocol.SUCCESS, e.metadata(), e.replyLocation());
+            // A client that never reads its reply stalls these writes; the reaper's stall timeout closes it.
+            if (session == null) {
+                ByteBuffer[] bufs = new ByteBuffer[payload.length + 1];
+                bufs[0] = ByteBuffer.wrap(reply);
+                System.arraycopy(payload, 0, bufs, 1, payload.length);
+                while (bufs[bufs.length - 1].hasRemaining()) {
+                    c.write(bufs);
+                }
+            } else {
+                sendTagged(c, session.serverToClient().next().update(header).update(reply), reply, payload);
             }
         }
+    }
+
+    /** Slices of the payload being tagged, each written while it is still in cache, then the tag. */
+    private static void sendTagged(ServerConnection c, PayloadTag.Message tag, byte[] reply, ByteBuffer[] payload)
+            throws IOException {
+        LmProtocol.writeFully(c, ByteBuffer.wrap(reply));
+        for (ByteBuffer b : payload) {
+            ByteBuffer rest = b.duplicate();
+            while (rest.hasRemaining()) {
+                ByteBuffer slice = rest.slice(rest.position(), Math.min(TAG_SLICE_BYTES, rest.remaining()));
+                rest.position(rest.position() + slice.remaining());
+                tag.update(slice.duplicate());
+                LmProtocol.writeFully(c, slice);
+            }
+        }
+        LmProtocol.writeFully(c, ByteBuffer.wrap(tag.finish()));
     }
 
     private static void reply(ServerConnection c, int code) throws IOException {

@@ -21,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
@@ -40,6 +41,7 @@ import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
@@ -249,9 +251,14 @@ class LmServerAbuseTest {
                 done.add(guessers.submit(() -> {
                     for (int i = first; i < guesses; i += 8) {
                         try (SocketChannel ch = open(server)) {
-                            byte[] t = ("guess" + i).getBytes(StandardCharsets.UTF_8);
-                            LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH, t.length, "")),
-                                    ByteBuffer.wrap(t));
+                            // A guesser cannot check the server's proof; it sends a guessed proof anyway.
+                            LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO,
+                                    LmSession.NONCE_BYTES, "")), ByteBuffer.wrap(LmSession.nonce()));
+                            LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES
+                                    + LmSession.PROOF_BYTES);
+                            byte[] guess = Arrays.copyOf(("guess" + i).getBytes(StandardCharsets.UTF_8), LmSession.PROOF_BYTES);
+                            LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF,
+                                    guess.length, "")), ByteBuffer.wrap(guess));
                             if (LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)) == LmProtocol.FAIL) {
                                 refused.incrementAndGet();
                             }

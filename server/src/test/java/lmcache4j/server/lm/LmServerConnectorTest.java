@@ -127,6 +127,39 @@ class LmServerConnectorTest {
     }
 
     @Test
+    void withATokenPayloadsCarryTagsBothWaysAndAnAlteredPutStoresNothing() throws Exception {
+        String token = "a-long-enough-token-for-tests";
+        try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 64L * MB, Optional.of(token), 16 * MB);
+             LmConnector lm = connector(server, "?token=" + token);
+             LocalCpuBackend cpu = TestChunks.cpuTier(16, "LRU", 1)) {
+            MemoryObj obj = TestChunks.chunk(cpu, 3, AllocationMode.NO_EVICTION).orElseThrow();
+            await(lm.put(TestChunks.key(3), RemoteMetadata.forObject(obj), obj.segment()));
+            MemoryObj back = await(lm.get(TestChunks.key(3), m -> alloc(cpu, m))).orElseThrow();
+            assertEquals(-1, back.segment().mismatch(obj.segment()), "tagged both ways, identical");
+            back.release();
+
+            // A client with the token whose PUT payload was altered after tagging: nothing is stored.
+            try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(
+                    new java.net.InetSocketAddress(LOOPBACK, server.port()))) {
+                lmcache4j.engine.remote.lm.LmSession session = lmcache4j.engine.remote.lm.LmSession.authenticate(ch,
+                        token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                RemoteMetadata meta = RemoteMetadata.forObject(obj);
+                byte[] head = LmProtocol.encodeClient(LmProtocol.PUT, meta, TestChunks.key(4).toKeyString());
+                byte[] payload = obj.segment().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                byte[] tag = session.clientToServer().next().update(head).update(payload).finish();
+                payload[payload.length - 1] ^= 1;
+                LmProtocol.writeFully(ch, java.nio.ByteBuffer.wrap(head), java.nio.ByteBuffer.wrap(payload),
+                        java.nio.ByteBuffer.wrap(tag));
+                assertEquals(-1, ch.read(java.nio.ByteBuffer.allocate(1)), "the server closes the connection");
+            }
+            obj.release();
+            assertFalse(await(lm.exists(TestChunks.key(4))), "the altered PUT stored nothing");
+            assertTrue(await(lm.exists(TestChunks.key(3))));
+            assertEquals(1, server.stats().entries());
+        }
+    }
+
+    @Test
     void tokenRequired() throws Exception {
         try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 8L * MB, Optional.of("s3cret"), MB)) {
             try (LmConnector none = connector(server, "?timeout_ms=3000")) {
@@ -134,9 +167,12 @@ class LmServerConnectorTest {
                 assertThrows(ExecutionException.class, () -> await(none.exists(TestChunks.key(1))));
             }
             try (LmConnector wrong = connector(server, "?token=nope")) {
+                // The server's proof does not check out under the wrong token: the client stops there.
                 ExecutionException e = assertThrows(ExecutionException.class, () -> await(wrong.ping()));
-                assertTrue(e.getCause().getMessage().contains("refused the token"), e.getCause().getMessage());
+                assertTrue(e.getCause().getMessage().contains("could not prove it holds the token"),
+                        e.getCause().getMessage());
             }
+            assertEquals(0, server.stats().authFailures(), "the wrong client never sent a proof");
             try (LmConnector right = connector(server, "?token=s3cret")) {
                 await(right.ping());
                 assertFalse(await(right.exists(TestChunks.key(1))));

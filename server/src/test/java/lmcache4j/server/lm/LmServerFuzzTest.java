@@ -10,6 +10,7 @@ import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
@@ -29,6 +30,7 @@ import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
@@ -89,11 +91,8 @@ class LmServerFuzzTest {
             try (SocketChannel ch = SocketChannel.open(at)) {
                 ch.setOption(StandardSocketOptions.SO_LINGER, 0); // a reset, no TIME_WAIT: 10^5 connections fit the port range
                 boolean authenticated = token.isEmpty();
-                if (!authenticated && rnd.nextInt(3) > 0) { // mostly past AUTH, to reach the commands
-                    byte[] t = token.get().getBytes();
-                    LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH, t.length, "")),
-                            ByteBuffer.wrap(t));
-                    LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
+                if (!authenticated && rnd.nextInt(3) > 0) { // mostly past the handshake, to reach the commands
+                    LmSession.authenticate(ch, token.get().getBytes(StandardCharsets.UTF_8));
                     authenticated = true;
                 }
                 if (authenticated && rnd.nextInt(8) == 0) { // a valid request first: the bad frame then arrives mid-conversation
@@ -149,8 +148,14 @@ class LmServerFuzzTest {
                 }
                 return h;
             }
-            case 6 -> { // AUTH with a bogus length, or a PUT with a negative one
-                return LmProtocol.encodeClient(rnd.nextBoolean() ? LmProtocol.AUTH : LmProtocol.PUT,
+            case 6 -> { // a handshake message with a bogus length, or a PUT with a negative one
+                int command = switch (rnd.nextInt(4)) {
+                    case 0 -> LmProtocol.AUTH_HELLO;
+                    case 1 -> LmProtocol.AUTH_PROOF;
+                    case 2 -> LmProtocol.AUTH_RETIRED;
+                    default -> LmProtocol.PUT;
+                };
+                return LmProtocol.encodeClient(command,
                         rnd.nextBoolean() ? -1 - rnd.nextInt(1000) : LmProtocol.MAX_TOKEN_BYTES + 1 + rnd.nextInt(1000), "");
             }
             case 7 -> { // a control character in the key

@@ -36,8 +36,13 @@ import lmcache4j.engine.remote.RemoteMetadata;
 /**
  * A {@link RemoteConnector} for LMCache's {@code lm://host:port} cache server (lmcache4j's, in the
  * {@code lmcache4j.server} module, or LMCache's own; spec §4.9). Optional query parameters: {@code token} (the server's shared
- * secret, sent as AUTH on every new connection), {@code timeout_ms} (per operation, default
- * 10000), {@code pool} (connections, default 4).
+ * secret), {@code timeout_ms} (per operation, default 10000), {@code pool} (connections, default 4).
+ *
+ * <p>With a token, every new connection starts with {@link LmSession}'s challenge-response: the
+ * server must prove it holds the token before this client proves it does, the token itself never
+ * crosses the wire, and every payload either way carries a {@link PayloadTag}. A server that cannot
+ * prove itself, or a payload whose tag does not check out, fails the operation; nothing it sent is
+ * kept.
  *
  * <p>A pool of blocking connections, each used by one operation at a time, on a small executor
  * with one thread per connection. Reply headers and payloads are read in loops until every byte
@@ -55,7 +60,7 @@ public final class LmConnector implements RemoteConnector {
     private final InetSocketAddress address;
     private final Optional<String> token;
     private final Duration timeout;
-    private final ConcurrentLinkedQueue<SocketChannel> idle = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Conn> idle = new ConcurrentLinkedQueue<>();
     private final Set<SocketChannel> all = ConcurrentHashMap.newKeySet();
     private final OwnedThreads threads = new OwnedThreads();
     private final ExecutorService executor;
@@ -131,15 +136,16 @@ public final class LmConnector implements RemoteConnector {
 
     @Override
     public CompletableFuture<Boolean> exists(CacheKey key) {
-        return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.EXIST, 0, key.toKeyString()));
-            return LmProtocol.replyCode(readReply(ch)) == LmProtocol.SUCCESS;
+        return submit(c -> {
+            write(c.ch(), LmProtocol.encodeClient(LmProtocol.EXIST, 0, key.toKeyString()));
+            return LmProtocol.replyCode(readReply(c.ch())) == LmProtocol.SUCCESS;
         });
     }
 
     @Override
     public CompletableFuture<Void> put(CacheKey key, RemoteMetadata metadata, MemorySegment payload) {
-        return submit(ch -> {
+        return submit(c -> {
+            SocketChannel ch = c.ch();
             if (payload.byteSize() != metadata.length()) {
                 throw new IllegalArgumentException("payload is " + payload.byteSize() + " bytes, metadata says "
                         + metadata.length());
@@ -149,8 +155,13 @@ public final class LmConnector implements RemoteConnector {
             // A PUT has no reply: an EXIST on the same connection, which the server answers only
             // after it has handled the PUT, tells whether the chunk was stored, so a completed
             // put means stored (not merely sent) and a refused one is a failed put.
-            LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer(),
-                    ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.EXIST, 0, keyString)));
+            ByteBuffer exist = ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.EXIST, 0, keyString));
+            if (c.session() == null) {
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer(), exist);
+            } else {
+                byte[] tag = c.session().clientToServer().next().update(head).update(payload.asByteBuffer()).finish();
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(head), payload.asByteBuffer(), ByteBuffer.wrap(tag), exist);
+            }
             if (LmProtocol.replyCode(readReply(ch)) != LmProtocol.SUCCESS) {
                 throw new IOException("lm:// server " + url() + " did not store " + keyString
                         + " (it refused " + metadata.length() + " bytes it had no room for, or evicted them at once)");
@@ -161,7 +172,7 @@ public final class LmConnector implements RemoteConnector {
 
     @Override
     public CompletableFuture<Optional<MemoryObj>> get(CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
-        return submit(ch -> receive(ch, key, allocate, null).map(Received::obj));
+        return submit(c -> receive(c, key, allocate, null).map(Received::obj));
     }
 
     /**
@@ -185,9 +196,9 @@ public final class LmConnector implements RemoteConnector {
      */
     public CompletableFuture<Optional<CheckedChunk>> getChecked(CacheKey key,
                                                                 Function<RemoteMetadata, Optional<MemoryObj>> allocate) {
-        return submit(ch -> {
+        return submit(c -> {
             CRC32C crc = new CRC32C();
-            return receive(ch, key, allocate, crc)
+            return receive(c, key, allocate, crc)
                     .map(r -> new CheckedChunk(r.obj(), LmProtocol.replyLocation(r.reply()), (int) crc.getValue()));
         });
     }
@@ -201,9 +212,11 @@ public final class LmConnector implements RemoteConnector {
      * payload read into that room ({@code sum}, when given, updated slice by slice as it arrives);
      * empty for a miss or no room (the payload is then skipped, keeping the connection in step).
      */
-    private Optional<Received> receive(SocketChannel ch, CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate,
+    private Optional<Received> receive(Conn c, CacheKey key, Function<RemoteMetadata, Optional<MemoryObj>> allocate,
                                        CRC32C sum) throws IOException {
-        write(ch, LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString()));
+        SocketChannel ch = c.ch();
+        byte[] request = LmProtocol.encodeClient(LmProtocol.GET, 0, key.toKeyString());
+        write(ch, request);
         byte[] reply = readReply(ch);
         if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS) {
             return Optional.empty();
@@ -214,22 +227,35 @@ public final class LmConnector implements RemoteConnector {
         } catch (IllegalArgumentException e) {
             throw new IOException("lm:// server sent a malformed reply: " + e.getMessage(), e);
         }
+        PayloadTag.Message tag = c.session() == null ? null : c.session().serverToClient().next().update(request).update(reply);
+        int trailer = tag == null ? 0 : PayloadTag.BYTES;
         Optional<MemoryObj> obj = allocate.apply(meta);
         if (obj.isEmpty() || obj.get().byteSize() < meta.length()) {
             obj.ifPresent(MemoryObj::release);
-            LmProtocol.skipFully(ch, meta.length()); // keep the connection in step
+            LmProtocol.skipFully(ch, (long) meta.length() + trailer); // keep the connection in step
             return Optional.empty();
         }
         try {
             MemorySegment into = obj.get().segment();
-            if (sum == null) {
+            if (sum == null && tag == null) {
                 LmProtocol.readFully(ch, into.asSlice(0, meta.length()).asByteBuffer());
             } else {
+                // Each slice is summed and tagged while it is still in cache.
                 for (long at = 0; at < meta.length(); at += SUM_SLICE_BYTES) {
                     ByteBuffer slice = into.asSlice(at, Math.min(SUM_SLICE_BYTES, meta.length() - at)).asByteBuffer();
                     LmProtocol.readFully(ch, slice);
-                    sum.update(slice.flip());
+                    slice.flip();
+                    if (tag != null) {
+                        tag.update(slice.duplicate());
+                    }
+                    if (sum != null) {
+                        sum.update(slice);
+                    }
                 }
+            }
+            if (tag != null && !tag.verify(LmProtocol.readFully(ch, PayloadTag.BYTES))) {
+                throw new IOException("lm:// server " + url() + " sent " + key.toKeyString()
+                        + " with a tag that does not check out (altered in transit, or not from a holder of the token)");
             }
         } catch (IOException | RuntimeException e) {
             obj.get().release();
@@ -240,17 +266,17 @@ public final class LmConnector implements RemoteConnector {
 
     @Override
     public CompletableFuture<Boolean> remove(CacheKey key) {
-        return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.REMOVE, 0, key.toKeyString()));
-            return LmProtocol.replyCode(readReply(ch)) == LmProtocol.SUCCESS;
+        return submit(c -> {
+            write(c.ch(), LmProtocol.encodeClient(LmProtocol.REMOVE, 0, key.toKeyString()));
+            return LmProtocol.replyCode(readReply(c.ch())) == LmProtocol.SUCCESS;
         });
     }
 
     @Override
     public CompletableFuture<Void> ping() {
-        return submit(ch -> {
-            write(ch, LmProtocol.encodeClient(LmProtocol.HEALTH, 0, LmProtocol.PLACEHOLDER_KEY));
-            int code = LmProtocol.replyCode(readReply(ch));
+        return submit(c -> {
+            write(c.ch(), LmProtocol.encodeClient(LmProtocol.HEALTH, 0, LmProtocol.PLACEHOLDER_KEY));
+            int code = LmProtocol.replyCode(readReply(c.ch()));
             if (code != LmProtocol.SUCCESS) {
                 throw new IOException("lm:// server " + url() + " answered HEALTH with " + code);
             }
@@ -281,7 +307,11 @@ public final class LmConnector implements RemoteConnector {
 
     @FunctionalInterface
     private interface Op<T> {
-        T run(SocketChannel ch) throws Exception;
+        T run(Conn c) throws Exception;
+    }
+
+    /** A connection and, when the server has a token, the session its handshake established (else null). */
+    private record Conn(SocketChannel ch, LmSession session) {
     }
 
     private <T> CompletableFuture<T> submit(Op<T> op) {
@@ -299,7 +329,7 @@ public final class LmConnector implements RemoteConnector {
     }
 
     private <T> void runOp(Op<T> op, CompletableFuture<T> f) {
-        SocketChannel ch = null;
+        Conn ch = null;
         AtomicBoolean timedOut = new AtomicBoolean();
         ScheduledFuture<?> timer = null;
         try {
@@ -307,7 +337,7 @@ public final class LmConnector implements RemoteConnector {
                 throw new IllegalStateException(this + " is closed");
             }
             ch = acquire();
-            SocketChannel watched = ch;
+            SocketChannel watched = ch.ch();
             timer = watchdog.schedule(() -> {
                 timedOut.set(true);
                 closeQuietly(watched);
@@ -325,7 +355,7 @@ public final class LmConnector implements RemoteConnector {
                 timer.cancel(false);
             }
             if (ch != null) {
-                closeQuietly(ch);
+                closeQuietly(ch.ch());
             }
             if (timedOut.get()) {
                 f.completeExceptionally(new IOException("lm:// operation on " + url() + " timed out after "
@@ -336,38 +366,41 @@ public final class LmConnector implements RemoteConnector {
         }
     }
 
-    private SocketChannel acquire() throws IOException {
-        SocketChannel ch;
-        while ((ch = idle.poll()) != null) {
-            if (ch.isOpen() && stillConnected(ch)) {
-                return ch;
+    private Conn acquire() throws IOException {
+        Conn c;
+        while ((c = idle.poll()) != null) {
+            if (c.ch().isOpen() && stillConnected(c.ch())) {
+                return c;
             }
-            closeQuietly(ch);
+            closeQuietly(c.ch());
         }
-        ch = SocketChannel.open();
+        SocketChannel ch = SocketChannel.open();
         all.add(ch);
         SocketChannel opened = ch;
         ScheduledFuture<?> timer = watchdog.schedule(() -> closeQuietly(opened), timeout.toMillis(), TimeUnit.MILLISECONDS);
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             ch.connect(address);
-            if (token.isPresent()) {
-                byte[] t = token.get().getBytes(StandardCharsets.UTF_8);
-                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH, t.length, "")),
-                        ByteBuffer.wrap(t));
-                if (LmProtocol.replyCode(readReply(ch)) != LmProtocol.SUCCESS) {
-                    throw new IOException("lm:// server " + url() + " refused the token");
-                }
-            }
+            LmSession session = token.isPresent() ? handshake(ch, token.get().getBytes(StandardCharsets.UTF_8)) : null;
             timer.cancel(false);
-            return ch;
+            return new Conn(ch, session);
+        } catch (LmSession.AuthenticationException e) {
+            timer.cancel(false);
+            closeQuietly(ch);
+            throw e;
         } catch (IOException | RuntimeException e) {
             timer.cancel(false);
             closeQuietly(ch);
-            if (e instanceof IOException io && io.getMessage() != null && io.getMessage().contains("refused the token")) {
-                throw io;
-            }
             throw new IOException("cannot connect to lm:// server " + url() + ": " + e, e);
+        }
+    }
+
+    /** {@link LmSession#authenticate}, its failure naming this server. */
+    private LmSession handshake(SocketChannel ch, byte[] token) throws IOException {
+        try {
+            return LmSession.authenticate(ch, token);
+        } catch (LmSession.AuthenticationException e) {
+            throw new LmSession.AuthenticationException("lm:// server " + url() + " " + e.getMessage());
         }
     }
 

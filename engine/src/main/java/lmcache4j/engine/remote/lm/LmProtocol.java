@@ -17,7 +17,7 @@ import lmcache4j.engine.remote.RemoteMetadata;
 /**
  * LMCache's {@code lm://} wire format, as LMCache's current {@code lmcache/v1/protocol.py} frames it
  * (matched against LMCache commit {@value #LMCACHE_COMMIT}; spec §4.9), with two lmcache4j
- * additions that LMCache clients never send (AUTH, REMOVE).
+ * additions that LMCache clients never send (the AUTH_HELLO handshake with its payload tags, REMOVE).
  *
  * <p><b>ClientMetaMessage</b>, {@value #CLIENT_HEADER_BYTES} bytes: Python {@code struct} format
  * {@code "iiiiiiiii150s"} in native mode (little-endian, no padding on x86-64/aarch64):
@@ -37,12 +37,16 @@ import lmcache4j.engine.remote.RemoteMetadata;
  * → reply header, and when SUCCESS {@code length} payload bytes. EXIST → reply header, code
  * 200 present / 400 absent. HEALTH → SUCCESS. LIST: LMCache's server has no LIST case and sends
  * nothing back, which leaves a client waiting forever; lmcache4j's server answers FAIL instead.
- * lmcache4j: AUTH ({@value #AUTH}) with length = token bytes and the token as payload → SUCCESS
- * or FAIL (then the server closes); when the server has a token, any other first command closes
- * the connection. REMOVE ({@value #REMOVE}) → 200 removed / 400 absent.
+ * lmcache4j: when the server has a token, a connection starts with the challenge-response of
+ * {@link LmSession}: AUTH_HELLO ({@value #AUTH_HELLO}, the client's 32-byte nonce as payload) →
+ * SUCCESS with length 64 and the server's nonce and proof as payload; then AUTH_PROOF
+ * ({@value #AUTH_PROOF}, the client's 32-byte proof) → SUCCESS, or FAIL and the server closes. Any
+ * other first command closes the connection. On such a connection every PUT payload and every GET
+ * reply payload is followed by a {@value LmSession#TAG_BYTES}-byte {@link PayloadTag}. REMOVE
+ * ({@value #REMOVE}) → 200 removed / 400 absent.
  *
  * <p>LMCache's server parses every key field with {@code CacheEngineKey.from_string}, which needs
- * at least five {@code @}-separated parts; commands that carry no real key (HEALTH, LIST, AUTH)
+ * at least five {@code @}-separated parts; commands that carry no real key (HEALTH, LIST, the handshake)
  * therefore send {@link #PLACEHOLDER_KEY} so that LMCache's server accepts them too.
  */
 public final class LmProtocol {
@@ -56,8 +60,15 @@ public final class LmProtocol {
     public static final int HEALTH = 5;
     /** lmcache4j: removes a key. */
     public static final int REMOVE = 6;
-    /** lmcache4j: the shared-secret handshake, first message of a connection when the server has a token. */
-    public static final int AUTH = 100;
+    /**
+     * lmcache4j, retired: the token sent in clear. A server answers it by closing the connection and
+     * saying that the client predates {@link #AUTH_HELLO}.
+     */
+    public static final int AUTH_RETIRED = 100;
+    /** lmcache4j: the client's nonce, the first message of a connection when the server has a token. */
+    public static final int AUTH_HELLO = 101;
+    /** lmcache4j: the client's proof, sent once the server's proof checked out. */
+    public static final int AUTH_PROOF = 102;
 
     public static final int SUCCESS = 200;
     public static final int FAIL = 400;
@@ -75,7 +86,7 @@ public final class LmProtocol {
     public static final int CLIENT_HEADER_BYTES = 36 + KEY_BYTES;
     /** 9 int32. */
     public static final int SERVER_HEADER_BYTES = 36;
-    /** The most token bytes an AUTH may carry. */
+    /** The longest token a server or client may hold. */
     public static final int MAX_TOKEN_BYTES = 4096;
     /** A key string LMCache's {@code CacheEngineKey.from_string} parses, for commands without a key. */
     public static final String PLACEHOLDER_KEY = "lmcache4j@1@0@0@half";
@@ -152,7 +163,7 @@ public final class LmProtocol {
         return encodeClient(command, metadata.toBytes(), location, key);
     }
 
-    /** A client header with LMCache's dummy metadata and the given length (GET, EXIST, HEALTH, AUTH...). */
+    /** A client header with LMCache's dummy metadata and the given length (GET, EXIST, HEALTH, the handshake...). */
     public static byte[] encodeClient(int command, int length, String key) {
         ByteBuffer meta = ByteBuffer.allocate(RemoteMetadata.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         meta.putInt(length);
@@ -190,7 +201,7 @@ public final class LmProtocol {
 
     /**
      * Decodes a client header. The key is the field with trailing spaces removed; it must be valid
-     * UTF-8 without control characters (it may be empty: HEALTH, LIST and AUTH carry no key).
+     * UTF-8 without control characters (it may be empty: HEALTH, LIST and the handshake carry no key).
      */
     public static ClientHeader decodeClient(byte[] bytes) throws ProtocolException {
         if (bytes.length != CLIENT_HEADER_BYTES) {
@@ -248,13 +259,24 @@ public final class LmProtocol {
 
     /** A reply header with only a code (length 0, LMCache's dummy fmt/dtype, no location). */
     public static byte[] encodeServer(int code) {
+        return encodeServer(code, 0);
+    }
+
+    /** A reply header with a code and a payload length (LMCache's dummy fmt/dtype, no location). */
+    public static byte[] encodeServer(int code, int length) {
         ByteBuffer b = ByteBuffer.allocate(SERVER_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(code);
-        for (int v : DUMMY) {
-            b.putInt(v);
+        b.putInt(length);
+        for (int i = 1; i < DUMMY.length; i++) {
+            b.putInt(DUMMY[i]);
         }
         b.putInt(LOCATION_NONE);
         return b.array();
+    }
+
+    /** The payload length field of a reply header. */
+    public static int replyLength(byte[] reply) {
+        return ByteBuffer.wrap(reply).order(ByteOrder.LITTLE_ENDIAN).getInt(4);
     }
 
     /** The code of a reply header. */

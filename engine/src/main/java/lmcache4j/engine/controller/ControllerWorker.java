@@ -38,6 +38,7 @@ import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
@@ -73,6 +74,10 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
      * reserves the size it declares (one 12-byte header declaring 1.5 GiB did that without this).
      */
     public static final long MAX_MESSAGE_BYTES = 16L << 20;
+    /** All this worker's sockets together hold at most four largest messages being received. */
+    static final long RECEIVE_BUDGET_BYTES = 4 * MAX_MESSAGE_BYTES;
+
+    private final ReceiveBudget receiveBudget = new ReceiveBudget(RECEIVE_BUDGET_BYTES);
 
     private final ControllerWorkerSettings settings;
     private final WorkerControls engine;
@@ -242,7 +247,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
             }
         });
         s.setLinger(0);
-        s.setMaxMsgSize(MAX_MESSAGE_BYTES);
+        receiveBudget.apply(s, MAX_MESSAGE_BYTES);
         s.setSndHWM(HWM);
         s.setRcvHWM(HWM);
         return s;

@@ -26,6 +26,7 @@ import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.controller.http.JsonBody;
@@ -60,6 +61,7 @@ public final class ControllerServer implements AutoCloseable {
     private final WorkerRegistry registry;
     private final FullSyncTracker sync;
     private final ControllerMetrics metrics;
+    private final ReceiveBudget receiveBudget;
     private final ControllerLookup lookup;
     private final WorkerConnections connections;
     private final Orchestrator orchestrator;
@@ -86,6 +88,8 @@ public final class ControllerServer implements AutoCloseable {
     private ControllerServer(ControllerConfig config, InstantSource clock) {
         this.config = config;
         metrics = new ControllerMetrics();
+        // What the launcher's heap sizing sets aside for messages in flight: (queued + 2) frames.
+        receiveBudget = new ReceiveBudget((config.caps().maxQueuedOrchestrations() + 2L) * config.maxFrameBytes());
         index = new ChunkIndex(config.expectedEntries(), config.caps().maxEntries());
         sync = new FullSyncTracker(index);
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
@@ -135,7 +139,8 @@ public final class ControllerServer implements AutoCloseable {
         ZMQ.Socket s = context.createSocket(type);
         config.secret().ifPresent(secret -> secret.serve(s));
         s.setLinger(0);
-        s.setMaxMsgSize(config.maxFrameBytes()); // larger messages disconnect their sender instead of filling memory
+        // Larger messages disconnect their sender; all together, messages being received hold at most the budget.
+        receiveBudget.apply(s, config.maxFrameBytes());
         s.setRcvHWM(100_000);
         try {
             s.bind(at.bindAddress());
@@ -257,6 +262,8 @@ public final class ControllerServer implements AutoCloseable {
         metrics.gauge("lmcache4j_controller_index_entries", index::entries);
         metrics.gauge("lmcache4j_controller_index_locations", index::locations);
         metrics.counter("lmcache4j_controller_index_admits_refused_total", index::admitsRefused);
+        metrics.counter("lmcache4j_controller_receive_budget_refused_total", receiveBudget::refused);
+        metrics.gauge("lmcache4j_controller_receive_budget_held_bytes", receiveBudget::heldBytes);
         CurveGate g = gate;
         if (g != null) { // handshakes with a key that is not the deployment's
             metrics.counter("lmcache4j_controller_curve_handshakes_refused_total", g::refused);
@@ -265,6 +272,11 @@ public final class ControllerServer implements AutoCloseable {
         metrics.gauge("lmcache4j_controller_instances", () -> registry.workers().stream().map(w -> w.key().instanceId()).distinct().count());
         metrics.gauge("lmcache4j_controller_workers", () -> registry.workers().size());
         metrics.gauge("lmcache4j_controller_full_syncs_running", sync::running);
+    }
+
+    /** The budget its sockets reserve messages being received from (tests). */
+    ReceiveBudget receiveBudget() {
+        return receiveBudget;
     }
 
     /** The PULL socket's address (with the port it got). */

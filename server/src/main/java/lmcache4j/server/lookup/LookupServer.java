@@ -22,6 +22,7 @@ import lmcache4j.engine.lookup.MultipartReader;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -44,6 +45,8 @@ public final class LookupServer implements AutoCloseable {
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
     /** Largest message accepted; a larger one drops the sender's connection (ZMQ_MAXMSGSIZE). */
     private static final long MAX_MESSAGE_BYTES = 64L << 20;
+    /** Requests being received hold at most this much together, however many schedulers connect. */
+    private static final long RECEIVE_BUDGET_BYTES = 4 * MAX_MESSAGE_BYTES;
 
     private final LMCacheEngine engine;
     private final ZContext context = new OwnedZContext("lookup-server", 1);
@@ -79,7 +82,7 @@ public final class LookupServer implements AutoCloseable {
             secret.ifPresent(s -> s.serve(pull));
             pull.setLinger(0);
             pull.setReceiveTimeOut(POLL_MS);
-            pull.setMaxMsgSize(MAX_MESSAGE_BYTES);
+            new ReceiveBudget(RECEIVE_BUDGET_BYTES).apply(pull, MAX_MESSAGE_BYTES);
             pull.bind(workerUrl);
             push = context.createSocket(SocketType.PUSH);
             secret.ifPresent(s -> s.connectAsMember(push));

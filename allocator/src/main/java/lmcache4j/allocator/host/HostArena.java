@@ -9,7 +9,7 @@ import lmcache4j.cuda.CudaRuntime;
  * Allocators carve objects out of {@link #segment()}; closing the arena invalidates every slice of
  * it, so a late access throws rather than touching freed memory.
  */
-public sealed interface HostArena extends AutoCloseable permits CudaHostAllocArena, MappedHostArena {
+public sealed interface HostArena extends AutoCloseable permits CudaHostAllocArena, MappedHostArena, SharedMemoryArena {
 
     /** How the memory was obtained. */
     enum Kind {
@@ -18,7 +18,11 @@ public sealed interface HostArena extends AutoCloseable permits CudaHostAllocAre
         /** anonymous mmap registered with {@code cudaHostRegister} (NUMA-bound pinned memory). */
         CUDA_REGISTERED_MMAP,
         /** anonymous mmap, not pinned for CUDA. */
-        MMAP
+        MMAP,
+        /** a named POSIX shared-memory file ({@code /dev/shm}) other processes map too. */
+        SHARED_MEMORY,
+        /** a named POSIX shared-memory file registered with {@code cudaHostRegister}. */
+        CUDA_REGISTERED_SHARED_MEMORY
     }
 
     /**

@@ -10,6 +10,8 @@ module lmcache4j.server {
     requires org.agrona; // the controller index's reverse sets (LongHashSet)
     requires org.zeromq.jeromq; // the controller's PULL, ROUTER and REQ sockets; the lookup server's PULL and PUSH
     requires java.net.http; // the KV-aware router's client of a controller's HTTP /lookup
+    requires msgpack.core; // the MP server's frames (LMCache's msgspec msgpack; an automatic module named from its jar)
+    requires org.bouncycastle.provider; // BLAKE3 (Blake3Digest) for the MP server's token-chunk hash chain
     requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;

@@ -22,4 +22,6 @@ module lmcache4j.server {
     exports lmcache4j.server.controller.registry to lmcache4j.bench;
     exports lmcache4j.server.p2p to lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.server.router;
+    // the MP server: run by the CLI's mp-server command, benchmarked, driven by the tests
+    exports lmcache4j.server.mp to lmcache4j.cli, lmcache4j.bench, lmcache4j.tests;
 }

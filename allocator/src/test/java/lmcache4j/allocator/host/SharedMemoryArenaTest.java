@@ -20,7 +20,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import lmcache4j.cuda.CudaRuntime;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 class SharedMemoryArenaTest {
@@ -155,12 +154,11 @@ class SharedMemoryArenaTest {
             try {
                 process = new ProcessBuilder(python, "-c", script, name).redirectErrorStream(true).start();
             } catch (IOException e) {
-                Assumptions.abort("no python to play the peer: " + e.getMessage());
-                return;
+                // python3 is one of the launcher's own prerequisites, and shared_memory is in its standard library
+                throw new AssertionError("no python to play the peer: " + e.getMessage(), e);
             }
             assertTrue(process.waitFor(60, TimeUnit.SECONDS), "python did not finish");
             String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            Assumptions.assumeFalse(out.contains("No module named"), out);
             assertEquals(0, process.exitValue(), out);
             assertEquals("lmcache4j shared pool " + arena.byteSize(), out.strip());
             byte[] back = new byte[3];

@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
@@ -88,6 +89,19 @@ public final class JsonHttpServer implements AutoCloseable {
     public record Text(String contentType, String body) {
     }
 
+    /** An answer with a status other than 200 (a health check's 503, say). */
+    public record Answer(int status, Object body) {
+    }
+
+    /**
+     * A route for every path under a prefix ({@code /quota/NAME}): {@code name} is the rest of the
+     * path, percent-decoded; {@code body} the JSON object of a PUT or POST, else empty.
+     */
+    @FunctionalInterface
+    public interface ResourceHandler {
+        Object handle(String name, Optional<JsonBody> body);
+    }
+
     private final HttpServer server;
     private final OwnedThreads threads;
     private final ExecutorService executor;
@@ -96,6 +110,9 @@ public final class JsonHttpServer implements AutoCloseable {
     private final ControllerMetrics metrics;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
     private final Map<String, QueryHandler> gets = new LinkedHashMap<>();
+    private final java.util.Set<String> bodyless = new java.util.HashSet<>();
+    /** method → path prefix → handler, for paths that name a resource. */
+    private final Map<String, Map<String, ResourceHandler>> resources = new LinkedHashMap<>();
     /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
     private volatile Predicate<String> authorization;
 
@@ -139,9 +156,26 @@ public final class JsonHttpServer implements AutoCloseable {
         return this;
     }
 
+    /** A POST route that takes no body (LMCache's {@code /clear-cache}); a body sent is ignored. */
+    public JsonHttpServer postWithoutBody(String path, GetHandler handler) {
+        posts.put(path, body -> handler.handle());
+        bodyless.add(path);
+        return this;
+    }
+
     /** A GET route that reads its query string ({@code ?offset=0&limit=10}). */
     public JsonHttpServer getWithQuery(String path, QueryHandler handler) {
         gets.put(path, handler);
+        return this;
+    }
+
+    /** Serves {@code method} (GET, PUT, POST or DELETE) for every path that starts with {@code prefix}. */
+    public JsonHttpServer resource(String method, String prefix, ResourceHandler handler) {
+        if (!List.of("GET", "PUT", "POST", "DELETE").contains(method) || !prefix.endsWith("/")) {
+            throw new IllegalArgumentException("a resource route takes GET, PUT, POST or DELETE under a prefix ending in /,"
+                    + " got " + method + " " + prefix);
+        }
+        resources.computeIfAbsent(method, m -> new LinkedHashMap<>()).put(prefix, Objects.requireNonNull(handler));
         return this;
     }
 
@@ -166,7 +200,9 @@ public final class JsonHttpServer implements AutoCloseable {
     private void serve(HttpExchange exchange) throws IOException {
         String path = exchange.getRequestURI().getPath();
         String method = exchange.getRequestMethod();
-        String label = posts.containsKey(path) || gets.containsKey(path) ? path : "other";
+        Optional<Map.Entry<String, ResourceHandler>> resource = resourceFor(method, path);
+        String label = posts.containsKey(path) || gets.containsKey(path) ? path
+                : resource.map(r -> r.getKey() + "*").orElse("other");
         int status;
         try {
             Predicate<String> auth = authorization;
@@ -175,26 +211,16 @@ public final class JsonHttpServer implements AutoCloseable {
                 throw new BadRequestException(401, "this controller needs the deployment's bearer token "
                         + "(Authorization: Bearer <token>, from ./lmcache4j controller --print-bearer)");
             }
-            status = switch (method) {
-                case "GET", "HEAD" -> {
-                    QueryHandler g = gets.get(path);
-                    if (g == null) {
-                        throw refusal(path);
-                    }
-                    Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
-                    yield send(exchange, 200, inSlot(() -> g.handle(query)));
-                }
-                case "POST" -> {
-                    PostHandler p = posts.get(path);
-                    if (p == null) {
-                        throw refusal(path);
-                    }
-                    JsonBody body = new JsonBody(readObject(exchange)); // read before a slot is taken: slow bodies hold none
-                    yield send(exchange, 200, inSlot(() -> p.handle(body)));
-                }
-                default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
-                        + " not allowed; use GET or POST");
-            };
+            if (resource.isPresent() && !(gets.containsKey(path) && method.equals("GET"))) {
+                String name = URLDecoder.decode(path.substring(resource.get().getKey().length()), StandardCharsets.UTF_8);
+                Optional<JsonBody> body = method.equals("PUT") || method.equals("POST")
+                        ? Optional.of(new JsonBody(readObject(exchange))) : Optional.empty();
+                ResourceHandler h = resource.get().getValue();
+                Object answer = inSlot(() -> h.handle(name, body));
+                status = answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+            } else {
+                status = exact(exchange, method, path);
+            }
         } catch (BadRequestException e) {
             status = error(exchange, e.status(), e.getMessage());
         } catch (RuntimeException e) {
@@ -204,6 +230,41 @@ public final class JsonHttpServer implements AutoCloseable {
             exchange.close();
         }
         metrics.http(label, status);
+    }
+
+    /** A route of an exact path: its answer's status. */
+    private int exact(HttpExchange exchange, String method, String path) throws IOException {
+        return switch (method) {
+            case "GET", "HEAD" -> {
+                QueryHandler g = gets.get(path);
+                if (g == null) {
+                    throw refusal(path);
+                }
+                Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
+                Object answer = inSlot(() -> g.handle(query));
+                yield answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+            }
+            case "POST" -> {
+                PostHandler p = posts.get(path);
+                if (p == null) {
+                    throw refusal(path);
+                }
+                JsonBody body = new JsonBody(bodyless.contains(path) ? Map.of() : readObject(exchange)); // before a slot: slow bodies hold none
+                Object answer = inSlot(() -> p.handle(body));
+                yield answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+            }
+            default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
+                    + " not allowed on " + path);
+        };
+    }
+
+    private Optional<Map.Entry<String, ResourceHandler>> resourceFor(String method, String path) {
+        Map<String, ResourceHandler> byPrefix = resources.get(method.equals("HEAD") ? "GET" : method);
+        if (byPrefix == null) {
+            return Optional.empty();
+        }
+        return byPrefix.entrySet().stream().filter(e -> path.startsWith(e.getKey()) && path.length() > e.getKey().length())
+                .findFirst();
     }
 
     /** {@code a=1&b=2}, percent-decoded; at most {@value #MAX_QUERY_PARAMETERS} parameters. */
@@ -235,10 +296,10 @@ public final class JsonHttpServer implements AutoCloseable {
             acquired = handlerSlots.tryAcquire(SLOT_WAIT_SECONDS, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new BadRequestException(503, "the controller is stopping");
+            throw new BadRequestException(503, "the server is stopping");
         }
         if (!acquired) {
-            throw new BadRequestException(503, "busy: every one of the controller's HTTP handler slots stayed taken for "
+            throw new BadRequestException(503, "busy: every one of this server's HTTP handler slots stayed taken for "
                     + SLOT_WAIT_SECONDS + " s; try again");
         }
         try {
@@ -262,6 +323,7 @@ public final class JsonHttpServer implements AutoCloseable {
         List<String> all = new ArrayList<>();
         gets.keySet().forEach(p -> all.add("GET " + p));
         posts.keySet().forEach(p -> all.add("POST " + p));
+        resources.forEach((method, byPrefix) -> byPrefix.keySet().forEach(p -> all.add(method + " " + p + "NAME")));
         return all;
     }
 

@@ -1,5 +1,6 @@
 package lmcache4j.server.mp.store;
 
+import lmcache4j.server.mp.wire.MpObjectKey;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,5 +1,7 @@
 package lmcache4j.server.mp.store;
 
+import lmcache4j.server.mp.wire.MpObjectKey;
+
 /**
  * Where one object lives in the shared pool, as a worker needs it to copy: a byte range of the
  * shared segment and the tensor to view it as.

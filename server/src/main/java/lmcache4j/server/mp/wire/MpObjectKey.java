@@ -18,7 +18,7 @@ import java.util.Objects;
  */
 public record MpObjectKey(byte[] chunkHash, String modelName, long kvRank, int objectGroupId, String cacheSalt) {
 
-    /** Refuses nulls and a digest of the wrong size. */
+    /** Refuses nulls and a digest of the wrong size; keeps its own copy of the digest. */
     public MpObjectKey {
         if (Objects.requireNonNull(chunkHash, "chunkHash").length != MpTokenHasher.DIGEST_BYTES) {
             throw new IllegalArgumentException(
@@ -26,6 +26,13 @@ public record MpObjectKey(byte[] chunkHash, String modelName, long kvRank, int o
         }
         Objects.requireNonNull(modelName, "modelName");
         Objects.requireNonNull(cacheSalt, "cacheSalt");
+        chunkHash = chunkHash.clone(); // a map key: nobody may change it afterwards
+    }
+
+    /** A copy of the digest. */
+    @Override
+    public byte[] chunkHash() {
+        return chunkHash.clone();
     }
 
     /**

@@ -1,5 +1,6 @@
 package lmcache4j.server.mp.store;
 
+import lmcache4j.server.mp.wire.MpObjectKey;
 import static lmcache4j.server.mp.store.StoreFixtures.LAYOUT;
 import static lmcache4j.server.mp.store.StoreFixtures.OBJECT;
 import static lmcache4j.server.mp.store.StoreFixtures.arena;

@@ -1,5 +1,7 @@
 package lmcache4j.server.mp.store;
 
+import lmcache4j.server.mp.wire.MpObjectKey;
+import lmcache4j.server.mp.wire.MpTokenHasher;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -42,7 +44,7 @@ final class StoreFixtures {
     }
 
     static MpObjectKey key(int chunk, int rank, String salt) {
-        byte[] hash = ByteBuffer.allocate(MpObjectKey.HASH_BYTES).putInt(chunk).putInt(7).array();
+        byte[] hash = ByteBuffer.allocate(MpTokenHasher.DIGEST_BYTES).putInt(chunk).putInt(7).array();
         return new MpObjectKey(hash, "model", rank, 0, salt);
     }
 

@@ -1,0 +1,154 @@
+package lmcache4j.cli;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+
+import lmcache4j.server.mp.MpServer;
+import lmcache4j.server.mp.MpServerSettings;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./lmcache4j mp-server [--host H] [--port N] [--http-port N] [--l1-size GB] [--chunk-size N] ...}:
+ * runs lmcache4j as LMCache's multiprocess server in the foreground until SIGINT/SIGTERM. Exit
+ * status 0 after a graceful stop, 1 when it cannot start, 2 for bad arguments.
+ */
+@Command(name = "mp-server", description = {
+        "Runs lmcache4j as LMCache's multiprocess (MP) server until Ctrl-C / SIGTERM: the process vLLM's LMCache MP "
+                + "connector sends lookups, stores and retrieves to (LMCache dev after PR #5161; ZeroMQ ROUTER, msgpack frames).",
+        "Chunks live in one POSIX shared-memory pool the workers map (/dev/shm); workers copy KV into and out of it "
+                + "(LMCache's engine-driven transfer: start vLLM with LMCACHE_MP_TRANSFER_MODE=engine_driven)."},
+        footer = {"Exit status: 0 after a graceful stop, 1 when the server cannot start, 2 for bad arguments."})
+public final class MpServerCommand implements CliMain.Command {
+    private final PrintStream out;
+    private final PrintStream err;
+    private final CountDownLatch stop;
+
+    @Option(names = "--host", paramLabel = "H", order = 0, description = "address of the ZeroMQ socket (default 127.0.0.1)")
+    private String host = "127.0.0.1";
+
+    @Option(names = "--http-host", paramLabel = "H", order = 2, description = "address of the HTTP port (default 127.0.0.1)")
+    private String httpHost = "127.0.0.1";
+
+    private int port = MpServerSettings.DEFAULT_PORT;
+    private int httpPort = MpServerSettings.DEFAULT_HTTP_PORT;
+    private double gb = 1;
+    private int chunkSize = MpServerSettings.DEFAULT_CHUNK_SIZE;
+    private String shmName;
+    private Duration lockTtl = Duration.ofSeconds(300);
+    private Duration reapTimeout = Duration.ZERO;
+
+    private MpServerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
+        this.out = out;
+        this.err = err;
+        this.stop = stop;
+    }
+
+    @Option(names = "--port", paramLabel = "N", order = 1, description = "ZeroMQ port, 0 = any free one (default "
+            + MpServerSettings.DEFAULT_PORT + "; vLLM's kv_transfer_config extra lmcache.mp.port must name it)")
+    private void port(String value) {
+        port = (int) OptionValues.wholeNumber("--port", value, 0, 65535);
+    }
+
+    @Option(names = "--http-port", paramLabel = "N", order = 3, description = "HTTP port (/api/healthcheck, /api/status, "
+            + "/metrics, /api/clear-cache, /api/quota/SALT), 0 = any free one, -1 = none (default "
+            + MpServerSettings.DEFAULT_HTTP_PORT + ")")
+    private void httpPort(String value) {
+        httpPort = (int) OptionValues.wholeNumber("--http-port", value, -1, 65535);
+    }
+
+    @Option(names = "--l1-size", paramLabel = "GB", order = 4, description = "size of the shared-memory pool that holds "
+            + "every chunk, in GB (default 1); /dev/shm must have room for it")
+    private void l1Size(String value) {
+        gb = OptionValues.decimal("--l1-size", value);
+        if (!(gb > 0) || gb * (1L << 30) < (1 << 20) || Double.isInfinite(gb)) {
+            throw new IllegalArgumentException("--l1-size must be at least 0.001 GB (1 MiB), got " + CliText.echo(value));
+        }
+    }
+
+    @Option(names = "--chunk-size", paramLabel = "N", order = 5, description = "tokens per chunk (default 256, LMCache's)")
+    private void chunkSize(String value) {
+        chunkSize = (int) OptionValues.wholeNumber("--chunk-size", value, 1, 1 << 16);
+    }
+
+    @Option(names = "--shm-name", paramLabel = "NAME", order = 6, description = "the pool's name under /dev/shm (default "
+            + "lmcache4j-mp-PID-...); it must not exist yet, and is removed when the server stops")
+    private void shmName(String value) {
+        shmName = value;
+    }
+
+    @Option(names = "--lock-ttl", paramLabel = "S", order = 7, description = "seconds a lookup's read locks and a prepared "
+            + "store's slots live without their commit (default 300)")
+    private void lockTtl(String value) {
+        lockTtl = OptionValues.seconds("--lock-ttl", value, 86_400);
+    }
+
+    @Option(names = "--reap-timeout", paramLabel = "S", order = 8, description = "unregister an instance silent for S "
+            + "seconds; 0 = never (default 0)")
+    private void reapTimeout(String value) {
+        reapTimeout = value.strip().equals("0") ? Duration.ZERO : OptionValues.seconds("--reap-timeout", value, 86_400);
+    }
+
+    @Override
+    public String unmatched(String arg) {
+        return "unknown argument '" + CliText.echo(arg) + "'";
+    }
+
+    public static void main(String[] args) {
+        CliMain.exit("mp-server", () -> run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, out, err, null);
+    }
+
+    /** With {@code stop} non-null the server runs until it is counted down instead of a shutdown hook (tests). */
+    static int run(String[] args, PrintStream out, PrintStream err, CountDownLatch stop) {
+        return CliMain.execute(new CommandLine(new MpServerCommand(out, err, stop)), out, err, args);
+    }
+
+    @Override
+    public Integer call() {
+        MpServerSettings settings;
+        try {
+            long poolBytes = (long) (gb * (1L << 30));
+            ServerCommand.requireMemoryFor(poolBytes, MachineMemory.read());
+            settings = MpServerSettings.defaults(poolBytes).withHosts(host, httpHost).withPorts(port, httpPort)
+                    .withChunkSize(chunkSize).withLifetimes(Duration.ofSeconds(600), lockTtl, reapTimeout);
+            if (shmName != null) {
+                settings = settings.withShmName(shmName);
+            }
+        } catch (IllegalArgumentException e) {
+            return CliMain.usageError(err, "mp-server", e.getMessage());
+        }
+        MpServer server;
+        try {
+            server = MpServer.start(settings);
+        } catch (IOException | RuntimeException e) {
+            return CliMain.failure(err, "mp-server", "cannot start", e);
+        }
+        CountDownLatch done = new CountDownLatch(1);
+        CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
+        if (stop == null) {
+            StopSignals.install(stopSignal, done, "lmcache4j-mp-server-shutdown");
+        }
+        out.println("mp-server listening on tcp://" + settings.host() + ":" + server.port() + " (chunk " + settings.chunkSize()
+                + " tokens, pool /dev/shm/" + server.shmName() + " of " + settings.poolBytes() + " bytes"
+                + (server.httpPort() >= 0 ? ", HTTP on " + settings.httpHost() + ":" + server.httpPort() : "") + ")");
+        out.flush();
+        try {
+            stopSignal.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            server.close();
+            out.println("mp-server stopped");
+            out.flush();
+            done.countDown();
+        }
+        return 0;
+    }
+}

@@ -3,6 +3,7 @@ package lmcache4j.server.mp.store;
 import lmcache4j.server.mp.wire.MpObjectKey;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
@@ -83,7 +84,7 @@ public final class MpObjectStore implements AutoCloseable {
     /** Ready, unlocked, indexed entries, eldest first. */
     private final LinkedHashMap<MpObjectKey, Entry> lru = new LinkedHashMap<>();
     /** Entries with readers > 0, indexed or orphaned. */
-    private final Set<Entry> locked = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Set<Entry> locked = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Entries dropped by a forced clear whose memory waits for locks or writes. */
     private final List<Entry> orphans = new ArrayList<>();
     private final Map<String, Map<Long, WriteReservation>> pendingByOwner = new HashMap<>();

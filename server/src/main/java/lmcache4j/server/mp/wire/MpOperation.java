@@ -166,7 +166,11 @@ public enum MpOperation {
                         "unknown op id " + id + " (the frozen table has 1-34)"));
             } else if (format.getValueType() == ValueType.STRING) {
                 int length = in.unpackRawStringHeader();
-                if (length > MAX_NAME_BYTES || length > frame.length) {
+                if (length > frame.length - in.getTotalReadBytes()) {
+                    throw new MpProtocolException(MpDropReason.BAD_OP, "op name declares " + length
+                            + " bytes but the frame has " + (frame.length - in.getTotalReadBytes()) + " left");
+                }
+                if (length > MAX_NAME_BYTES) {
                     throw new MpProtocolException(MpDropReason.UNKNOWN_OP,
                             "op name of " + length + " bytes (no operation name is longer than " + MAX_NAME_BYTES + ")");
                 }

@@ -17,9 +17,13 @@ import java.util.Optional;
 public record RegisterEngineDrivenContextResponse(String shmName, long poolSize, long scratchOffset,
         long scratchSize, Optional<String> error) {
 
-    /** Refuses nulls. */
+    /** Refuses nulls and negative sizes or offsets. */
     public RegisterEngineDrivenContextResponse {
         Objects.requireNonNull(shmName, "shmName");
+        if (poolSize < 0 || scratchOffset < 0 || scratchSize < 0) {
+            throw new IllegalArgumentException("pool_size " + poolSize + ", scratch_offset " + scratchOffset
+                    + ", scratch_size " + scratchSize + " (expected non-negative values)");
+        }
         Objects.requireNonNull(error, "error");
     }
 

@@ -62,8 +62,10 @@ public final class MpServer implements AutoCloseable {
             router.setSendTimeOut(0); // a client that stopped reading loses its replies, never stalls the loop
             new ReceiveBudget(4L * settings.maxMessageBytes()).apply(router, settings.maxMessageBytes());
             try {
-                port = settings.port() == 0 ? router.bindToRandomPort("tcp://" + settings.host())
-                        : bindAt(router, settings.host(), settings.port());
+                // Port 0: the kernel's pick ("*"), never JeroMQ's guess in 49152-65535, which can be a port in use.
+                router.bind("tcp://" + settings.host() + ":" + (settings.port() == 0 ? "*" : settings.port()));
+                String bound = router.getLastEndpoint();
+                port = Integer.parseInt(bound.substring(bound.lastIndexOf(':') + 1));
             } catch (RuntimeException e) {
                 throw new IOException("cannot bind the MP server's socket on " + settings.host() + ":" + settings.port()
                         + ": " + e.getMessage(), e);
@@ -88,11 +90,6 @@ public final class MpServer implements AutoCloseable {
     public static MpServer start(MpServerSettings settings) throws IOException {
         MpService service = MpService.open(settings);
         return new MpServer(settings, service);
-    }
-
-    private static int bindAt(ZMQ.Socket socket, String host, int port) {
-        socket.bind("tcp://" + host + ":" + port);
-        return port;
     }
 
     /** The ROUTER socket's port. */

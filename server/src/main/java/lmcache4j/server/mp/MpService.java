@@ -99,7 +99,8 @@ final class MpService implements AutoCloseable {
     private final Map<String, Long> requests = new TreeMap<>();
     private final Map<String, Long> dropped = new TreeMap<>();
     private final Set<MpOperation> refusalLogged = EnumSet.noneOf(MpOperation.class);
-    private long lastDropLogNanos;
+    /** When each drop reason was last logged: at most once per reason every 5 s. */
+    private final Map<String, Long> lastDropLog = new HashMap<>();
 
     private MpService(MpServerSettings settings, MpObjectStore store) {
         this.settings = settings;
@@ -495,8 +496,9 @@ final class MpService implements AutoCloseable {
     private void drop(String reason, String detail) {
         count(dropped, reason);
         long now = System.nanoTime();
-        if (detail != null && now - lastDropLogNanos > Duration.ofSeconds(5).toNanos()) {
-            lastDropLogNanos = now;
+        Long last = lastDropLog.get(reason);
+        if (detail != null && (last == null || now - last > Duration.ofSeconds(5).toNanos())) {
+            lastDropLog.put(reason, now);
             LOG.log(System.Logger.Level.WARNING, "MP server: dropped a request (" + reason + "): " + detail
                     + " (LMCache's protocol has no error reply; the client times out)");
         }

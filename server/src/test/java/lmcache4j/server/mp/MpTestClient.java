@@ -1,0 +1,95 @@
+package lmcache4j.server.mp;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalInt;
+
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+import lmcache4j.server.mp.wire.IpcCacheServerKey;
+import lmcache4j.server.mp.wire.MpKeyCodec;
+import lmcache4j.server.mp.wire.MpRegistrationCodec;
+import lmcache4j.server.mp.wire.MpScalars;
+import lmcache4j.server.mp.wire.MpSchema;
+import lmcache4j.server.mp.wire.RegisterEngineDrivenContextPayload;
+import lmcache4j.server.mp.wire.RegisterEngineDrivenContextResponse;
+
+/** A DEALER that sends the frames LMCache's MP client sends (built with the wire codecs), for tests. */
+final class MpTestClient implements AutoCloseable {
+    static final String MODEL = "test/model";
+    private final ZContext context = new ZContext(1);
+    final ZMQ.Socket dealer;
+    private int uid;
+
+    MpTestClient(MpServer server, int timeoutMs) {
+        dealer = context.createSocket(SocketType.DEALER);
+        dealer.setLinger(0);
+        dealer.setReceiveTimeOut(timeoutMs);
+        dealer.connect("tcp://127.0.0.1:" + server.port());
+    }
+
+    /** The reply's frames after uid and op (empty for None), or null when no reply came in time. */
+    List<byte[]> call(int op, byte[]... args) {
+        int id = uid++;
+        List<byte[]> frames = new ArrayList<>();
+        frames.add(MpScalars.encodeInt(id));
+        frames.add(MpScalars.encodeInt(op));
+        frames.addAll(List.of(args));
+        sendRaw(frames);
+        return receive(id);
+    }
+
+    void sendRaw(List<byte[]> frames) {
+        for (int i = 0; i < frames.size(); i++) {
+            dealer.send(frames.get(i), i < frames.size() - 1 ? ZMQ.SNDMORE : 0);
+        }
+    }
+
+    /** The result frames of the reply to {@code id}, skipping late replies to earlier calls; null on timeout. */
+    List<byte[]> receive(int id) {
+        while (true) {
+            byte[] first = dealer.recv(0);
+            if (first == null) {
+                return null;
+            }
+            List<byte[]> reply = new ArrayList<>();
+            while (dealer.hasReceiveMore()) {
+                reply.add(dealer.recv(0));
+            }
+            if (java.util.Arrays.equals(first, MpScalars.encodeInt(id))) {
+                return reply.subList(1, reply.size()); // after op
+            }
+        }
+    }
+
+    boolean ping() {
+        List<byte[]> r = call(22, MpScalars.encodeNil());
+        return r != null && r.size() == 1 && java.util.Arrays.equals(r.get(0), MpScalars.encodeBool(true));
+    }
+
+    RegisterEngineDrivenContextResponse register(long instanceId) throws Exception {
+        byte[] payload = MpRegistrationCodec.encodePayload(RegisterEngineDrivenContextPayload.singleGroup(instanceId, MODEL, 1,
+                16, 2, 64, "bfloat16", false), MpSchema.BASE);
+        return MpRegistrationCodec.decodeResponse(call(14, payload).get(0));
+    }
+
+    static byte[] key(int[] tokens, int start, int end, String requestId, OptionalInt worker) {
+        return MpKeyCodec.encode(new IpcCacheServerKey(MODEL, 1, worker, tokens, start, end, requestId, "", 0),
+                MpSchema.BASE);
+    }
+
+    static int[] tokens(int seed, int n) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = (i * 7919 + seed * 104729) % 128_000;
+        }
+        return t;
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}

@@ -38,7 +38,7 @@ class MpServerAbuseTest {
 
     @Test
     void malformedRequestsAreDroppedCountedAndTheServerServesOn() throws Exception {
-        try (MpServer server = start(Duration.ofSeconds(300)); MpTestClient c = new MpTestClient(server, 300)) {
+        try (MpServer server = start(Duration.ofSeconds(300)); MpTestClient c = new MpTestClient(server)) {
             Random rnd = new Random(26);
             List<List<byte[]>> bad = new ArrayList<>();
             bad.add(List.of(MpScalars.encodeInt(1))); // uid only
@@ -81,7 +81,7 @@ class MpServerAbuseTest {
 
     @Test
     void transfersOfKeysNeverPreparedAnswerFalseOrNothingAndTouchNoLock() throws Exception {
-        try (MpServer server = start(Duration.ofSeconds(300)); MpTestClient c = new MpTestClient(server, 2_000)) {
+        try (MpServer server = start(Duration.ofSeconds(300)); MpTestClient c = new MpTestClient(server)) {
             assertTrue(c.register(7).error().isEmpty());
             int[] tokens = MpTestClient.tokens(1, 2 * CHUNK);
             byte[] key = MpTestClient.key(tokens, 0, 2 * CHUNK, "r", OptionalInt.of(0));
@@ -91,7 +91,7 @@ class MpServerAbuseTest {
             assertTrue(Arrays.equals(MpScalars.encodeBool(false), pickled.get(0)), "pickled tensors are refused");
             List<byte[]> retrieve = c.call(19, key, MpScalars.encodeInt(7));
             assertTrue(Arrays.equals(MpScalars.encodeBool(true), retrieve.get(0)), "LMCache answers true");
-            assertNull(c.call(16, key, MpScalars.encodeInt(12345)), "an unregistered instance gets no reply");
+            assertNull(c.callWithin(1_000, 16, key, MpScalars.encodeInt(12345)), "an unregistered instance gets no reply");
             assertTrue(server.status().dropped().containsKey("bad_argument"));
             assertTrue(c.ping());
         }
@@ -99,7 +99,7 @@ class MpServerAbuseTest {
 
     @Test
     void aClientThatPreparesAndNeverCommitsHoldsNothingPastTheLockLifetime() throws Exception {
-        try (MpServer server = start(Duration.ofMillis(300)); MpTestClient c = new MpTestClient(server, 2_000)) {
+        try (MpServer server = start(Duration.ofMillis(300)); MpTestClient c = new MpTestClient(server)) {
             assertTrue(c.register(7).error().isEmpty());
             int[] tokens = MpTestClient.tokens(2, 4 * CHUNK);
             byte[] key = MpTestClient.key(tokens, 0, 4 * CHUNK, "r", OptionalInt.of(0));
@@ -117,11 +117,11 @@ class MpServerAbuseTest {
     void aClientThatVanishesHoldingReadLocksLosesThemAndTheMemoryIsReused() throws Exception {
         try (MpServer server = start(Duration.ofMillis(300))) {
             int[] tokens = MpTestClient.tokens(3, 4 * CHUNK);
-            try (MpTestClient writer = new MpTestClient(server, 2_000)) {
+            try (MpTestClient writer = new MpTestClient(server)) {
                 assertTrue(writer.register(7).error().isEmpty());
                 store(writer, tokens, "w");
             }
-            try (MpTestClient reader = new MpTestClient(server, 2_000)) {
+            try (MpTestClient reader = new MpTestClient(server)) {
                 assertEquals(4, lookup(reader, tokens, "gone")); // locks 4 objects, then the client is gone
             }
             assertTrue(server.status().objects() == 4);

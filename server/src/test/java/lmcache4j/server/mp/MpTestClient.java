@@ -8,6 +8,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
 import lmcache4j.server.mp.wire.MpKeyCodec;
 import lmcache4j.server.mp.wire.MpRegistrationCodec;
@@ -23,15 +24,23 @@ final class MpTestClient implements AutoCloseable {
     final ZMQ.Socket dealer;
     private int uid;
 
-    MpTestClient(MpServer server, int timeoutMs) {
+    /** Replies are awaited this long: a stalled JeroMQ handshake is remade within ZmqConnect's 2 s timer. */
+    private static final int REPLY_MILLIS = 10_000;
+
+    MpTestClient(MpServer server) {
         dealer = context.createSocket(SocketType.DEALER);
         dealer.setLinger(0);
-        dealer.setReceiveTimeOut(timeoutMs);
-        dealer.connect("tcp://127.0.0.1:" + server.port());
+        ZmqConnect.connect(dealer, "tcp://127.0.0.1:" + server.port());
     }
 
-    /** The reply's frames after uid and op (empty for None), or null when no reply came in time. */
+    /** The reply's frames after uid and op (empty for None), or null when none came in 10 s. */
     List<byte[]> call(int op, byte[]... args) {
+        return callWithin(REPLY_MILLIS, op, args);
+    }
+
+    /** As {@link #call}, waiting {@code millis} (for requests the server must drop). */
+    List<byte[]> callWithin(int millis, int op, byte[]... args) {
+        dealer.setReceiveTimeOut(millis);
         int id = uid++;
         List<byte[]> frames = new ArrayList<>();
         frames.add(MpScalars.encodeInt(id));

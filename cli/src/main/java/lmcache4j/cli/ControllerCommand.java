@@ -235,11 +235,7 @@ public final class ControllerCommand implements CliMain.Command {
         } catch (RuntimeException e) {
             return CliMain.failure(err, "controller", "cannot start", e);
         }
-        CountDownLatch done = new CountDownLatch(1);
-        CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
-        if (stop == null) {
-            StopSignals.install(stopSignal, done, "lmcache4j-controller-shutdown");
-        }
+        StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-controller-shutdown");
         out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
                 + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()
                 + "), http http://" + controller.httpEndpoint());
@@ -248,16 +244,11 @@ public final class ControllerCommand implements CliMain.Command {
                 + ", chunk keys " + config.chunkKeys().configName()
                 + ", worker timeout " + config.workerTimeout().toMillis() / 1000.0 + " s");
         out.flush();
-        try {
-            stopSignal.await();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } finally {
+        stopping.awaitThen(() -> {
             controller.close();
             out.println("lmcache4j controller: stopped; " + controller.describeCounts());
             out.flush();
-            done.countDown();
-        }
+        });
         return 0;
     }
 

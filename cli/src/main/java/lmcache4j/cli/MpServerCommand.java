@@ -130,25 +130,16 @@ public final class MpServerCommand implements CliMain.Command {
         } catch (IOException | RuntimeException e) {
             return CliMain.failure(err, "mp-server", "cannot start", e);
         }
-        CountDownLatch done = new CountDownLatch(1);
-        CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
-        if (stop == null) {
-            StopSignals.install(stopSignal, done, "lmcache4j-mp-server-shutdown");
-        }
+        StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-mp-server-shutdown");
         out.println("mp-server listening on tcp://" + settings.host() + ":" + server.port() + " (chunk " + settings.chunkSize()
                 + " tokens, pool /dev/shm/" + server.shmName() + " of " + settings.poolBytes() + " bytes"
                 + (server.httpPort() >= 0 ? ", HTTP on " + settings.httpHost() + ":" + server.httpPort() : "") + ")");
         out.flush();
-        try {
-            stopSignal.await();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } finally {
+        stopping.awaitThen(() -> {
             server.close();
             out.println("mp-server stopped");
             out.flush();
-            done.countDown();
-        }
+        });
         return 0;
     }
 }

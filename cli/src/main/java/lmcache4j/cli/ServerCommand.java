@@ -141,25 +141,16 @@ public final class ServerCommand implements CliMain.Command {
         } catch (IOException | RuntimeException e) {
             return CliMain.failure(err, "server", "cannot start", e);
         }
-        CountDownLatch done = new CountDownLatch(1);
-        CountDownLatch stopSignal = stop != null ? stop : new CountDownLatch(1);
-        if (stop == null) {
-            StopSignals.install(stopSignal, done, "lmcache4j-lm-server-shutdown");
-        }
+        StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-lm-server-shutdown");
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()
                 + " (max " + maxBytes + " bytes, max frame " + maxFrameBytes + " bytes"
                 + (token.isPresent() ? ", token required" : "") + "; " + server.describeLimits() + ")");
         out.flush();
-        try {
-            stopSignal.await();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } finally {
+        stopping.awaitThen(() -> {
             server.close();
             out.println("lm:// server stopped: " + server.stats());
             out.flush();
-            done.countDown();
-        }
+        });
         return 0;
     }
 

@@ -17,6 +17,38 @@ final class StopSignals {
     }
 
     /**
+     * A foreground command's stop, armed before it says it is serving (a signal from then on is
+     * caught): the signal's latch, or the one a test passes instead of signals.
+     */
+    record Armed(CountDownLatch signal, CountDownLatch done) {
+        /** Waits for the stop, then runs {@code shutdown} (closing and reporting) before the process may exit. */
+        void awaitThen(Runnable shutdown) {
+            try {
+                signal.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                try {
+                    shutdown.run();
+                } finally {
+                    done.countDown();
+                }
+            }
+        }
+    }
+
+    /** Installs the signal handling unless {@code testStop} is given (tests count it down themselves). */
+    static Armed arm(CountDownLatch testStop, String threadName) {
+        CountDownLatch done = new CountDownLatch(1);
+        if (testStop != null) {
+            return new Armed(testStop, done);
+        }
+        CountDownLatch signal = new CountDownLatch(1);
+        install(signal, done, threadName);
+        return new Armed(signal, done);
+    }
+
+    /**
      * Counts {@code stop} down on the first SIGTERM or SIGINT. Where the JVM keeps a signal for
      * itself ({@code -Xrs}, or a signal it does not let applications handle), falls back to a
      * shutdown hook that counts down {@code stop} and waits for {@code done}.

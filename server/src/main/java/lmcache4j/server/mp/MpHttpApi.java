@@ -50,9 +50,24 @@ final class MpHttpApi implements AutoCloseable {
             });
         }
         http.get("/metrics", () -> new JsonHttpServer.Text("text/plain; version=0.0.4",
-                server.status().prometheus() + metrics.render()));
+                server.status().prometheus() + httpCounts(metrics.render())));
         http.start();
         return new MpHttpApi(http);
+    }
+
+    /**
+     * The HTTP request counts out of the shared HTTP server's metrics, named for this server (the
+     * rest of that rendering is the controller's: its lookup histogram has no meaning here).
+     */
+    static String httpCounts(String rendered) {
+        StringBuilder sb = new StringBuilder();
+        for (String line : rendered.split("\n")) {
+            if (line.startsWith("lmcache4j_controller_http_requests_total")
+                    || line.equals("# TYPE lmcache4j_controller_http_requests_total counter")) {
+                sb.append(line.replace("lmcache4j_controller_http_", "lmcache4j_mp_http_")).append('\n');
+            }
+        }
+        return sb.toString();
     }
 
     /** {@code _default} names the salt {@code ""}; any other name must be a valid salt. */

@@ -24,4 +24,6 @@ module lmcache4j.server {
     exports lmcache4j.server.router;
     // the MP server: run by the CLI's mp-server command, benchmarked, driven by the tests
     exports lmcache4j.server.mp to lmcache4j.cli, lmcache4j.bench, lmcache4j.tests;
+    // its frames, for the MP benchmark's client, which speaks them as LMCache's msgspec client does
+    exports lmcache4j.server.mp.wire to lmcache4j.bench;
 }

@@ -54,6 +54,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new DiskBenchCommand(out, err))
                 .addSubcommand(new RedisBenchCommand(out, err))
                 .addSubcommand(new P2pBenchCommand(out, err))
+                .addSubcommand(new MpBenchCommand(out, err))
                 .addSubcommand(new ControllerBenchCommand(out, err))
                 .addSubcommand(new TtftBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
@@ -73,12 +74,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, ttft or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, ttft or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, controller, p2p, ttft, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, ttft, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -23,6 +23,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
@@ -473,7 +474,7 @@ public final class MpBench {
             socket = context.createSocket(SocketType.DEALER);
             socket.setLinger(0);
             socket.setReceiveTimeOut(REPLY_TIMEOUT_MS);
-            socket.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(socket, "tcp://127.0.0.1:" + port); // a stalled JeroMQ handshake is remade in 2 s
         }
 
         RegisterEngineDrivenContextResponse register(RegisterEngineDrivenContextPayload payload) throws MpProtocolException {

@@ -73,7 +73,7 @@ final class MpHttpApi implements AutoCloseable {
     /** {@code _default} names the salt {@code ""}; any other name must be a valid salt. */
     private static String salt(String name) {
         String salt = name.equals("_default") ? "" : name;
-        Optional<String> wrong = MpService.Quotas.checkSalt(salt);
+        Optional<String> wrong = MpQuotas.checkSalt(salt);
         if (wrong.isPresent()) {
             throw new BadRequestException(wrong.get());
         }
@@ -86,10 +86,9 @@ final class MpHttpApi implements AutoCloseable {
             throw new BadRequestException("limit_gb must be a finite number >= 0, got " + limit);
         }
         double gb = n.doubleValue();
-        server.onLoop(() -> {
-            server.quotas().set(salt, gb);
-            return null;
-        });
+        if (!server.onLoop(() -> server.quotas().set(salt, gb))) {
+            throw new BadRequestException("this server keeps at most " + MpQuotas.MAX_QUOTAS + " quotas; remove one first");
+        }
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("cache_salt", salt.isEmpty() ? "_default" : salt);
         out.put("limit_gb", gb);

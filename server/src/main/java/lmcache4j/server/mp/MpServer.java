@@ -120,7 +120,7 @@ public final class MpServer implements AutoCloseable {
         });
     }
 
-    MpService.Quotas quotas() {
+    MpQuotas quotas() {
         return service.quotas();
     }
 

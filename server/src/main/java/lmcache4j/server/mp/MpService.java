@@ -6,11 +6,9 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -91,7 +89,7 @@ final class MpService implements AutoCloseable {
     private final MpObjectStore store;
     private final MpInstances instances;
     private final MpSessions<Session> sessions;
-    private final Quotas quotas;
+    private final MpQuotas quotas;
     /** Sessions whose lookup count has not been read yet (LMCache's active prefetch jobs). */
     private int unreadJobs;
     private final Map<Pending, PendingWrite> pendingWrites = new HashMap<>();
@@ -106,7 +104,7 @@ final class MpService implements AutoCloseable {
         this.settings = settings;
         this.store = store;
         this.instances = new MpInstances(settings.maxInstances());
-        this.quotas = new Quotas(store);
+        this.quotas = new MpQuotas(store);
         // A session weighs its tokens (its hash chain adds 32 bytes per chunk): four longest prompts in all.
         this.sessions = new MpSessions<>(settings.maxSessions(), 4L * settings.maxTokens(), settings.sessionTtl().toNanos(),
                 this::forgetJob);
@@ -489,7 +487,7 @@ final class MpService implements AutoCloseable {
                 st.expiredReadLocks() + st.expiredWrites());
     }
 
-    Quotas quotas() {
+    MpQuotas quotas() {
         return quotas;
     }
 
@@ -511,61 +509,5 @@ final class MpService implements AutoCloseable {
     @Override
     public void close() {
         store.close();
-    }
-
-    /**
-     * Per-{@code cache_salt} quotas ({@code /api/quota}): soft limits in GiB. About once a second
-     * the least recently used chunks of a salt over its limit are evicted; writes are never
-     * refused. Touched by HTTP handlers through the loop thread only.
-     */
-    static final class Quotas {
-        private final Map<String, Double> limits = new LinkedHashMap<>();
-        private final MpObjectStore store;
-
-        Quotas(MpObjectStore store) {
-            this.store = store;
-        }
-
-        Map<String, Double> limits() {
-            return limits;
-        }
-
-        /** Why LMCache refuses this salt, or empty. */
-        static Optional<String> checkSalt(String salt) {
-            try {
-                IpcCacheServerKey.checkSalt(salt);
-                return Optional.empty();
-            } catch (IllegalArgumentException e) {
-                return Optional.of(e.getMessage());
-            }
-        }
-
-        void set(String salt, double gb) {
-            limits.put(salt, gb);
-        }
-
-        boolean remove(String salt) {
-            return limits.remove(salt) != null;
-        }
-
-        Map<String, Object> describe(String salt) {
-            Map<String, Object> out = new LinkedHashMap<>();
-            out.put("cache_salt", salt.isEmpty() ? "_default" : salt);
-            out.put("limit_gb", limits.get(salt));
-            out.put("current_usage_gb", store.saltUsage(salt) / (double) (1L << 30));
-            out.put("exists", limits.containsKey(salt));
-            return out;
-        }
-
-        Map<String, Object> all() {
-            Map<String, Object> out = new LinkedHashMap<>();
-            limits.forEach((salt, gb) -> {
-                Map<String, Object> u = new LinkedHashMap<>();
-                u.put("limit_gb", gb);
-                u.put("current_usage_gb", store.saltUsage(salt) / (double) (1L << 30));
-                out.put(salt.isEmpty() ? "_default" : salt, u);
-            });
-            return out;
-        }
     }
 }

@@ -12,11 +12,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
@@ -89,13 +91,9 @@ public final class JsonHttpServer implements AutoCloseable {
     public record Text(String contentType, String body) {
     }
 
-    /** An answer with a status other than 200 (a health check's 503, say). */
-    public record Answer(int status, Object body) {
-    }
-
     /**
      * A route for every path under a prefix ({@code /quota/NAME}): {@code name} is the rest of the
-     * path, percent-decoded; {@code body} the JSON object of a PUT or POST, else empty.
+     * (decoded) path; {@code body} the JSON object of a PUT or POST, else empty.
      */
     @FunctionalInterface
     public interface ResourceHandler {
@@ -110,7 +108,8 @@ public final class JsonHttpServer implements AutoCloseable {
     private final ControllerMetrics metrics;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
     private final Map<String, QueryHandler> gets = new LinkedHashMap<>();
-    private final java.util.Set<String> bodyless = new java.util.HashSet<>();
+    /** POST routes that take no body. */
+    private final Set<String> bodyless = new HashSet<>();
     /** method → path prefix → handler, for paths that name a resource. */
     private final Map<String, Map<String, ResourceHandler>> resources = new LinkedHashMap<>();
     /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
@@ -212,12 +211,11 @@ public final class JsonHttpServer implements AutoCloseable {
                         + "(Authorization: Bearer <token>, from ./lmcache4j controller --print-bearer)");
             }
             if (resource.isPresent() && !(gets.containsKey(path) && method.equals("GET"))) {
-                String name = URLDecoder.decode(path.substring(resource.get().getKey().length()), StandardCharsets.UTF_8);
+                String name = path.substring(resource.get().getKey().length()); // getPath() has decoded it already
                 Optional<JsonBody> body = method.equals("PUT") || method.equals("POST")
                         ? Optional.of(new JsonBody(readObject(exchange))) : Optional.empty();
                 ResourceHandler h = resource.get().getValue();
-                Object answer = inSlot(() -> h.handle(name, body));
-                status = answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+                status = send(exchange, 200, inSlot(() -> h.handle(name, body)));
             } else {
                 status = exact(exchange, method, path);
             }
@@ -241,17 +239,16 @@ public final class JsonHttpServer implements AutoCloseable {
                     throw refusal(path);
                 }
                 Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
-                Object answer = inSlot(() -> g.handle(query));
-                yield answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+                yield send(exchange, 200, inSlot(() -> g.handle(query)));
             }
             case "POST" -> {
                 PostHandler p = posts.get(path);
                 if (p == null) {
                     throw refusal(path);
                 }
-                JsonBody body = new JsonBody(bodyless.contains(path) ? Map.of() : readObject(exchange)); // before a slot: slow bodies hold none
-                Object answer = inSlot(() -> p.handle(body));
-                yield answer instanceof Answer a ? send(exchange, a.status(), a.body()) : send(exchange, 200, answer);
+                // The body is read before a slot is taken: slow bodies hold none.
+                JsonBody body = new JsonBody(bodyless.contains(path) ? Map.of() : readObject(exchange));
+                yield send(exchange, 200, inSlot(() -> p.handle(body)));
             }
             default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
                     + " not allowed on " + path);

@@ -32,7 +32,7 @@ public final class P2pBenchCommand implements CliMain.Command {
     private final PrintStream err;
 
     @Option(names = "--json", order = 0, description = "print one JSON object (p2p_get_gbps, ceiling_get_gbps, "
-            + "p2p_vs_ceiling, untagged_get_gbps, tagged_vs_untagged, ...) instead of the table")
+            + "p2p_vs_ceiling, untagged_get_gbps, tagged_vs_untagged, tag_gbps, ...) instead of the table")
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
@@ -94,6 +94,7 @@ public final class P2pBenchCommand implements CliMain.Command {
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "LmConnector without a token (no tags)",
                 r.untaggedGetGbps()));
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f%n", "tagged / untagged connector", r.taggedVsUntagged()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "payload tag on one core", r.tagGbps()));
         sb.append(String.format(Locale.ROOT, "verified   %d chunks in B against A's: %d differ", r.verifiedChunks(),
                 r.mismatches()));
         return sb.toString();
@@ -107,6 +108,7 @@ public final class P2pBenchCommand implements CliMain.Command {
         j.number("p2p_vs_ceiling", r.ratio(), 3);
         j.number("untagged_get_gbps", r.untaggedGetGbps(), 3);
         j.number("tagged_vs_untagged", r.taggedVsUntagged(), 3);
+        j.number("tag_gbps", r.tagGbps(), 3);
         j.number("target_ratio", TARGET_RATIO, 2);
         j.integer("chunks", s.chunks());
         j.integer("chunk_bytes", s.chunkBytes());

@@ -3,9 +3,11 @@ package lmcache4j.bench.p2p;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,6 +34,7 @@ import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerHolding;
 import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.storage.PrefetchedPrefix;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
@@ -77,9 +80,11 @@ public final class P2pBench {
      * @param ceilingGetGbps the connector alone against the same server, median
      * @param untaggedGetGbps the connector alone against a second transfer server over A without a token
      *                        (no handshake, no payload tags), median
+     * @param tagGbps        one core computing the payload tag over a chunk in off-heap memory, as both ends of a
+     *                       tagged transfer do (PayloadTag), median
      * @param mismatches     chunks B holds afterwards that differ from A's
      */
-    public record Result(Settings settings, double p2pGetGbps, double ceilingGetGbps, double untaggedGetGbps,
+    public record Result(Settings settings, double p2pGetGbps, double ceilingGetGbps, double untaggedGetGbps, double tagGbps,
                          double[] p2pRuns, double[] ceilingRuns, double[] untaggedRuns,
                          long verifiedChunks, long mismatches, long rejected) {
         public double ratio() {
@@ -143,21 +148,27 @@ public final class P2pBench {
                 double[] p2p = new double[s.runs()];
                 double[] direct = new double[s.runs()];
                 double[] bare = new double[s.runs()];
+                double[] tag = new double[s.runs()];
+                LmSession session = LmSession.established(token.orElseThrow().getBytes(StandardCharsets.UTF_8),
+                        LmSession.nonce(), LmSession.nonce());
                 for (int run = -s.warmup(); run < s.runs(); run++) {
                     double viaTier = throughTier(b, keys, s);
                     double viaConnector = throughConnector(ceiling, keys, into, s);
                     double viaPlain = throughConnector(untagged, keys, into, s);
+                    double tagging = tagThroughput(session, into.getFirst().segment(), s.chunks());
                     if (run >= 0) {
                         p2p[run] = viaTier;
                         direct[run] = viaConnector;
                         bare[run] = viaPlain;
+                        tag[run] = tagging;
                         progress.printf(Locale.ROOT, "p2p run %d: tier %.2f GB/s, connector alone %.2f GB/s,"
-                                + " without token %.2f GB/s%n", run + 1, viaTier, viaConnector, viaPlain);
+                                + " without token %.2f GB/s, tag %.2f GB/s%n", run + 1, viaTier, viaConnector, viaPlain,
+                                tagging);
                     }
                 }
                 long mismatches = verify(a, b, keys);
                 P2pBackend.Stats stats = ((P2pBackend) b.storage().tier(P2pBackend.NAME).orElseThrow()).stats();
-                return new Result(s, median(p2p), median(direct), median(bare), p2p, direct, bare, keys.size(), mismatches,
+                return new Result(s, median(p2p), median(direct), median(bare), median(tag), p2p, direct, bare, keys.size(), mismatches,
                         stats.rejected());
             } finally {
                 into.forEach(MemoryObj::release);
@@ -166,6 +177,15 @@ public final class P2pBench {
     }
 
     private static final String HASH_SEED = "0";
+
+    /** GB/s of one core tagging {@code chunk} {@code times} times, as each end of a tagged transfer does. */
+    private static double tagThroughput(LmSession session, MemorySegment chunk, int times) {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < times; i++) {
+            session.serverToClient().next().update(chunk.asByteBuffer()).finish();
+        }
+        return (double) times * chunk.byteSize() / (System.nanoTime() - t0);
+    }
 
     private static LMCacheEngineConfig config(Settings s, int chunksOfMemory, Optional<String> token, String instance,
                                               ControllerServer controller, int p2pPort) {

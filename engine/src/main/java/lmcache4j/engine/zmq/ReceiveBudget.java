@@ -17,7 +17,7 @@ import zmq.msg.MsgAllocator;
  * A bound on the memory ZeroMQ sockets reserve for messages being received. JeroMQ reserves a
  * message's declared size as soon as its header arrives, before a byte of it (and, on a CURVE
  * socket, before the handshake), so a few kilobytes of headers from many connections could make it
- * reserve gigabytes (measured: 20 connections declaring 60 MiB held 1,200 MiB, CURVE or not).
+ * reserve gigabytes, CURVE or not ({@code DeclaredFrameFloodTest} floods a controller so).
  * Installed as the sockets' message allocator, this budget refuses a reservation that would take
  * the messages it tracks past its size: the message is cut to nothing, which ends a CURVE peer's
  * connection at once (its handshake or its next message fails to decrypt) and desynchronises a plain

@@ -152,7 +152,7 @@ public final class ControllerServer implements AutoCloseable {
 
     private JsonHttpServer startHttp() throws IOException {
         JsonHttpServer server = JsonHttpServer.bind(new InetSocketAddress(config.http().host(), config.http().port()),
-                config.httpThreads(), config.maxBodyBytes(), metrics);
+                config.httpThreads(), config.maxBodyBytes(), metrics::http);
         config.secret().ifPresent(secret -> server.requireAuthorization(secret::acceptsAuthorization));
         Map<String, Object> settings = new LinkedHashMap<>(config.hashingSettings());
         settings.put("worker_timeout_s", config.workerTimeout().toMillis() / 1000.0);

@@ -5,8 +5,10 @@ import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
-import lmcache4j.server.controller.ControllerMetrics;
 import lmcache4j.server.controller.http.BadRequestException;
 import lmcache4j.server.controller.http.JsonBody;
 import lmcache4j.server.controller.http.JsonHttpServer;
@@ -28,9 +30,10 @@ final class MpHttpApi implements AutoCloseable {
     }
 
     static MpHttpApi start(MpServerSettings settings, MpServer server) throws IOException {
-        ControllerMetrics metrics = new ControllerMetrics();
+        Map<String, LongAdder> answered = new ConcurrentHashMap<>(); // by route and status: a bounded set of labels
         JsonHttpServer http = JsonHttpServer.bind(new InetSocketAddress(settings.httpHost(), settings.httpPort()), HANDLERS,
-                MAX_BODY_BYTES, metrics);
+                MAX_BODY_BYTES, (route, status) -> answered.computeIfAbsent("{path=\"" + route + "\",status=\"" + status
+                        + "\"}", k -> new LongAdder()).increment());
         for (String prefix : new String[] {"/api", ""}) {
             http.get(prefix + "/healthcheck", () -> Map.of("status", "healthy"));
             http.get(prefix + "/status", () -> server.status().toJson());
@@ -50,23 +53,16 @@ final class MpHttpApi implements AutoCloseable {
             });
         }
         http.get("/metrics", () -> new JsonHttpServer.Text("text/plain; version=0.0.4",
-                server.status().prometheus() + httpCounts(metrics.render())));
+                server.status().prometheus() + httpCounts(answered)));
         http.start();
         return new MpHttpApi(http);
     }
 
-    /**
-     * The HTTP request counts out of the shared HTTP server's metrics, named for this server (the
-     * rest of that rendering is the controller's: its lookup histogram has no meaning here).
-     */
-    static String httpCounts(String rendered) {
-        StringBuilder sb = new StringBuilder();
-        for (String line : rendered.split("\n")) {
-            if (line.startsWith("lmcache4j_controller_http_requests_total")
-                    || line.equals("# TYPE lmcache4j_controller_http_requests_total counter")) {
-                sb.append(line.replace("lmcache4j_controller_http_", "lmcache4j_mp_http_")).append('\n');
-            }
-        }
+    /** {@code lmcache4j_mp_http_requests_total}, one series per route and status. */
+    private static String httpCounts(Map<String, LongAdder> answered) {
+        StringBuilder sb = new StringBuilder("# TYPE lmcache4j_mp_http_requests_total counter\n");
+        new TreeMap<>(answered).forEach((labels, n) ->
+                sb.append("lmcache4j_mp_http_requests_total").append(labels).append(' ').append(n.sum()).append('\n'));
         return sb.toString();
     }
 

@@ -31,7 +31,6 @@ import com.sun.net.httpserver.HttpServer;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.json.Json;
 import lmcache4j.engine.json.JsonException;
-import lmcache4j.server.controller.ControllerMetrics;
 
 /**
  * A small JSON-over-HTTP server on the JDK's own {@code jdk.httpserver} (no dependency, and it
@@ -64,6 +63,12 @@ public final class JsonHttpServer implements AutoCloseable {
         System.getProperties().putIfAbsent("sun.net.httpserver.maxReqTime", Integer.toString(MAX_REQUEST_SECONDS));
         System.getProperties().putIfAbsent("sun.net.httpserver.maxRspTime", Integer.toString(MAX_RESPONSE_SECONDS));
         System.getProperties().putIfAbsent("jdk.httpserver.maxConnections", Integer.toString(MAX_CONNECTIONS));
+    }
+
+    /** Told of every request answered: its route ({@code other} for an unknown path) and its status. */
+    @FunctionalInterface
+    public interface RequestCounter {
+        void answered(String route, int status);
     }
 
     /** What a POST route does with its body; returns the object to send as JSON. */
@@ -105,7 +110,7 @@ public final class JsonHttpServer implements AutoCloseable {
     private final ExecutorService executor;
     private final Semaphore handlerSlots;
     private final int maxBodyBytes;
-    private final ControllerMetrics metrics;
+    private final RequestCounter requests;
     private final Map<String, PostHandler> posts = new LinkedHashMap<>();
     private final Map<String, QueryHandler> gets = new LinkedHashMap<>();
     /** POST routes that take no body. */
@@ -116,13 +121,13 @@ public final class JsonHttpServer implements AutoCloseable {
     private volatile Predicate<String> authorization;
 
     private JsonHttpServer(HttpServer server, OwnedThreads threads, ExecutorService executor, int handlers, int maxBodyBytes,
-                           ControllerMetrics metrics) {
+                           RequestCounter requests) {
         this.server = server;
         this.threads = threads;
         this.executor = executor;
         this.handlerSlots = new Semaphore(handlers);
         this.maxBodyBytes = maxBodyBytes;
-        this.metrics = metrics;
+        this.requests = requests;
     }
 
     /**
@@ -130,7 +135,7 @@ public final class JsonHttpServer implements AutoCloseable {
      *
      * @param threads how many handlers run at once (requests still arriving do not count)
      */
-    public static JsonHttpServer bind(InetSocketAddress address, int threads, int maxBodyBytes, ControllerMetrics metrics)
+    public static JsonHttpServer bind(InetSocketAddress address, int threads, int maxBodyBytes, RequestCounter requests)
             throws IOException {
         if (maxBodyBytes < 1 || threads < 1) {
             throw new IllegalArgumentException("max body bytes and threads must be at least 1, were " + maxBodyBytes + ", "
@@ -140,7 +145,7 @@ public final class JsonHttpServer implements AutoCloseable {
         OwnedThreads owned = new OwnedThreads();
         ExecutorService executor = Executors.newThreadPerTaskExecutor(owned.virtualFactory("controller-http"));
         server.setExecutor(executor);
-        JsonHttpServer s = new JsonHttpServer(server, owned, executor, threads, maxBodyBytes, Objects.requireNonNull(metrics));
+        JsonHttpServer s = new JsonHttpServer(server, owned, executor, threads, maxBodyBytes, Objects.requireNonNull(requests));
         server.createContext("/", s::serve);
         return s;
     }
@@ -227,7 +232,7 @@ public final class JsonHttpServer implements AutoCloseable {
         } finally {
             exchange.close();
         }
-        metrics.http(label, status);
+        requests.answered(label, status);
     }
 
     /** A route of an exact path: its answer's status. */

@@ -9,9 +9,8 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
+import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
@@ -90,13 +89,8 @@ public final class ControllerBench {
 
     /** Runs every part; progress lines go to {@code progress}. */
     public static Result run(Settings s, PrintStream progress) throws InterruptedException, IOException {
-        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
-        Level previous = lmcacheLogs.getLevel();
-        lmcacheLogs.setLevel(Level.WARNING); // each run's controller logs its start and registrations
-        try {
+        try (QuietLogs _ = QuietLogs.warningsOnly()) {
             return measure(s, progress);
-        } finally {
-            lmcacheLogs.setLevel(previous);
         }
     }
 

@@ -616,12 +616,12 @@ public final class ServingSimulator implements AutoCloseable {
                 t.verifiedBytes, t.mismatchingBytes, List.copyOf(t.problems));
     }
 
-    /** The engine the simulator drives. */
     /** How the engine copies (for the report's header): connector, copy threads, streaming stores. */
     public String copies() {
         return copies;
     }
 
+    /** The engine the simulator drives. */
     public LMCacheEngine engine() {
         return engine;
     }

@@ -103,10 +103,10 @@ public final class Workload {
     static final int ANSWER_MAX = 400;
     static final int QUESTION_MIN = 15;
     static final int QUESTION_MAX = 60;
-    /** The longest single request a shape may produce without conversations: system + document + question + answer. */
     /** Shares of the request mix: document queries, new conversations (while there is room), the rest follow-up turns. */
     static final double DOCUMENT_SHARE = 0.40;
     static final double NEW_CONVERSATION_SHARE = 0.12;
+    /** The longest single request a shape may produce without conversations: system + document + question + answer. */
     static final int MIN_MAX_TOKENS = SYSTEM_MAX + DOCUMENT_MAX + QUESTION_MAX + ANSWER_MAX;
 
     private final Shape shape;

@@ -21,8 +21,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import com.sun.nio.file.ExtendedOpenOption;
 
@@ -34,6 +32,7 @@ import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
@@ -139,9 +138,7 @@ public final class DiskBench {
     }
 
     public static Result run(Settings s, PrintStream progress) {
-        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
-        Level previous = lmcacheLogs.getLevel();
-        lmcacheLogs.setLevel(Level.WARNING);
+        QuietLogs quiet = QuietLogs.warningsOnly();
         Path root = workDirectory(s.dir());
         long bytes = s.totalBytes();
         HostArenaOptions host = HostArenaOptions.DEFAULT.withCudaPinned(false).withHugePages(true).withPrefault(true);
@@ -216,7 +213,7 @@ public final class DiskBench {
         } finally {
             pool.shutdownNow();
             deleteTree(root);
-            lmcacheLogs.setLevel(previous);
+            quiet.close();
         }
     }
 

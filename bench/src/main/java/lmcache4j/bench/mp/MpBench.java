@@ -16,13 +16,12 @@ import java.util.Locale;
 import java.util.OptionalInt;
 import java.util.SplittableRandom;
 import java.util.function.ToDoubleFunction;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
@@ -145,17 +144,12 @@ public final class MpBench {
     }
 
     public static Result run(Settings s, PrintStream progress) {
-        Logger quiet = Logger.getLogger("lmcache4j");
-        Level before = quiet.getLevel();
-        quiet.setLevel(Level.WARNING);
-        try {
+        try (QuietLogs _ = QuietLogs.warningsOnly()) {
             return measure(s, progress);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (MpProtocolException e) {
             throw new IllegalStateException("a reply of the MP server does not decode: " + e.getMessage(), e);
-        } finally {
-            quiet.setLevel(before);
         }
     }
 

@@ -17,13 +17,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
+import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.ConfigLoader;
@@ -101,15 +100,10 @@ public final class P2pBench {
     }
 
     public static Result run(Settings s, PrintStream progress) {
-        Logger quiet = Logger.getLogger("lmcache4j");
-        Level before = quiet.getLevel();
-        quiet.setLevel(Level.WARNING);
-        try {
+        try (QuietLogs _ = QuietLogs.warningsOnly()) {
             return measure(s, progress);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        } finally {
-            quiet.setLevel(before);
         }
     }
 

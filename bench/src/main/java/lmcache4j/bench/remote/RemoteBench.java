@@ -23,8 +23,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -43,6 +41,7 @@ import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.remote.RemoteBackend;
@@ -155,9 +154,7 @@ public final class RemoteBench {
     }
 
     public static Result run(Settings s, PrintStream progress) throws Exception {
-        Logger lmcacheLogs = Logger.getLogger("lmcache4j");
-        Level previous = lmcacheLogs.getLevel();
-        lmcacheLogs.setLevel(Level.WARNING);
+        QuietLogs quiet = QuietLogs.warningsOnly();
         long bytes = s.totalBytes();
         long slot = (s.chunkBytes() + ALIGN - 1) / ALIGN * ALIGN;
         HostArenaOptions host = HostArenaOptions.DEFAULT.withCudaPinned(false).withHugePages(true).withPrefault(true);
@@ -177,7 +174,7 @@ public final class RemoteBench {
             }
         } finally {
             pool.shutdownNow();
-            lmcacheLogs.setLevel(previous);
+            quiet.close();
         }
     }
 

@@ -2,9 +2,11 @@ package lmcache4j.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
+import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
 import picocli.CommandLine;
@@ -40,6 +42,12 @@ public final class MpServerCommand implements CliMain.Command {
     private String shmName;
     private Duration lockTtl = Duration.ofSeconds(300);
     private Duration reapTimeout = Duration.ZERO;
+    private Path l2Disk;
+    private double l2DiskGb = 10;
+    private String l2Remote;
+    private double l2StagingGb = 0.25;
+    private int l2Queue = MpL2Settings.NONE.writeQueue();
+    private Duration l2Timeout = MpL2Settings.NONE.prefetchTimeout();
 
     private MpServerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
         this.out = out;
@@ -92,6 +100,57 @@ public final class MpServerCommand implements CliMain.Command {
         reapTimeout = value.strip().equals("0") ? Duration.ZERO : OptionValues.seconds("--reap-timeout", value, 86_400);
     }
 
+    @Option(names = "--l2-disk", paramLabel = "DIR", order = 9, description = "a lower tier on local disk: every stored "
+            + "chunk is written through to DIR and loaded back on a lookup the pool misses; kept across restarts (default: none)")
+    private void l2Disk(String value) {
+        if (value.isBlank()) {
+            throw new IllegalArgumentException("--l2-disk needs a directory");
+        }
+        l2Disk = Path.of(value);
+    }
+
+    @Option(names = "--l2-disk-size", paramLabel = "GB", order = 10, description = "capacity of --l2-disk in GB; the "
+            + "least recently used files go first (default 10)")
+    private void l2DiskSize(String value) {
+        l2DiskGb = gigabytes("--l2-disk-size", value);
+    }
+
+    @Option(names = "--l2-remote", paramLabel = "URL", order = 11, description = "a remote lower tier, written through "
+            + "and loaded from as the disk is: lm://host:port, redis://host:port, fs:///dir ... (default: none)")
+    private void l2Remote(String value) {
+        if (!value.contains("://")) {
+            throw new IllegalArgumentException("--l2-remote needs a URL with a scheme (lm://, redis://, fs://...), got '"
+                    + CliText.echo(value) + "'");
+        }
+        l2Remote = value;
+    }
+
+    @Option(names = "--l2-staging-size", paramLabel = "GB", order = 12, description = "host memory the lower tiers copy "
+            + "through (never the pool): bounds queued writes and loads (default 0.25)")
+    private void l2StagingSize(String value) {
+        l2StagingGb = gigabytes("--l2-staging-size", value);
+    }
+
+    @Option(names = "--l2-write-queue", paramLabel = "N", order = 13, description = "stored chunks that may wait for the "
+            + "lower tiers' writer; beyond that writes are dropped and counted (default 1024)")
+    private void l2WriteQueue(String value) {
+        l2Queue = OptionValues.intInRange("--l2-write-queue", value, 1, 1 << 20);
+    }
+
+    @Option(names = "--l2-timeout", paramLabel = "S", order = 14, description = "the longest a lookup's load from the "
+            + "lower tiers runs; what is not loaded by then is a miss (default 30)")
+    private void l2Timeout(String value) {
+        l2Timeout = OptionValues.seconds("--l2-timeout", value, 3_600);
+    }
+
+    private static double gigabytes(String option, String value) {
+        double gb = OptionValues.decimal(option, value);
+        if (!(gb > 0) || gb * (1L << 30) < (1 << 20) || Double.isInfinite(gb)) {
+            throw new IllegalArgumentException(option + " must be at least 0.001 GB (1 MiB), got " + CliText.echo(value));
+        }
+        return gb;
+    }
+
     @Override
     public String unmatched(String arg) {
         return "unknown argument '" + CliText.echo(arg) + "'";
@@ -121,6 +180,15 @@ public final class MpServerCommand implements CliMain.Command {
             if (shmName != null) {
                 settings = settings.withShmName(shmName);
             }
+            MpL2Settings l2 = MpL2Settings.NONE.withStaging((long) (l2StagingGb * (1L << 30)), l2Queue)
+                    .withPrefetchTimeout(l2Timeout);
+            if (l2Disk != null) {
+                l2 = l2.withDisk(l2Disk, (long) (l2DiskGb * (1L << 30)));
+            }
+            if (l2Remote != null) {
+                l2 = l2.withRemote(l2Remote);
+            }
+            settings = settings.withL2(l2);
         } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, "mp-server", e.getMessage());
         }
@@ -133,7 +201,8 @@ public final class MpServerCommand implements CliMain.Command {
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-mp-server-shutdown");
         out.println("mp-server listening on tcp://" + settings.host() + ":" + server.port() + " (chunk " + settings.chunkSize()
                 + " tokens, pool /dev/shm/" + server.shmName() + " of " + settings.poolBytes() + " bytes"
-                + (server.httpPort() >= 0 ? ", HTTP on " + settings.httpHost() + ":" + server.httpPort() : "") + ")");
+                + (server.httpPort() >= 0 ? ", HTTP on " + settings.httpHost() + ":" + server.httpPort() : "")
+                + (l2Disk != null ? ", L2 disk " + l2Disk : "") + (l2Remote != null ? ", L2 remote" : "") + ")");
         out.flush();
         stopping.awaitThen(() -> {
             server.close();

@@ -112,7 +112,7 @@ public final class MpServer implements AutoCloseable {
         return onLoop(service::status);
     }
 
-    /** Drops every chunk, locked or not (HTTP {@code /clear-cache}). */
+    /** Drops every chunk of the pool, locked or not (HTTP {@code /clear-cache}); the lower tiers keep theirs. */
     public void clear() {
         onLoop(() -> {
             service.clear(true);
@@ -175,6 +175,9 @@ public final class MpServer implements AutoCloseable {
                     task.run();
                 }
                 long now = System.nanoTime();
+                for (MpService.Deferred d : service.runCompletions(now)) {
+                    send(d.identity(), d.reply());
+                }
                 if (now - nextHousekeeping >= 0) {
                     service.housekeeping(now);
                     nextHousekeeping = now + HOUSEKEEPING_NANOS;

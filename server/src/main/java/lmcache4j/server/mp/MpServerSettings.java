@@ -22,10 +22,11 @@ import java.util.Objects;
  * @param maxInstances    registered instances at once
  * @param maxTokens       tokens one key may carry
  * @param maxMessageBytes the largest request frame; a larger one disconnects its sender
+ * @param l2              the lower tiers behind the pool ({@link MpL2Settings#NONE}: none)
  */
 public record MpServerSettings(String host, int port, String httpHost, int httpPort, int chunkSize, long poolBytes,
                                String shmName, Duration sessionTtl, Duration lockTtl, Duration reapTimeout, int maxSessions,
-                               int maxInstances, int maxTokens, int maxMessageBytes) {
+                               int maxInstances, int maxTokens, int maxMessageBytes, MpL2Settings l2) {
     /** LMCache's chunk size. */
     public static final int DEFAULT_CHUNK_SIZE = 256;
     /** The ROUTER port vLLM's LMCache MP connector is configured with in LMCache's examples. */
@@ -39,6 +40,7 @@ public record MpServerSettings(String host, int port, String httpHost, int httpP
         Objects.requireNonNull(sessionTtl, "sessionTtl");
         Objects.requireNonNull(lockTtl, "lockTtl");
         Objects.requireNonNull(reapTimeout, "reapTimeout");
+        Objects.requireNonNull(l2, "l2");
         if (port < 0 || port > 65535 || httpPort < -1 || httpPort > 65535) {
             throw new IllegalArgumentException("ports must be 0..65535 (HTTP: -1 for none), got " + port + ", " + httpPort);
         }
@@ -64,36 +66,41 @@ public record MpServerSettings(String host, int port, String httpHost, int httpP
         return new MpServerSettings("127.0.0.1", DEFAULT_PORT, "127.0.0.1", DEFAULT_HTTP_PORT, DEFAULT_CHUNK_SIZE,
                 poolBytes, "lmcache4j-mp-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime()),
                 Duration.ofSeconds(MpSessions.DEFAULT_TTL_SECONDS), Duration.ofSeconds(300), Duration.ZERO, 65_536, 1_024,
-                1 << 22, 64 << 20);
+                1 << 22, 64 << 20, MpL2Settings.NONE);
     }
 
     public MpServerSettings withPorts(int port, int httpPort) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
     public MpServerSettings withHosts(String host, String httpHost) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
     public MpServerSettings withChunkSize(int chunkSize) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
     public MpServerSettings withShmName(String shmName) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
     public MpServerSettings withLifetimes(Duration sessionTtl, Duration lockTtl, Duration reapTimeout) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
-    public MpServerSettings withCaps(int maxSessions, int maxInstances, int maxTokens, int maxMessageBytes) {
+    public MpServerSettings withCaps(int maxSessions, int maxInstances, int maxTokens, int maxMessageBytes, MpL2Settings l2) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
-                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes);
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
+    }
+
+    public MpServerSettings withL2(MpL2Settings l2) {
+        return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
+                reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 }

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 import lmcache4j.allocator.DType;
 import lmcache4j.allocator.host.SharedMemoryArena;
@@ -20,6 +21,8 @@ import lmcache4j.server.mp.store.MpStoreStats;
 import lmcache4j.server.mp.store.ObjectLayout;
 import lmcache4j.server.mp.store.Slot;
 import lmcache4j.server.mp.store.WriteReservation;
+import lmcache4j.server.mp.tier.MpL2Stats;
+import lmcache4j.server.mp.tier.MpLowerTiers;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
 import lmcache4j.server.mp.wire.MpDropReason;
 import lmcache4j.server.mp.wire.MpFrames;
@@ -59,6 +62,14 @@ final class MpService implements AutoCloseable {
     record Reply(byte[] uid, byte[] op, byte[] result) {
     }
 
+    /** A reply that waited (a {@code wait_prefetch_status} for a load from L2), with its client's identity. */
+    record Deferred(byte[] identity, Reply reply) {
+    }
+
+    /** A {@code wait_prefetch_status} waiting for its session's load to end, or for its timeout. */
+    private record Waiter(String requestId, byte[] identity, byte[] uid, byte[] op, long deadline) {
+    }
+
     /** What a request id holds: its hash chain, its last lookup, and that lookup's count until read. */
     static final class Session {
         final MpHashChain chain;
@@ -69,6 +80,10 @@ final class MpService implements AutoCloseable {
         int lookupHits;
         /** The count {@code query_prefetch_status} has yet to return (once), or -1. */
         int unreadHits = -1;
+        /** Whether the last lookup's load from the lower tiers is still running (its count unknown). */
+        boolean loading;
+        /** Which lookup the running load belongs to: a later lookup of the same request makes it stale. */
+        int generation;
 
         Session(int chunkSize) {
             chain = new MpHashChain(chunkSize);
@@ -90,8 +105,14 @@ final class MpService implements AutoCloseable {
     private final MpInstances instances;
     private final MpSessions<Session> sessions;
     private final MpQuotas quotas;
-    /** Sessions whose lookup count has not been read yet (LMCache's active prefetch jobs). */
+    /** Sessions whose lookup count has not been read yet, or is still loading (LMCache's active prefetch jobs). */
     private int unreadJobs;
+    /** The lower tiers, when configured. */
+    private final Optional<MpLowerTiers> l2;
+    /** Ends of loads from L2, posted by their threads, run on the loop thread ({@link #runCompletions}). */
+    private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>();
+    private final List<Waiter> waiters = new ArrayList<>();
+    private final List<Deferred> deferred = new ArrayList<>();
     private final Map<Pending, PendingWrite> pendingWrites = new HashMap<>();
     private final Map<Pending, PendingRead> pendingReads = new HashMap<>();
     private final Map<String, Long> requests = new TreeMap<>();
@@ -100,9 +121,10 @@ final class MpService implements AutoCloseable {
     /** When each drop reason was last logged: at most once per reason every 5 s. */
     private final Map<String, Long> lastDropLog = new HashMap<>();
 
-    private MpService(MpServerSettings settings, MpObjectStore store) {
+    private MpService(MpServerSettings settings, MpObjectStore store, Optional<MpLowerTiers> l2) {
         this.settings = settings;
         this.store = store;
+        this.l2 = l2;
         this.instances = new MpInstances(settings.maxInstances());
         this.quotas = new MpQuotas(store);
         // A session weighs its tokens (its hash chain adds 32 bytes per chunk): four longest prompts in all.
@@ -122,7 +144,13 @@ final class MpService implements AutoCloseable {
         try {
             MpStoreOptions options = MpStoreOptions.DEFAULT.withReadLockTtl(settings.lockTtl())
                     .withWriteTtl(settings.lockTtl());
-            return new MpService(settings, new MpObjectStore(arena, options, System::nanoTime));
+            MpObjectStore store = new MpObjectStore(arena, options, System::nanoTime);
+            try {
+                return new MpService(settings, store, MpLowerTiers.open(settings.l2(), store));
+            } catch (IOException | RuntimeException e) {
+                store.close();
+                throw e;
+            }
         } catch (RuntimeException e) {
             arena.close();
             throw e;
@@ -152,6 +180,9 @@ final class MpService implements AutoCloseable {
             return null;
         }
         try {
+            if (request.operation() == MpOperation.WAIT_PREFETCH_STATUS && waitFor(request, now)) {
+                return null; // answered when the session's load ends or the timeout passes
+            }
             return new Reply(request.uidFrame(), request.opFrame(), serve(request, now).orElse(null));
         } catch (MpProtocolException e) {
             drop(e.reason().label(), op.wireName() + ": " + e.getMessage());
@@ -196,13 +227,8 @@ final class MpService implements AutoCloseable {
                 lookup(key(r, 0), (int) MpScalars.decodeInt(r.arg(1), "tp_size", 1, IpcCacheServerKey.MAX_WORLD_SIZE), now);
                 yield Optional.empty();
             }
-            case QUERY_PREFETCH_STATUS, WAIT_PREFETCH_STATUS -> {
-                if (r.operation() == MpOperation.WAIT_PREFETCH_STATUS) {
-                    MpScalars.decodeNumber(r.arg(1), "timeout"); // lookups finish at once: nothing to wait for
-                }
-                yield Optional.of(MpScalars.encodeInt(readPrefetch(requestId(r), now, true)));
-            }
-            case QUERY_PREFETCH_LOOKUP_HITS -> Optional.of(MpScalars.encodeInt(readPrefetch(requestId(r), now, false)));
+            case QUERY_PREFETCH_STATUS, WAIT_PREFETCH_STATUS -> readPrefetch(requestId(r), now, true).map(MpScalars::encodeInt);
+            case QUERY_PREFETCH_LOOKUP_HITS -> readPrefetch(requestId(r), now, false).map(MpScalars::encodeInt);
             case FREE_LOOKUP_LOCKS -> {
                 MpScalars.decodeInt(r.arg(1), "tp_size", 1, IpcCacheServerKey.MAX_WORLD_SIZE);
                 freeLookupLocks(key(r, 0), now);
@@ -327,7 +353,7 @@ final class MpService implements AutoCloseable {
     }
 
     private boolean commitStore(IpcCacheServerKey key, long instanceId, byte[] data, long now) throws MpProtocolException {
-        registered(instanceId, now);
+        MpInstances.Instance instance = registered(instanceId, now);
         List<MpObjectKey> keys = objectKeys(key, now);
         PendingWrite pending = pendingWrites.remove(new Pending(instanceId, keys));
         if (data.length > 0) {
@@ -339,7 +365,12 @@ final class MpService implements AutoCloseable {
             drop("pickled_data", "commit_store with " + data.length + " bytes of pickled tensors; answered false");
             return false;
         }
-        return pending != null && store.finishWrite(pending.reservation());
+        if (pending == null || !store.finishWrite(pending.reservation())) {
+            return false;
+        }
+        l2.ifPresent(tiers -> tiers.published(pending.reservation().slots().stream().map(Slot::key).toList(),
+                instance.layout()));
+        return true;
     }
 
     private byte[] prepareRetrieve(IpcCacheServerKey key, long instanceId, long now) throws MpProtocolException {
@@ -390,36 +421,114 @@ final class MpService implements AutoCloseable {
 
     /**
      * Counts the leading chunks every rank stored and read-locks their objects for the retrieves to
-     * come. LMCache loads from lower tiers here too; this server's only tier is the pool, so the
-     * job is done at once.
+     * come. When the pool's run stops short and lower tiers are configured, a load from them starts
+     * off the loop thread; until it ends the request's prefetch status is None (LMCache's clients poll).
      */
     private void lookup(IpcCacheServerKey key, int tpSize, long now) throws MpProtocolException {
         List<MpObjectKey> keys = objectKeys(key, now);
         Session s = sessions.get(key.requestId(), now).orElseThrow();
         int ranks = key.workerId().isPresent() ? 1 : key.worldSize();
-        int hits = instances.layout(key.modelName(), key.worldSize()).isEmpty() ? 0 // no worker registered this model
+        Optional<ObjectLayout> layout = instances.layout(key.modelName(), key.worldSize());
+        int hits = layout.isEmpty() ? 0 // no worker registered this model
                 : store.prefixLockAllRanks(keys, ranks, key.numKvReaders());
         s.lookupKeys = keys;
         s.lookupRanks = ranks;
         s.lookupFirstChunk = key.start() / settings.chunkSize();
         s.lookupHits = hits;
-        if (s.unreadHits < 0) {
+        if (s.unreadHits < 0 && !s.loading) {
             unreadJobs++;
         }
         s.unreadHits = hits;
+        s.loading = false;
+        int generation = ++s.generation;
+        if (l2.isPresent() && layout.isPresent() && hits * ranks < keys.size()) {
+            List<MpObjectKey> missing = keys.subList(hits * ranks, keys.size());
+            String requestId = key.requestId();
+            s.loading = l2.get().prefetch(missing, ranks, key.numKvReaders(), layout.get(), loaded -> completions.add(
+                    () -> loaded(requestId, s, generation, missing, ranks, loaded)));
+        }
     }
 
-    /** The hit count of the request's lookup (0 for an unknown request); {@code consume}: only once. */
-    private long readPrefetch(String requestId, long now, boolean consume) {
+    /** A load from L2 ended (loop thread): its session learns the count, or a stale load's locks go. */
+    private void loaded(String requestId, Session s, int generation, List<MpObjectKey> missing, int ranks, int chunks) {
+        long now = System.nanoTime();
+        Optional<Session> current = sessions.get(requestId, now);
+        if (current.isEmpty() || current.get() != s || s.generation != generation || !s.loading) {
+            store.releaseRead(missing.subList(0, chunks * ranks)); // nobody will retrieve them
+            return;
+        }
+        s.loading = false;
+        s.lookupHits += chunks;
+        s.unreadHits = s.lookupHits;
+        Iterator<Waiter> it = waiters.iterator();
+        while (it.hasNext()) {
+            Waiter w = it.next();
+            if (w.requestId().equals(requestId)) {
+                it.remove();
+                deferred.add(new Deferred(w.identity(), new Reply(w.uid(), w.op(),
+                        readPrefetch(requestId, now, true).map(MpScalars::encodeInt).orElse(null))));
+            }
+        }
+    }
+
+    /**
+     * Parks a {@code wait_prefetch_status} whose session is still loading (at most its timeout,
+     * and no longer than a load may run); false when it can be answered now.
+     */
+    private boolean waitFor(MpRequest r, long now) throws MpProtocolException {
+        String requestId = requestId(r);
+        double timeout = MpScalars.decodeNumber(r.arg(1), "timeout");
         Optional<Session> s = sessions.get(requestId, now);
-        if (s.isEmpty() || s.get().unreadHits < 0) {
-            return 0;
+        if (s.isEmpty() || !s.get().loading || !(timeout > 0)) {
+            return false;
+        }
+        long bound = Math.min((long) Math.min(timeout * 1e9, Long.MAX_VALUE / 4), settings.l2().prefetchTimeout().toNanos());
+        waiters.add(new Waiter(requestId, r.identity(), r.uidFrame(), r.opFrame(), now + bound));
+        return true;
+    }
+
+    /** Runs the loads' ends and answers the waits due (loop thread); returns the replies to send. */
+    List<Deferred> runCompletions(long now) {
+        Runnable done;
+        while ((done = completions.poll()) != null) {
+            done.run();
+        }
+        Iterator<Waiter> it = waiters.iterator();
+        while (it.hasNext()) {
+            Waiter w = it.next();
+            if (now - w.deadline() >= 0) {
+                it.remove();
+                deferred.add(new Deferred(w.identity(), new Reply(w.uid(), w.op(), null))); // timed out: None
+            }
+        }
+        if (deferred.isEmpty()) {
+            return List.of();
+        }
+        List<Deferred> out = List.copyOf(deferred);
+        deferred.clear();
+        return out;
+    }
+
+    /**
+     * The hit count of the request's lookup (0 for an unknown request), or empty (None) while its
+     * load from L2 runs; {@code consume}: only once.
+     */
+    private Optional<Long> readPrefetch(String requestId, long now, boolean consume) {
+        Optional<Session> s = sessions.get(requestId, now);
+        if (s.isEmpty()) {
+            return Optional.of(0L);
+        }
+        if (s.get().loading) {
+            return Optional.empty();
+        }
+        if (s.get().unreadHits < 0) {
+            return Optional.of(0L);
         }
         int hits = s.get().unreadHits;
         if (consume) {
             forgetJob(s.get());
         }
-        return hits;
+        return Optional.of((long) hits);
     }
 
     /** Releases the lookup's locks on {@code [start, end)} when no retrieve follows. */
@@ -449,10 +558,11 @@ final class MpService implements AutoCloseable {
         });
     }
 
-    /** The session's lookup count will not be read (it was, or the session is gone). */
+    /** The session's lookup count will not be read (it was, or the session is gone); a load's end is then stale. */
     private void forgetJob(Session s) {
-        if (s.unreadHits >= 0) {
+        if (s.unreadHits >= 0 || s.loading) {
             s.unreadHits = -1;
+            s.loading = false;
             unreadJobs--;
         }
     }
@@ -484,7 +594,7 @@ final class MpService implements AutoCloseable {
         MpStoreStats st = store.stats();
         return new MpStatus(settings.chunkSize(), settings.poolBytes(), st.usedBytes(), st.readyObjects(), sessions.size(),
                 unreadJobs, instances.describe(), requests, dropped, st.evictions(), st.refusedNoMemory(),
-                st.expiredReadLocks() + st.expiredWrites());
+                st.expiredReadLocks() + st.expiredWrites(), l2.map(MpLowerTiers::stats).orElse(MpL2Stats.NONE));
     }
 
     MpQuotas quotas() {
@@ -506,8 +616,13 @@ final class MpService implements AutoCloseable {
         counts.merge(key, 1L, Long::sum);
     }
 
+    /** Stops the lower tiers first (their writer and loads copy from and into the pool), then the pool. */
     @Override
     public void close() {
-        store.close();
+        try {
+            l2.ifPresent(MpLowerTiers::close);
+        } finally {
+            store.close();
+        }
     }
 }

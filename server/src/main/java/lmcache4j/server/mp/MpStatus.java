@@ -4,6 +4,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import lmcache4j.server.mp.tier.MpL2Stats;
+
 /**
  * What the MP server holds and has done, taken on its loop thread: the body of
  * {@code GET /api/status} (in the shape of LMCache's {@code report_status()}: {@code is_healthy},
@@ -22,10 +24,11 @@ import java.util.Map;
  * @param evictions        objects evicted to make room
  * @param refusedWrites    chunks a prepare_store could not reserve (no room)
  * @param expiredLocks     read locks and reservations dropped for their lifetime
+ * @param l2               the lower tiers ({@link MpL2Stats#NONE} when there are none)
  */
 public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objects, int sessions, int prefetchJobs,
                        Map<Long, Map<String, Object>> instances, Map<String, Long> requests, Map<String, Long> dropped,
-                       long evictions, long refusedWrites, long expiredLocks) {
+                       long evictions, long refusedWrites, long expiredLocks, MpL2Stats l2) {
     public MpStatus {
         instances = Map.copyOf(instances);
         requests = Map.copyOf(requests);
@@ -42,6 +45,19 @@ public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objec
         storage.put("evictions", evictions);
         storage.put("refused_writes", refusedWrites);
         storage.put("expired_locks", expiredLocks);
+        Map<String, Object> lower = new LinkedHashMap<>();
+        lower.put("enabled", !l2.tiers().isEmpty());
+        lower.put("tiers", l2.tiers());
+        lower.put("write_queue", l2.queued());
+        lower.put("objects_written", l2.written());
+        lower.put("tier_writes", l2.tierWrites());
+        lower.put("write_drops", l2.writeDrops());
+        lower.put("write_failures", l2.writeFailures());
+        lower.put("prefetch_jobs", l2.prefetchJobs());
+        lower.put("prefetched_objects", l2.prefetchedObjects());
+        lower.put("prefetch_failures", l2.prefetchFailures());
+        lower.put("staging_bytes", l2.stagingBytes());
+        storage.put("l2", lower);
         Map<String, Object> meta = new LinkedHashMap<>();
         new java.util.TreeMap<>(instances).forEach((id, m) -> meta.put(Long.toString(id), m));
         Map<String, Object> out = new LinkedHashMap<>();
@@ -72,6 +88,16 @@ public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objec
         counter(sb, "lmcache4j_mp_evictions_total", evictions);
         counter(sb, "lmcache4j_mp_refused_writes_total", refusedWrites);
         counter(sb, "lmcache4j_mp_expired_locks_total", expiredLocks);
+        gauge(sb, "lmcache4j_mp_l2_tiers", l2.tiers().size());
+        gauge(sb, "lmcache4j_mp_l2_write_queue", l2.queued());
+        gauge(sb, "lmcache4j_mp_l2_staging_bytes", l2.stagingBytes());
+        counter(sb, "lmcache4j_mp_l2_objects_written_total", l2.written());
+        counter(sb, "lmcache4j_mp_l2_tier_writes_total", l2.tierWrites());
+        counter(sb, "lmcache4j_mp_l2_write_drops_total", l2.writeDrops());
+        counter(sb, "lmcache4j_mp_l2_write_failures_total", l2.writeFailures());
+        counter(sb, "lmcache4j_mp_l2_prefetch_jobs_total", l2.prefetchJobs());
+        counter(sb, "lmcache4j_mp_l2_prefetched_objects_total", l2.prefetchedObjects());
+        counter(sb, "lmcache4j_mp_l2_prefetch_failures_total", l2.prefetchFailures());
         sb.append("# TYPE lmcache4j_mp_requests_total counter\n");
         new java.util.TreeMap<>(requests).forEach((op, n) ->
                 sb.append("lmcache4j_mp_requests_total{op=\"").append(op).append("\"} ").append(n).append('\n'));

@@ -300,6 +300,40 @@ public final class MpObjectStore implements AutoCloseable {
         }
     }
 
+    /**
+     * Read-locks once each of {@code keys} that is ready and indexed, so its memory stays put while a
+     * copier outside the loop (the lower tiers' writer) reads it; release with {@link #releaseRead}.
+     *
+     * @return the slots locked, {@link Slot#index()} being the key's position in {@code keys}
+     */
+    public List<Slot> lockReady(List<MpObjectKey> keys) {
+        checkKeys(keys);
+        synchronized (mutex) {
+            ensureOpen();
+            long now = nanoClock.getAsLong();
+            long deadline = now + options.readLockTtl().toNanos();
+            List<Slot> slots = new ArrayList<>(keys.size());
+            for (int i = 0; i < keys.size(); i++) {
+                Entry entry = index.get(keys.get(i));
+                if (entry == null || entry.state != State.READY) {
+                    continue;
+                }
+                expireIfDue(entry, now);
+                if (entry.readers >= MAX_READERS) {
+                    continue;
+                }
+                if (entry.readers == 0) {
+                    lru.remove(entry.key);
+                    locked.add(entry);
+                }
+                entry.readers++;
+                entry.lockDeadline = Math.max(entry.lockDeadline, deadline);
+                slots.add(entry.slot(i));
+            }
+            return slots;
+        }
+    }
+
     /** Like {@link #prefixLockAllRanks} but takes no lock: how many leading chunks are ready now. */
     public int prefixCountAllRanks(List<MpObjectKey> keys, int ranks) {
         synchronized (mutex) {

@@ -1,0 +1,384 @@
+package lmcache4j.server.mp.tier;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.IntConsumer;
+
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.MemoryObj;
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.key.CacheEngineKey;
+import lmcache4j.engine.remote.RemoteBackend;
+import lmcache4j.engine.remote.RemoteConnectors;
+import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.StorageBackend;
+import lmcache4j.engine.storage.disk.ChunkFiles;
+import lmcache4j.engine.storage.disk.LocalDiskBackend;
+import lmcache4j.server.mp.MpL2Settings;
+import lmcache4j.server.mp.store.MpObjectStore;
+import lmcache4j.server.mp.store.ObjectLayout;
+import lmcache4j.server.mp.store.Slot;
+import lmcache4j.server.mp.store.WriteReservation;
+import lmcache4j.server.mp.wire.MpObjectKey;
+
+/**
+ * The MP server's lower tiers (L2) behind its shared-memory pool: the engine's disk and remote
+ * tiers, written through and loaded from.
+ *
+ * <p><b>Write-through.</b> {@link #published} read-locks the objects a commit published (so the pool
+ * cannot reuse their slots) and queues them; one writer thread copies each into staging memory,
+ * unlocks it, and puts the copy into every tier. A full queue or full staging memory drops the
+ * write, counted: memory stays within what the operator configured.
+ *
+ * <p><b>Prefetch.</b> {@link #prefetch} loads, off the loop thread, the leading chunks the tiers
+ * hold of a lookup's continuation: it asks the tiers first (a miss allocates nothing), then per
+ * chunk reserves its rank objects in the pool, reads them from the tiers, checks their size and
+ * dtype, copies them in and publishes them, and finally read-locks the loaded prefix as a lookup
+ * does. An error, a corrupt or short object, or the deadline ends the prefix there.
+ *
+ * <p>Copies into and out of the pool hold {@link #copies}' read lock; {@link #close} takes its
+ * write lock, so no copy touches the pool after the store unmaps it.
+ */
+public final class MpLowerTiers implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(MpLowerTiers.class.getName());
+    /** The pool owner of prefetch reservations (instance owners are numbers). */
+    static final String OWNER = "l2-prefetch";
+    /** Prefetch jobs at once; a lookup beyond that counts the pool's hits only. */
+    static final int MAX_JOBS = 64;
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(35);
+
+    private record WriteJob(Slot slot, CacheEngineKey tierKey) {
+    }
+
+    private final MpObjectStore store;
+    private final List<StorageBackend> tiers;
+    private final StagingMemory staging;
+    private final Duration prefetchTimeout;
+    private final ArrayBlockingQueue<WriteJob> queue;
+    private final OwnedThreads threads = new OwnedThreads();
+    private final ExecutorService jobs = Executors.newThreadPerTaskExecutor(threads.virtualFactory("mp-l2-prefetch"));
+    private final AtomicInteger jobsInFlight = new AtomicInteger();
+    private final ReentrantReadWriteLock copies = new ReentrantReadWriteLock();
+    private volatile boolean closing;
+
+    private final LongAdder written = new LongAdder();
+    private final LongAdder writeDrops = new LongAdder();
+    private final LongAdder writeFailures = new LongAdder();
+    private final LongAdder prefetchJobs = new LongAdder();
+    private final LongAdder prefetchedObjects = new LongAdder();
+    private final LongAdder prefetchFailures = new LongAdder();
+
+    private MpLowerTiers(MpObjectStore store, List<StorageBackend> tiers, StagingMemory staging, MpL2Settings settings) {
+        this.store = store;
+        this.tiers = List.copyOf(tiers);
+        this.staging = staging;
+        this.prefetchTimeout = settings.prefetchTimeout();
+        this.queue = new ArrayBlockingQueue<>(settings.writeQueue());
+        threads.start("mp-l2-writer", this::writeLoop);
+    }
+
+    /**
+     * Opens the configured tiers over {@code store}'s pool; empty when none is configured.
+     *
+     * @throws IOException when the disk directory cannot be opened or the remote store is unreachable or its URL bad
+     */
+    public static Optional<MpLowerTiers> open(MpL2Settings settings, MpObjectStore store) throws IOException {
+        if (!settings.enabled()) {
+            return Optional.empty();
+        }
+        StagingMemory staging = new StagingMemory(settings.stagingBytes());
+        List<StorageBackend> tiers = new ArrayList<>();
+        try {
+            if (settings.diskDir().isPresent()) {
+                ChunkFiles files = new ChunkFiles(settings.diskDir().get(), false, false, false);
+                tiers.add(new LocalDiskBackend(files, staging, settings.diskBytes(), "LRU", 2, settings.writeQueue()));
+            }
+            if (settings.remoteUrl().isPresent()) {
+                double timeout = settings.prefetchTimeout().toMillis() / 1000.0;
+                tiers.add(new RemoteBackend(RemoteConnectors.create(settings.remoteUrl().get()), staging, timeout, 5,
+                        Math.min(timeout, 5)));
+            }
+        } catch (IOException | RuntimeException e) {
+            tiers.forEach(StorageBackend::close);
+            staging.close();
+            if (e instanceof IOException io) {
+                throw new IOException("cannot open the MP server's lower tier: " + io.getMessage(), io);
+            }
+            throw new IOException("cannot open the MP server's lower tier: " + e.getMessage(), e);
+        }
+        return Optional.of(new MpLowerTiers(store, tiers, staging, settings));
+    }
+
+    // ---- write-through ------------------------------------------------------------------------
+
+    /** Queues the published objects of {@code keys} for the tiers (loop thread; never blocks). */
+    public void published(List<MpObjectKey> keys, ObjectLayout layout) {
+        if (closing) {
+            return;
+        }
+        if (queue.remainingCapacity() < keys.size()) {
+            writeDrops.add(keys.size()); // behind: drop before locking anything
+            return;
+        }
+        for (Slot slot : store.lockReady(keys)) {
+            Optional<CacheEngineKey> tierKey = TierKeys.of(slot.key(), layout);
+            if (tierKey.isEmpty() || !queue.offer(new WriteJob(slot, tierKey.get()))) {
+                store.releaseRead(List.of(slot.key()));
+                writeDrops.increment();
+            }
+        }
+    }
+
+    private void writeLoop() {
+        while (!closing) {
+            WriteJob job;
+            try {
+                job = queue.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                break;
+            }
+            if (job != null) {
+                try {
+                    write(job);
+                } catch (RuntimeException e) {
+                    writeFailures.increment();
+                    LOG.log(System.Logger.Level.WARNING, "MP server: writing " + job.tierKey() + " to L2 failed: " + e);
+                }
+            }
+        }
+        for (WriteJob left; (left = queue.poll()) != null; ) {
+            store.releaseRead(List.of(left.slot().key()));
+        }
+    }
+
+    private void write(WriteJob job) {
+        Slot slot = job.slot();
+        MemoryObj copy;
+        try {
+            List<StorageBackend> targets = new ArrayList<>(tiers.size());
+            for (StorageBackend tier : tiers) {
+                if (!(tier.isLocal() && tier.contains(job.tierKey(), false))) {
+                    targets.add(tier); // a local tier that holds it already is skipped without a copy
+                }
+            }
+            if (targets.isEmpty()) {
+                return;
+            }
+            Optional<MemoryObj> staged = staging.allocate(slot.layout().shape(), slot.layout().dtype(), MemoryFormat.BINARY,
+                    AllocationMode.EVICT);
+            if (staged.isEmpty()) {
+                writeDrops.increment();
+                return;
+            }
+            copy = staged.get();
+            if (!copyGuarded(store.segment(), slot.offset(), copy.segment(), 0, slot.length())) {
+                copy.release();
+                return;
+            }
+            for (StorageBackend tier : targets) {
+                try {
+                    tier.batchedSubmitPut(List.of(job.tierKey()), List.of(copy));
+                } catch (RuntimeException e) {
+                    writeFailures.increment();
+                }
+            }
+        } finally {
+            store.releaseRead(List.of(slot.key()));
+        }
+        copy.release(); // the tiers hold their own references
+        written.increment();
+    }
+
+    // ---- prefetch -----------------------------------------------------------------------------
+
+    /**
+     * Starts loading {@code missing} (chunk-major, {@code ranks} keys per chunk: a lookup's keys from
+     * the first chunk the pool lacks) from the tiers; {@code done} gets, on the job's thread, how
+     * many leading chunks are now in the pool and read-locked {@code readers} times each.
+     *
+     * @return false, starting nothing, when too many jobs run already or the tiers are closing
+     */
+    public boolean prefetch(List<MpObjectKey> missing, int ranks, int readers, ObjectLayout layout, IntConsumer done) {
+        if (closing || jobsInFlight.incrementAndGet() > MAX_JOBS) {
+            jobsInFlight.decrementAndGet();
+            return false;
+        }
+        prefetchJobs.increment();
+        long deadline = System.nanoTime() + prefetchTimeout.toNanos();
+        List<MpObjectKey> keys = List.copyOf(missing);
+        try {
+            jobs.execute(() -> {
+                int chunks = 0;
+                try {
+                    chunks = load(keys, ranks, readers, layout, deadline);
+                } catch (RuntimeException e) { // the store closed under the job, a tier failed unexpectedly
+                    prefetchFailures.increment();
+                    LOG.log(System.Logger.Level.WARNING, "MP server: a load from L2 failed; counted a miss: " + e);
+                } finally {
+                    jobsInFlight.decrementAndGet();
+                    done.accept(chunks);
+                }
+            });
+        } catch (RuntimeException e) { // the executor shut down
+            jobsInFlight.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    private int load(List<MpObjectKey> keys, int ranks, int readers, ObjectLayout layout, long deadline) {
+        List<CacheEngineKey> tierKeys = new ArrayList<>(keys.size());
+        for (MpObjectKey key : keys) {
+            Optional<CacheEngineKey> tierKey = TierKeys.of(key, layout);
+            if (tierKey.isEmpty()) {
+                break;
+            }
+            tierKeys.add(tierKey.get());
+        }
+        boolean[] held = new boolean[tierKeys.size()];
+        for (StorageBackend tier : tiers) {
+            boolean[] here = tier.containsEach(tierKeys);
+            for (int i = 0; i < held.length; i++) {
+                held[i] |= here[i];
+            }
+        }
+        int available = 0;
+        while ((available + 1) * ranks <= held.length && allHeld(held, available * ranks, ranks)) {
+            available++;
+        }
+        int loaded = 0;
+        while (loaded < available && !closing && System.nanoTime() - deadline < 0) {
+            int from = loaded * ranks;
+            WriteReservation reservation = store.reserveWrite(OWNER, keys.subList(from, from + ranks), layout);
+            boolean ok = true;
+            for (Slot slot : reservation.slots()) {
+                if (!fill(slot, tierKeys.get(from + slot.index()), layout)) {
+                    ok = false;
+                    break;
+                }
+            }
+            if (!ok) {
+                store.abortWrite(reservation);
+                prefetchFailures.increment();
+                break;
+            }
+            if (!reservation.isEmpty() && !store.finishWrite(reservation)) {
+                break;
+            }
+            prefetchedObjects.add(reservation.slots().size());
+            loaded++;
+        }
+        if (loaded < available && !closing && System.nanoTime() - deadline >= 0) {
+            prefetchFailures.increment(); // the deadline passed
+        }
+        return loaded == 0 ? 0 : store.prefixLockAllRanks(keys.subList(0, loaded * ranks), ranks, readers);
+    }
+
+    private static boolean allHeld(boolean[] held, int from, int count) {
+        for (int i = from; i < from + count; i++) {
+            if (!held[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Reads {@code tierKey} from the first tier that serves it whole and copies it into {@code slot}. */
+    private boolean fill(Slot slot, CacheEngineKey tierKey, ObjectLayout layout) {
+        for (StorageBackend tier : tiers) {
+            Optional<MemoryObj> got;
+            try {
+                got = tier.getBlocking(tierKey);
+            } catch (RuntimeException e) {
+                continue; // an error is a miss in this tier
+            }
+            if (got.isEmpty()) {
+                continue;
+            }
+            MemoryObj obj = got.get();
+            try {
+                if (obj.byteSize() != layout.byteLength() || obj.dtype() != layout.dtype()) {
+                    LOG.log(System.Logger.Level.WARNING, "MP server: " + tier.name() + " returned " + obj.byteSize() + " bytes of "
+                            + obj.dtype() + " for " + tierKey + ", expected " + layout.byteLength() + " of " + layout.dtype()
+                            + "; treated as a miss");
+                    continue;
+                }
+                if (copyGuarded(obj.segment(), 0, store.segment(), slot.offset(), slot.length())) {
+                    return true;
+                }
+                return false;
+            } finally {
+                obj.release();
+            }
+        }
+        return false;
+    }
+
+    /** Copies unless the tiers are closing (the pool may be unmapped next). */
+    private boolean copyGuarded(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        copies.readLock().lock();
+        try {
+            if (closing) {
+                return false;
+            }
+            MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes);
+            return true;
+        } finally {
+            copies.readLock().unlock();
+        }
+    }
+
+    // ---- state --------------------------------------------------------------------------------
+
+    public MpL2Stats stats() {
+        List<String> names = new ArrayList<>();
+        long tierWrites = 0;
+        for (StorageBackend tier : tiers) {
+            switch (tier) {
+                case LocalDiskBackend disk -> tierWrites += disk.stats().writes();
+                case RemoteBackend remote -> tierWrites += remote.stats().puts();
+                default -> { }
+            }
+            names.add(tier instanceof RemoteBackend remote ? tier.name() + " " + remote.url() : tier.name());
+        }
+        return new MpL2Stats(names, queue.size(), written.sum(), writeDrops.sum(), writeFailures.sum(), tierWrites,
+                prefetchJobs.sum(), prefetchedObjects.sum(), prefetchFailures.sum(), staging.usedBytes());
+    }
+
+    /**
+     * Stops the writer and the loads (waiting for those under way, which their deadline bounds), then
+     * closes the tiers, which finish their queued writes (the disk keeps its files for the next start).
+     * The store must still be open: the writer releases its locks.
+     */
+    @Override
+    public void close() {
+        if (closing) {
+            return;
+        }
+        closing = true;
+        copies.writeLock().lock(); // no copy is under way from now on
+        copies.writeLock().unlock();
+        jobs.shutdown();
+        try {
+            if (!jobs.awaitTermination(JOIN_BOUND.toSeconds(), TimeUnit.SECONDS)) {
+                LOG.log(System.Logger.Level.WARNING, "MP server: L2 loads did not stop within " + JOIN_BOUND);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        threads.join(JOIN_BOUND);
+        tiers.forEach(StorageBackend::close);
+        staging.close();
+    }
+}

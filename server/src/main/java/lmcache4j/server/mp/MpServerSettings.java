@@ -54,6 +54,11 @@ public record MpServerSettings(String host, int port, String httpHost, int httpP
                 || reapTimeout.isNegative()) {
             throw new IllegalArgumentException("session and lock lifetimes must be positive, the reap timeout >= 0");
         }
+        if (l2.enabled() && l2.prefetchTimeout().multipliedBy(2).compareTo(lockTtl) > 0) {
+            // A load copies into slots it reserved; they must stay its own for the whole load.
+            throw new IllegalArgumentException("the L2 load timeout (--l2-timeout " + l2.prefetchTimeout().toSeconds()
+                    + " s) must be at most half the lock lifetime (--lock-ttl " + lockTtl.toSeconds() + " s)");
+        }
     }
 
     /** Loopback, any free ports, a pool of {@code poolBytes} named after this process (tests). */

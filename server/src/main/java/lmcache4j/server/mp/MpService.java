@@ -21,7 +21,6 @@ import lmcache4j.server.mp.store.MpStoreStats;
 import lmcache4j.server.mp.store.ObjectLayout;
 import lmcache4j.server.mp.store.Slot;
 import lmcache4j.server.mp.store.WriteReservation;
-import lmcache4j.server.mp.tier.MpL2Stats;
 import lmcache4j.server.mp.tier.MpLowerTiers;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
 import lmcache4j.server.mp.wire.MpDropReason;
@@ -118,6 +117,9 @@ final class MpService implements AutoCloseable {
     private final Map<String, Long> requests = new TreeMap<>();
     private final Map<String, Long> dropped = new TreeMap<>();
     private final Set<MpOperation> refusalLogged = EnumSet.noneOf(MpOperation.class);
+    private final Map<String, Long> refused = new TreeMap<>();
+    /** What the operator must change, once a CUDA worker (LMCache-driven transfer) has been refused; else empty. */
+    private String refusal = "";
     /** When each drop reason was last logged: at most once per reason every 5 s. */
     private final Map<String, Long> lastDropLog = new HashMap<>();
 
@@ -172,6 +174,10 @@ final class MpService implements AutoCloseable {
         count(requests, op.wireName());
         if (!op.served()) {
             drop(MpDropReason.REFUSED_OP.label(), null);
+            count(refused, op.wireName());
+            if (op.id() <= 7) {
+                refusal = "a worker sent " + op.wireName() + " (LMCache's CUDA transfer); " + ENGINE_DRIVEN_ONLY;
+            }
             if (refusalLogged.add(op)) {
                 LOG.log(System.Logger.Level.WARNING, "MP server: refused " + op.wireName() + " (op " + op.id() + "): "
                         + (op.id() <= 7 ? ENGINE_DRIVEN_ONLY : "lmcache4j does not serve blend, P2P, experimental or"
@@ -444,17 +450,21 @@ final class MpService implements AutoCloseable {
         if (l2.isPresent() && layout.isPresent() && hits * ranks < keys.size()) {
             List<MpObjectKey> missing = keys.subList(hits * ranks, keys.size());
             String requestId = key.requestId();
-            s.loading = l2.get().prefetch(missing, ranks, key.numKvReaders(), layout.get(), loaded -> completions.add(
-                    () -> loaded(requestId, s, generation, missing, ranks, loaded)));
+            int readers = Math.max(1, key.numKvReaders());
+            s.loading = l2.get().prefetch(missing, ranks, readers, layout.get(), loaded -> completions.add(
+                    () -> loaded(requestId, s, generation, missing, ranks, readers, loaded)));
         }
     }
 
     /** A load from L2 ended (loop thread): its session learns the count, or a stale load's locks go. */
-    private void loaded(String requestId, Session s, int generation, List<MpObjectKey> missing, int ranks, int chunks) {
+    private void loaded(String requestId, Session s, int generation, List<MpObjectKey> missing, int ranks, int readers,
+                        int chunks) {
         long now = System.nanoTime();
         Optional<Session> current = sessions.get(requestId, now);
         if (current.isEmpty() || current.get() != s || s.generation != generation || !s.loading) {
-            store.releaseRead(missing.subList(0, chunks * ranks)); // nobody will retrieve them
+            for (int i = 0; i < readers; i++) { // the load locked each object once per reader; nobody will retrieve them
+                store.releaseRead(missing.subList(0, chunks * ranks));
+            }
             return;
         }
         s.loading = false;
@@ -472,8 +482,8 @@ final class MpService implements AutoCloseable {
     }
 
     /**
-     * Parks a {@code wait_prefetch_status} whose session is still loading (at most its timeout,
-     * and no longer than a load may run); false when it can be answered now.
+     * Parks a {@code wait_prefetch_status} whose session is still loading, until the load ends or
+     * the request's timeout passes (then None, as LMCache answers); false when it can be answered now.
      */
     private boolean waitFor(MpRequest r, long now) throws MpProtocolException {
         String requestId = requestId(r);
@@ -482,7 +492,8 @@ final class MpService implements AutoCloseable {
         if (s.isEmpty() || !s.get().loading || !(timeout > 0)) {
             return false;
         }
-        long bound = Math.min((long) Math.min(timeout * 1e9, Long.MAX_VALUE / 4), settings.l2().prefetchTimeout().toNanos());
+        // Every load ends (each tier call is bounded by --l2-timeout); the lock lifetime only caps a silly timeout.
+        long bound = Math.min((long) Math.min(timeout * 1e9, Long.MAX_VALUE / 4), settings.lockTtl().toNanos());
         waiters.add(new Waiter(requestId, r.identity(), r.uidFrame(), r.opFrame(), now + bound));
         return true;
     }
@@ -593,7 +604,7 @@ final class MpService implements AutoCloseable {
     MpStatus status() {
         MpStoreStats st = store.stats();
         return new MpStatus(settings.chunkSize(), settings.poolBytes(), st.usedBytes(), st.readyObjects(), sessions.size(),
-                unreadJobs, instances.describe(), requests, dropped, st.evictions(), st.refusedNoMemory(),
+                unreadJobs, instances.describe(), requests, dropped, refused, refusal, st.evictions(), st.refusedNoMemory(),
                 st.expiredReadLocks() + st.expiredWrites(), l2.map(MpLowerTiers::stats).orElse(MpL2Stats.NONE));
     }
 

@@ -3,8 +3,8 @@ package lmcache4j.server.mp;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
-import lmcache4j.server.mp.tier.MpL2Stats;
 
 /**
  * What the MP server holds and has done, taken on its loop thread: the body of
@@ -21,6 +21,9 @@ import lmcache4j.server.mp.tier.MpL2Stats;
  * @param instances        registered instances: id → model_name, world_size, block_size, use_mla
  * @param requests         requests served, by operation name
  * @param dropped          requests dropped without a reply, by reason
+ * @param refused          requests of operations this server does not serve, by operation name
+ * @param refusal          what a client of a refused operation must change (empty when none came):
+ *                         LMCache's protocol has no error reply, so this is where an operator reads it
  * @param evictions        objects evicted to make room
  * @param refusedWrites    chunks a prepare_store could not reserve (no room)
  * @param expiredLocks     read locks and reservations dropped for their lifetime
@@ -28,11 +31,13 @@ import lmcache4j.server.mp.tier.MpL2Stats;
  */
 public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objects, int sessions, int prefetchJobs,
                        Map<Long, Map<String, Object>> instances, Map<String, Long> requests, Map<String, Long> dropped,
-                       long evictions, long refusedWrites, long expiredLocks, MpL2Stats l2) {
+                       Map<String, Long> refused, String refusal, long evictions, long refusedWrites, long expiredLocks, MpL2Stats l2) {
     public MpStatus {
         instances = Map.copyOf(instances);
         requests = Map.copyOf(requests);
         dropped = Map.copyOf(dropped);
+        refused = Map.copyOf(refused);
+        Objects.requireNonNull(refusal, "refusal");
     }
 
     /** {@code GET /api/status}. */
@@ -73,6 +78,10 @@ public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objec
         out.put("supported_transfer_mode", "engine_driven");
         out.put("requests", new java.util.TreeMap<>(requests));
         out.put("dropped", new java.util.TreeMap<>(dropped));
+        out.put("refused_operations", new java.util.TreeMap<>(refused));
+        if (!refusal.isEmpty()) {
+            out.put("refusal", refusal);
+        }
         return out;
     }
 
@@ -104,6 +113,9 @@ public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objec
         sb.append("# TYPE lmcache4j_mp_dropped_total counter\n");
         new java.util.TreeMap<>(dropped).forEach((reason, n) ->
                 sb.append("lmcache4j_mp_dropped_total{reason=\"").append(reason).append("\"} ").append(n).append('\n'));
+        sb.append("# TYPE lmcache4j_mp_refused_total counter\n");
+        new java.util.TreeMap<>(refused).forEach((op, n) ->
+                sb.append("lmcache4j_mp_refused_total{op=\"").append(op).append("\"} ").append(n).append('\n'));
         return sb.toString();
     }
 

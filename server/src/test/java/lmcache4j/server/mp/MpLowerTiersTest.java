@@ -3,6 +3,7 @@ package lmcache4j.server.mp;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -10,6 +11,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -19,9 +23,11 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -31,7 +37,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.allocator.host.SharedMemoryArena;
 import lmcache4j.server.lm.LmCacheServer;
-import lmcache4j.server.mp.tier.MpL2Stats;
 import lmcache4j.server.mp.wire.MpScalars;
 import lmcache4j.server.mp.wire.MpTransferCodec;
 import lmcache4j.server.mp.wire.PrepareRetrieveResponse;
@@ -74,6 +79,10 @@ class MpLowerTiersTest {
             assertEquals(3, l2.prefetchedObjects());
             assertEquals(0, l2.prefetchFailures());
             assertEquals(3, l2.written());
+            Map<?, ?> json = (Map<?, ?>) ((Map<?, ?>) server.status().toJson().get("storage_manager")).get("l2");
+            assertEquals(List.of(true, 3L, 3L), List.of(json.get("enabled"), json.get("prefetched_objects"),
+                    json.get("objects_written")), "/api/status: " + json);
+            assertTrue(server.status().prometheus().contains("lmcache4j_mp_l2_prefetched_objects_total 3\n"), "/metrics");
         }
     }
 
@@ -159,18 +168,69 @@ class MpLowerTiersTest {
     }
 
     @Test
+    void theStatusIsNoneWhileALoadRunsAndAWaitIsAnsweredWhenTheLoadEnds() throws Exception {
+        LmCacheServer remote = LmCacheServer.start(InetAddress.getLoopbackAddress(), 0, 64L << 20, java.util.Optional.empty(),
+                16 << 20);
+        int port = remote.port();
+        MpL2Settings l2 = MpL2Settings.NONE.withRemote("lm://127.0.0.1:" + port).withStaging(8L << 20, 64)
+                .withPrefetchTimeout(Duration.ofSeconds(2));
+        List<Socket> held = new CopyOnWriteArrayList<>();
+        try (MpServer server = start(l2); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server);
+             ServerSocket silent = new ServerSocket()) {
+            assertTrue(c.register(INSTANCE).error().isEmpty());
+            int[] tokens = MpTestClient.tokens(20, 2 * CHUNK);
+            store(c, pool, tokens, "w", 20);
+            awaitL2(server, s -> s.tierWrites() >= 2);
+            server.clear();
+            remote.close();
+            // The remote's address now answers connections and never a request: every read waits for the timeout.
+            silent.setReuseAddress(true);
+            silent.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+            Thread.ofVirtual().start(() -> {
+                try {
+                    while (!silent.isClosed()) {
+                        held.add(silent.accept());
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            assertNotNull(c.call(8, MpTestClient.key(tokens, 0, tokens.length, "slow", OptionalInt.empty()),
+                    MpScalars.encodeInt(1)), "the lookup is answered at once");
+            assertNull(prefetchStatus(c, "slow"), "None while the load runs");
+            assertEquals(1, server.status().prefetchJobs(), "an active prefetch job");
+            long t0 = System.nanoTime();
+            List<byte[]> waited = c.call(10, MpScalars.encodeString("slow"), MpScalars.encodeFloat(30.0));
+            long waitedMillis = (System.nanoTime() - t0) / 1_000_000;
+            assertNotNull(waited, "wait_prefetch_status is answered when the load ends");
+            assertEquals(List.of(0L), waited.stream().map(b -> (long) b[0]).toList(), "a miss: nothing loaded");
+            assertTrue(waitedMillis >= 200 && waitedMillis < 9_000, "it waited for the load, not for its own 30 s: "
+                    + waitedMillis + " ms");
+            assertEquals(0L, prefetchStatus(c, "slow"), "read once: nothing is pending any more");
+            assertEquals(0, server.status().prefetchJobs());
+            assertTrue(c.ping());
+        } finally {
+            remote.close();
+            for (Socket s : held) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
     void theWritersQueueBoundDropsAndCountsWhatDoesNotFit(@TempDir Path dir) throws Exception {
         MpL2Settings l2 = MpL2Settings.NONE.withDisk(dir, 64L << 20).withStaging(8L << 20, 2);
         try (MpServer server = start(l2); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server)) {
             assertTrue(c.register(INSTANCE).error().isEmpty());
             store(c, pool, MpTestClient.tokens(17, 4 * CHUNK), "w", 17); // one commit of 4 objects > a queue of 2
             MpL2Stats s = server.status().l2();
-            assertEquals(4, s.writeDrops(), s.toString());
+            assertEquals(2, s.writeDrops(), "the two trailing chunks are dropped: " + s);
             assertTrue(s.queued() <= 2);
+            awaitL2(server, st -> st.tierWrites() >= 2); // the two leading ones are written
             store(c, pool, MpTestClient.tokens(18, 2 * CHUNK), "w2", 18); // fits
-            awaitL2(server, st -> st.tierWrites() >= 2);
-            assertEquals(2, server.status().l2().written());
-            assertEquals(4, server.status().l2().writeDrops());
+            awaitL2(server, st -> st.tierWrites() >= 4);
+            assertEquals(4, server.status().l2().written());
+            assertEquals(2, server.status().l2().writeDrops());
             assertTrue(server.status().l2().stagingBytes() <= (8L << 20), "staging stays within its size");
         }
     }

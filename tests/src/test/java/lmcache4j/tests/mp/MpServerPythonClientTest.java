@@ -16,8 +16,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.engine.json.Json;
+import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
 import lmcache4j.tests.TestPython;
@@ -67,6 +69,35 @@ class MpServerPythonClientTest {
             Map<String, Object> after = client(second.port(), "retrieve");
             assertEquals(Boolean.TRUE, after.get("ok"), after.toString());
             assertEquals(0L, ((Number) after.get("lookup_hits")).longValue(), "a new pool holds nothing: " + after);
+        }
+    }
+
+    @Test
+    void aRestartedServerWithADiskTierServesWhatTheFirstOneStoredEveryByteEqual(@TempDir Path disk) throws Exception {
+        MpServerSettings settings = MpServerSettings.loopback(POOL)
+                .withL2(MpL2Settings.NONE.withDisk(disk, 256L << 20).withStaging(32L << 20, 64));
+        int port;
+        try (MpServer first = MpServer.start(settings)) {
+            port = first.port();
+            Map<String, Object> stored = client(port, "store");
+            assertEquals(Boolean.TRUE, stored.get("ok"), stored.toString());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (first.status().l2().tierWrites() < 8 && System.nanoTime() < deadline) { // 4 chunks × 2 ranks
+                Thread.sleep(10);
+            }
+            assertEquals(8L, first.status().l2().tierWrites(), first.status().l2().toString());
+        }
+        try (MpServer second = MpServer.start(settings.withPorts(port, 0))) {
+            assertEquals(0L, second.status().objects(), "a new pool");
+            Map<String, Object> after = client(second.port(), "retrieve");
+            assertEquals(Boolean.TRUE, after.get("ok"), after.toString());
+            assertEquals(4L, ((Number) after.get("lookup_hits")).longValue(), "loaded from the disk tier: " + after);
+            for (Object r : (List<?>) after.get("retrieves")) { // each rank: every chunk, every byte compared
+                Map<?, ?> got = (Map<?, ?>) r;
+                assertEquals(List.of(true, 4L, 0L), List.of(got.get("success"), ((Number) got.get("chunks")).longValue(),
+                        ((Number) got.get("wrong_bytes")).longValue()), after.toString());
+            }
+            assertEquals(8L, second.status().l2().prefetchedObjects(), second.status().l2().toString());
         }
     }
 

@@ -57,19 +57,22 @@ public final class MpObjectStore implements AutoCloseable {
         final MpObjectKey key;
         final MemoryObj memory;
         final ObjectLayout layout;
+        /** Distinct for every object the store ever held: a slot's memory reused by another object gets another. */
+        final long generation;
         State state = State.WRITING;
         boolean indexed = true;
         int readers;
         long lockDeadline;
 
-        Entry(MpObjectKey key, MemoryObj memory, ObjectLayout layout) {
+        Entry(MpObjectKey key, MemoryObj memory, ObjectLayout layout, long generation) {
             this.key = key;
             this.memory = memory;
             this.layout = layout;
+            this.generation = generation;
         }
 
         Slot slot(int index) {
-            return new Slot(index, key, memory.address(), layout.byteLength(), layout);
+            return new Slot(index, key, memory.address(), layout.byteLength(), layout, generation);
         }
     }
 
@@ -87,6 +90,8 @@ public final class MpObjectStore implements AutoCloseable {
     private final Set<Entry> locked = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Entries dropped by a forced clear whose memory waits for locks or writes. */
     private final List<Entry> orphans = new ArrayList<>();
+    /** The last {@link Entry#generation} handed out. */
+    private long generations;
     private final Map<String, Map<Long, WriteReservation>> pendingByOwner = new HashMap<>();
     private final Map<String, Long> bytesBySalt = new HashMap<>();
     private long pendingTotal;
@@ -183,7 +188,7 @@ public final class MpObjectStore implements AutoCloseable {
                     refusedNoMemory++;
                     continue;
                 }
-                Entry entry = new Entry(key, memory.get(), layout);
+                Entry entry = new Entry(key, memory.get(), layout, ++generations);
                 index.put(key, entry);
                 usedBytes += entry.memory.physicalSize();
                 bytesBySalt.merge(key.cacheSalt(), entry.memory.physicalSize(), Long::sum);
@@ -331,6 +336,29 @@ public final class MpObjectStore implements AutoCloseable {
                 slots.add(entry.slot(i));
             }
             return slots;
+        }
+    }
+
+    /**
+     * Whether the object {@code slot} was taken from still owns that memory: true proves that nothing
+     * else was written there since (ready objects are never written), so a copy made out of it in
+     * between holds the object's bytes, even if the copier's read lock lapsed meanwhile.
+     */
+    public boolean stillHolds(Slot slot) {
+        synchronized (mutex) {
+            if (closed) {
+                return false;
+            }
+            Entry entry = index.get(slot.key());
+            if (entry != null && entry.generation == slot.generation()) {
+                return true;
+            }
+            for (Entry orphan : orphans) {
+                if (orphan.generation == slot.generation()) {
+                    return true;
+                }
+            }
+            return false;
         }
     }
 

@@ -11,6 +11,8 @@ import lmcache4j.server.mp.wire.MpObjectKey;
  * @param offset the first byte, relative to the start of the shared segment
  * @param length the object's bytes ({@code layout.byteLength()})
  * @param layout the tensor shape and dtype of the object
+ * @param generation which object this is: the same memory holding a later object has another
+ *                   ({@link MpObjectStore#stillHolds})
  */
-public record Slot(int index, MpObjectKey key, long offset, long length, ObjectLayout layout) {
+public record Slot(int index, MpObjectKey key, long offset, long length, ObjectLayout layout, long generation) {
 }

@@ -26,6 +26,7 @@ import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.server.mp.MpL2Settings;
+import lmcache4j.server.mp.MpL2Stats;
 import lmcache4j.server.mp.store.MpObjectStore;
 import lmcache4j.server.mp.store.ObjectLayout;
 import lmcache4j.server.mp.store.Slot;
@@ -127,11 +128,11 @@ public final class MpLowerTiers implements AutoCloseable {
         if (closing) {
             return;
         }
-        if (queue.remainingCapacity() < keys.size()) {
-            writeDrops.add(keys.size()); // behind: drop before locking anything
-            return;
-        }
-        for (Slot slot : store.lockReady(keys)) {
+        // Only the loop thread offers, so what fits now still fits below. Behind: the leading chunks
+        // (the ones a prefix lookup needs first) go, the rest are dropped before anything is locked.
+        int fits = Math.min(keys.size(), queue.remainingCapacity());
+        writeDrops.add(keys.size() - fits);
+        for (Slot slot : store.lockReady(keys.subList(0, fits))) {
             Optional<CacheEngineKey> tierKey = TierKeys.of(slot.key(), layout);
             if (tierKey.isEmpty() || !queue.offer(new WriteJob(slot, tierKey.get()))) {
                 store.releaseRead(List.of(slot.key()));
@@ -184,6 +185,11 @@ public final class MpLowerTiers implements AutoCloseable {
             copy = staged.get();
             if (!copyGuarded(store.segment(), slot.offset(), copy.segment(), 0, slot.length())) {
                 copy.release();
+                return;
+            }
+            if (!store.stillHolds(slot)) { // the lock lapsed and the memory went to another object mid-copy
+                copy.release();
+                writeDrops.increment();
                 return;
             }
             for (StorageBackend tier : targets) {
@@ -263,7 +269,7 @@ public final class MpLowerTiers implements AutoCloseable {
             WriteReservation reservation = store.reserveWrite(OWNER, keys.subList(from, from + ranks), layout);
             boolean ok = true;
             for (Slot slot : reservation.slots()) {
-                if (!fill(slot, tierKeys.get(from + slot.index()), layout)) {
+                if (!fill(slot, tierKeys.get(from + slot.index()), layout, deadline)) {
                     ok = false;
                     break;
                 }
@@ -294,8 +300,12 @@ public final class MpLowerTiers implements AutoCloseable {
         return true;
     }
 
-    /** Reads {@code tierKey} from the first tier that serves it whole and copies it into {@code slot}. */
-    private boolean fill(Slot slot, CacheEngineKey tierKey, ObjectLayout layout) {
+    /**
+     * Reads {@code tierKey} from the first tier that serves it whole and copies it into {@code slot},
+     * unless {@code deadline} has passed: the reservation outlives the deadline (the settings keep
+     * the timeout under half the lock lifetime), so the copy never lands in memory it no longer owns.
+     */
+    private boolean fill(Slot slot, CacheEngineKey tierKey, ObjectLayout layout, long deadline) {
         for (StorageBackend tier : tiers) {
             Optional<MemoryObj> got;
             try {
@@ -314,10 +324,8 @@ public final class MpLowerTiers implements AutoCloseable {
                             + "; treated as a miss");
                     continue;
                 }
-                if (copyGuarded(obj.segment(), 0, store.segment(), slot.offset(), slot.length())) {
-                    return true;
-                }
-                return false;
+                return System.nanoTime() - deadline < 0
+                        && copyGuarded(obj.segment(), 0, store.segment(), slot.offset(), slot.length());
             } finally {
                 obj.release();
             }

@@ -216,6 +216,23 @@ class MpObjectStoreTest {
     }
 
     @Test
+    void aSlotWhoseLockLapsedAndWhoseMemoryWentToAnotherObjectNoLongerHoldsIt() {
+        publish(keys(0, 1));
+        Slot copied = store.lockReady(keys(0, 1)).get(0);
+        assertTrue(store.stillHolds(copied), "locked: the memory is the object's");
+        clock.advanceSeconds(11); // the copier's lock lapses: the object is evictable again
+        assertTrue(store.stillHolds(copied), "lapsed but not reused: a copy made meanwhile is still good");
+        assertEquals(1, store.sweep(), "the lapsed lock is dropped");
+        assertEquals(1, store.clear(false), "and the object with it");
+        WriteReservation next = store.reserveWrite("w", keys(8, 9), LAYOUT);
+        assertEquals(copied.offset(), next.slots().get(0).offset(), "the memory went to another object");
+        assertFalse(store.stillHolds(copied), "so a copy made across that is refused");
+        assertTrue(store.finishWrite(next));
+        publish(keys(0, 1)); // the same key stored again is another object
+        assertFalse(store.stillHolds(copied));
+    }
+
+    @Test
     void clearWithoutForceKeepsLockedAndWritingObjects() {
         publish(keys(0, 4));
         store.lookupAndLock(keys(0, 1), 1);

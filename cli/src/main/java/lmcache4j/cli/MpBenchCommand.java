@@ -24,14 +24,17 @@ import picocli.CommandLine.Option;
                 + " that maps the server's /dev/shm pool. Measures the lookup round trip of a stored prompt (p50, p99)"
                 + " against a bare ROUTER echo of the same frames, store and retrieve operations per second (prepare, the"
                 + " 32 MiB copy through the pool, commit) and without the copy (the control path), and the pool copies'"
-                + " GB/s against MemorySegment.copy of the same bytes between private buffers. Every retrieved byte is"
+                + " GB/s against MemorySegment.copy of the same bytes between private buffers. Then a second server with"
+                + " a disk tier (--l2-disk, a temporary directory) loads the prompt back into its emptied pool, against a"
+                + " plain FileChannel read of the same chunk files (both from the page cache). Every retrieved byte is"
                 + " checked. Medians of the measured runs."})
 public final class MpBenchCommand implements CliMain.Command {
     private final PrintStream out;
     private final PrintStream err;
 
     @Option(names = "--json", order = 0, description = "print one JSON object (lookup_p50_us, raw_rtt_p50_us, "
-            + "lookup_vs_raw_rtt, store_ops_per_s, retrieve_ops_per_s, pool_write_gbps, memcpy_gbps, ...) instead of the table")
+            + "lookup_vs_raw_rtt, store_ops_per_s, retrieve_ops_per_s, pool_write_gbps, memcpy_gbps, l2_load_gbps, ...)"
+            + " instead of the table")
     private boolean json;
 
     private int chunks = Settings.DEFAULT_CHUNKS;
@@ -101,6 +104,11 @@ public final class MpBenchCommand implements CliMain.Command {
                 r.memcpyGbps()));
         sb.append(String.format(Locale.ROOT, "%-46s %10.2f / %.2f%n", "pool write / memcpy, read / memcpy",
                 r.poolWriteVsMemcpy(), r.poolReadVsMemcpy()));
+        sb.append(String.format(Locale.ROOT, "%-46s %10.2f GB/s%n", "L2: load from the disk tier into the pool",
+                r.l2LoadGbps()));
+        sb.append(String.format(Locale.ROOT, "%-46s %10.2f GB/s%n", "L2: plain read of the same chunk files",
+                r.l2RawReadGbps()));
+        sb.append(String.format(Locale.ROOT, "%-46s %10.2f%n", "L2 load / plain read", r.l2LoadVsRawRead()));
         sb.append(String.format(Locale.ROOT, "verified   %d retrieved chunks against the stored bytes: %d differ",
                 r.verifiedChunks(), r.mismatchedChunks()));
         return sb.toString();
@@ -123,6 +131,9 @@ public final class MpBenchCommand implements CliMain.Command {
         j.number("memcpy_gbps", r.memcpyGbps(), 3);
         j.number("pool_write_vs_memcpy", r.poolWriteVsMemcpy(), 3);
         j.number("pool_read_vs_memcpy", r.poolReadVsMemcpy(), 3);
+        j.number("l2_load_gbps", r.l2LoadGbps(), 3);
+        j.number("l2_raw_read_gbps", r.l2RawReadGbps(), 3);
+        j.number("l2_load_vs_raw_read", r.l2LoadVsRawRead(), 3);
         j.integer("chunks", s.chunks());
         j.integer("chunk_bytes", s.chunkBytes());
         j.integer("chunk_tokens", s.tokens());
@@ -138,7 +149,10 @@ public final class MpBenchCommand implements CliMain.Command {
                 + " untimed; raw_rtt_*: a bare ROUTER echoing [uid, op] to the same frames, alternating with the lookups;"
                 + " *_ops_per_s: chunks / the per-chunk pass (prepare + copy + commit; the retrieve's lookup untimed);"
                 + " pool_*_gbps: the copies' bytes / their time; memcpy_gbps: MemorySegment.copy of the same bytes between"
-                + " two private off-heap buffers; each figure the median of the runs' (p50 and p99 per run)");
+                + " two private off-heap buffers; l2_load_gbps: a second server with a disk tier, its pool emptied, the"
+                + " prompt's bytes / (lookup sent to the count of query_prefetch_status received); l2_raw_read_gbps: the"
+                + " same chunk files read whole with FileChannel into a direct buffer, both from the page cache; each"
+                + " figure the median of the runs' (p50 and p99 per run)");
         return j.toString();
     }
 }

@@ -126,7 +126,7 @@ public final class MpServerCommand implements CliMain.Command {
     }
 
     @Option(names = "--l2-staging-size", paramLabel = "GB", order = 12, description = "host memory the lower tiers copy "
-            + "through (never the pool): bounds queued writes and loads (default 0.25)")
+            + "through (never the pool), half for writes and half for loads (default 0.25)")
     private void l2StagingSize(String value) {
         l2StagingGb = gigabytes("--l2-staging-size", value);
     }

@@ -43,7 +43,8 @@ class MpBenchCommandTest {
         assertTrue(json.startsWith("{\"lookup_p50_us\": ") && json.endsWith("}"), json);
         for (String key : new String[] {"lookup_p50_us", "raw_rtt_p50_us", "store_ops_per_s", "retrieve_ops_per_s",
                 "store_control_ops_per_s", "retrieve_control_ops_per_s", "pool_write_gbps", "pool_read_gbps", "memcpy_gbps",
-                "pool_write_vs_memcpy", "pool_read_vs_memcpy", "lookup_vs_raw_rtt"}) {
+                "pool_write_vs_memcpy", "pool_read_vs_memcpy", "lookup_vs_raw_rtt", "l2_load_gbps", "l2_raw_read_gbps",
+                "l2_load_vs_raw_read"}) {
             assertTrue(number(json, key) > 0, key + " in " + json);
         }
         assertTrue(number(json, "lookup_p99_us") >= number(json, "lookup_p50_us"), json);
@@ -52,8 +53,10 @@ class MpBenchCommandTest {
                 json);
         assertEquals(number(json, "pool_write_gbps") / number(json, "memcpy_gbps"), number(json, "pool_write_vs_memcpy"),
                 0.01, json);
+        assertEquals(number(json, "l2_load_gbps") / number(json, "l2_raw_read_gbps"), number(json, "l2_load_vs_raw_read"),
+                0.01, json);
         assertTrue(json.contains("\"chunks\": 2,") && json.contains("\"chunk_bytes\": 33554432,")
-                && json.contains("\"lookups\": 50,") && json.contains("\"verified_chunks\": 2,")
+                && json.contains("\"lookups\": 50,") && json.contains("\"verified_chunks\": 4,")
                 && json.contains("\"mismatching_chunks\": 0,"), json);
     }
 
@@ -63,7 +66,7 @@ class MpBenchCommandTest {
         assertEquals(0, r.exit(), r.err());
         for (String row : new String[] {"lookup round trip (MP server)", "bare ZeroMQ round trip", "store (prepare",
                 "retrieve (prepare", "store control path", "retrieve control path", "pool write", "pool read", "memcpy",
-                "0 differ"}) {
+                "L2: load from the disk tier", "L2: plain read", "0 differ"}) {
             assertTrue(r.out().contains(row), row + " missing from " + r.out());
         }
     }

@@ -12,7 +12,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -32,6 +31,7 @@ import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.bench.internal.BenchFiles;
 import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.ChunkHash;
@@ -212,7 +212,7 @@ public final class DiskBench {
             throw new IllegalStateException("interrupted", e);
         } finally {
             pool.shutdownNow();
-            deleteTree(root);
+            BenchFiles.deleteTree(root);
             quiet.close();
         }
     }
@@ -366,16 +366,6 @@ public final class DiskBench {
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        }
-    }
-
-    private static void deleteTree(Path root) {
-        try (var walk = Files.walk(root)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            // best effort: the directory is under a temp dir
         }
     }
 

@@ -6,7 +6,9 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -15,14 +17,17 @@ import java.util.List;
 import java.util.Locale;
 import java.util.OptionalInt;
 import java.util.SplittableRandom;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.ToDoubleFunction;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
+import lmcache4j.bench.internal.BenchFiles;
 import lmcache4j.bench.internal.QuietLogs;
 import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
@@ -55,6 +60,8 @@ import lmcache4j.server.mp.wire.ShmSlot;
  *   <li>the pool copies' bytes per second against {@link MemorySegment#copy} of the same bytes
  *       between two private off-heap buffers.</li>
  * </ul>
+ * Then a second server with a disk tier ({@code --l2-disk}) measures the load of the prompt from
+ * the disk back into its emptied pool against a plain read of the same chunk files.
  * Every retrieved chunk is compared with what was stored; each run stamps the chunks anew, so bytes
  * a previous run left in a slot cannot pass for a copy that did not happen.
  */
@@ -114,12 +121,16 @@ public final class MpBench {
      *
      * @param lookupP50Us   {@code lookup} round trip (request sent to reply received), p50, µs
      * @param rawRttP50Us   a bare ROUTER echo of the same frames, p50, µs
-     * @param mismatchedChunks retrieved chunks whose bytes differ from what was stored, all runs
+     * @param l2LoadGbps    chunks loaded from the disk tier into the pool: lookup sent to count received
+     * @param l2RawReadGbps the same chunk files read into one direct buffer with FileChannel
+     * @param mismatchedChunks retrieved chunks whose bytes differ from what was stored, all runs (the
+     *                         lower tier's retrieves included)
      */
     public record Result(Settings settings, double lookupP50Us, double lookupP99Us, double rawRttP50Us,
                          double rawRttP99Us, double storeOpsPerS, double retrieveOpsPerS, double storeControlOpsPerS,
                          double retrieveControlOpsPerS, double poolWriteGbps, double poolReadGbps, double memcpyGbps,
-                         String shmName, long poolBytes, long verifiedChunks, long mismatchedChunks, List<RunFigures> runs) {
+                         double l2LoadGbps, double l2RawReadGbps, String shmName, long poolBytes, long verifiedChunks,
+                         long mismatchedChunks, List<RunFigures> runs) {
         /** Bare round trip / lookup round trip at p50: 1 would mean the server adds nothing. */
         public double lookupVsRawRtt() {
             return rawRttP50Us / lookupP50Us;
@@ -131,6 +142,11 @@ public final class MpBench {
 
         public double poolReadVsMemcpy() {
             return poolReadGbps / memcpyGbps;
+        }
+
+        /** The lower tier's load into the pool / a plain read of the same chunk files: 1 would mean it adds nothing. */
+        public double l2LoadVsRawRead() {
+            return l2LoadGbps / l2RawReadGbps;
         }
     }
 
@@ -171,11 +187,7 @@ public final class MpBench {
             Client mp = new Client(zmq, server.port());
             Client raw = new Client(zmq, echo.port());
             long instanceId = ProcessHandle.current().pid();
-            RegisterEngineDrivenContextResponse registered = mp.register(RegisterEngineDrivenContextPayload.singleGroup(
-                    instanceId, MODEL, 1, 16, s.layers(), s.hidden(), "bfloat16", false));
-            if (registered.error().isPresent()) {
-                throw new IllegalStateException("the MP server refused the registration: " + registered.error().get());
-            }
+            RegisterEngineDrivenContextResponse registered = register(mp, s, instanceId);
             try (Arena poolArena = Arena.ofShared()) {
                 MemorySegment pool = mapPool(registered, poolArena);
                 Session session = new Session(s, server, mp, raw, instanceId, tokens, pool, source, target);
@@ -195,15 +207,110 @@ public final class MpBench {
                     }
                 }
                 mp.call(MpOperation.UNREGISTER_KV_CACHE_ENGINE_DRIVEN_CONTEXT, MpScalars.encodeInt(instanceId));
+                LowerTier l2 = lowerTier(s, serverSettings, zmq, raw, instanceId, tokens, source, target, progress);
+                mismatched += l2.mismatched();
                 return new Result(s, median(runs, RunFigures::lookupP50Us), median(runs, RunFigures::lookupP99Us),
                         median(runs, RunFigures::rawRttP50Us), median(runs, RunFigures::rawRttP99Us),
                         median(runs, RunFigures::storeOpsPerS), median(runs, RunFigures::retrieveOpsPerS),
                         median(runs, RunFigures::storeControlOpsPerS), median(runs, RunFigures::retrieveControlOpsPerS),
                         median(runs, RunFigures::poolWriteGbps), median(runs, RunFigures::poolReadGbps),
-                        median(runs, RunFigures::memcpyGbps), registered.shmName(), registered.poolSize(),
-                        (long) (s.runs() + s.warmup()) * s.chunks(), mismatched, List.copyOf(runs));
+                        median(runs, RunFigures::memcpyGbps), l2.loadGbps(), l2.rawReadGbps(), registered.shmName(),
+                        registered.poolSize(), 2L * (s.runs() + s.warmup()) * s.chunks(), mismatched, List.copyOf(runs));
             }
         }
+    }
+
+    private static RegisterEngineDrivenContextResponse register(Client mp, Settings s, long instanceId)
+            throws MpProtocolException {
+        RegisterEngineDrivenContextResponse registered = mp.register(RegisterEngineDrivenContextPayload.singleGroup(
+                instanceId, MODEL, 1, 16, s.layers(), s.hidden(), "bfloat16", false));
+        if (registered.error().isPresent()) {
+            throw new IllegalStateException("the MP server refused the registration: " + registered.error().get());
+        }
+        return registered;
+    }
+
+    private record LowerTier(double loadGbps, double rawReadGbps, long mismatched) {
+    }
+
+    /**
+     * The lower tier: a second server, with a disk tier in a temporary directory, stores the prompt
+     * once and writes it through. Each run empties its pool, times the lookup that loads the prompt
+     * back (lookup sent to the count of {@code query_prefetch_status} received), retrieves and checks
+     * every chunk, then times a plain read of the same chunk files: both read the page cache, where
+     * the files were just written.
+     */
+    private static LowerTier lowerTier(Settings s, MpServerSettings base, ZContext zmq, Client raw, long instanceId,
+                                       int[] tokens, MemorySegment source, MemorySegment target, PrintStream progress)
+            throws IOException, MpProtocolException {
+        Path dir = Files.createTempDirectory("lmcache4j-bench-mp-l2");
+        long bytes = s.chunks() * s.chunkBytes();
+        MpServerSettings settings = base.withShmName(base.shmName() + "-l2").withL2(MpL2Settings.NONE.withDisk(dir,
+                2 * bytes + (64L << 20))
+                .withStaging(8 * s.chunkBytes(), 1024)); // half for loads: the chunk copied and two read ahead
+        try (MpServer server = MpServer.start(settings); Arena poolArena = Arena.ofShared()) {
+            Client mp = new Client(zmq, server.port());
+            Session session = new Session(s, server, mp, raw, instanceId, tokens,
+                    mapPool(register(mp, s, instanceId), poolArena), source, target);
+            session.store(new long[1]);
+            awaitWrittenThrough(server, s.chunks());
+            List<Double> loads = new ArrayList<>();
+            List<Double> reads = new ArrayList<>();
+            long mismatched = 0;
+            for (int run = -s.warmup(); run < s.runs(); run++) {
+                server.clear();
+                double load = session.gbps(session.loadFromLowerTier());
+                target.fill((byte) 0);
+                session.retrieve(true, new long[1]);
+                mismatched += session.verify();
+                double read = rawRead(dir);
+                if (run >= 0) {
+                    loads.add(load);
+                    reads.add(read);
+                    progress.printf(Locale.ROOT, "mp L2 run %d: load from disk into the pool %.2f GB/s, plain read of the"
+                            + " files %.2f GB/s%n", run + 1, load, read);
+                }
+            }
+            mp.call(MpOperation.UNREGISTER_KV_CACHE_ENGINE_DRIVEN_CONTEXT, MpScalars.encodeInt(instanceId));
+            return new LowerTier(median(loads), median(reads), mismatched);
+        } finally {
+            BenchFiles.deleteTree(dir);
+        }
+    }
+
+    private static void awaitWrittenThrough(MpServer server, int chunks) {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (server.status().l2().tierWrites() < chunks) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("the disk tier wrote " + server.status().l2() + " of " + chunks + " chunks");
+            }
+            LockSupport.parkNanos(1_000_000);
+        }
+    }
+
+    /** Every chunk file under {@code dir} read whole into one direct buffer: GB/s of the files' bytes. */
+    private static double rawRead(Path dir) throws IOException {
+        List<Path> files;
+        try (var walk = Files.walk(dir)) {
+            files = walk.filter(Files::isRegularFile).filter(p -> p.toString().endsWith(".lmc")).toList();
+        }
+        long largest = 0;
+        for (Path f : files) {
+            largest = Math.max(largest, Files.size(f));
+        }
+        ByteBuffer buffer = ByteBuffer.allocateDirect((int) largest);
+        long total = 0;
+        long t0 = System.nanoTime();
+        for (Path f : files) {
+            try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
+                buffer.clear();
+                while (buffer.hasRemaining() && ch.read(buffer) >= 0) {
+                    // read the whole file
+                }
+                total += buffer.position();
+            }
+        }
+        return total / (double) (System.nanoTime() - t0);
     }
 
     /** The pool a worker opens: {@code /dev/shm/<shm_name>}, mapped read-write at the size the server named. */
@@ -377,6 +484,33 @@ public final class MpBench {
             return nanos;
         }
 
+        /**
+         * After the pool was emptied: the scheduler's lookup of the whole prompt, which loads it from
+         * the lower tier, then wait_prefetch_status until the count comes (every chunk); its locks
+         * are then freed. The nanoseconds from the lookup to the count.
+         */
+        private long loadFromLowerTier() throws MpProtocolException {
+            String requestId = nextRequestId("load");
+            byte[] key = MpKeyCodec.encode(new IpcCacheServerKey(MODEL, 1, OptionalInt.empty(), tokens, 0,
+                    tokens.length, requestId, "", 0), MpSchema.BASE);
+            byte[] request = MpScalars.encodeString(requestId);
+            long t0 = System.nanoTime();
+            mp.call(MpOperation.LOOKUP, key, MpScalars.encodeInt(1));
+            // One wait, answered when the load ends: polling would take the cores the load runs on.
+            List<byte[]> status = mp.call(MpOperation.WAIT_PREFETCH_STATUS, request, MpScalars.encodeFloat(60.0)).frames();
+            long nanos = System.nanoTime() - t0;
+            if (status.isEmpty()) {
+                throw new IllegalStateException("the load from the lower tier did not end within 60 s");
+            }
+            long hits = MpScalars.decodeInt(status.getFirst(), "query_prefetch_status result", 0, Long.MAX_VALUE);
+            if (hits != s.chunks()) {
+                throw new IllegalStateException("the load from the lower tier found " + hits + " of " + s.chunks() + " chunks");
+            }
+            mp.call(MpOperation.FREE_LOOKUP_LOCKS, key, MpScalars.encodeInt(1));
+            mp.call(MpOperation.END_SESSION, request);
+            return nanos;
+        }
+
         /** lookup + query_prefetch_status of the whole prompt; every chunk must be found. */
         private void lookupAll(String requestId) throws MpProtocolException {
             byte[] key = MpKeyCodec.encode(new IpcCacheServerKey(MODEL, 1, OptionalInt.empty(), tokens, 0,
@@ -444,7 +578,11 @@ public final class MpBench {
     }
 
     private static double median(List<RunFigures> runs, ToDoubleFunction<RunFigures> figure) {
-        double[] v = runs.stream().mapToDouble(figure).sorted().toArray();
+        return median(runs.stream().map(figure::applyAsDouble).toList());
+    }
+
+    private static double median(List<Double> values) {
+        double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 

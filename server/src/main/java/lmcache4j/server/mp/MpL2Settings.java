@@ -12,8 +12,8 @@ import java.util.Optional;
  * @param diskDir         the disk tier's directory ({@code --l2-disk}), or none
  * @param diskBytes       the disk tier's capacity ({@code --l2-disk-size})
  * @param remoteUrl       the remote store ({@code --l2-remote}: {@code lm://}, {@code redis://}, {@code fs://}, ...), or none
- * @param stagingBytes    host memory the tiers copy through (never the shared pool): bounds what
- *                        writes and prefetches hold at once
+ * @param stagingBytes    host memory the tiers copy through (never the shared pool), half for writes and
+ *                        half for loads: bounds what writes and loads hold at once
  * @param writeQueue      published chunks that may wait for the writer; more are dropped and counted
  * @param prefetchTimeout the longest a lookup's load from the tiers runs; what is not loaded by then is a miss
  */
@@ -23,12 +23,16 @@ public record MpL2Settings(Optional<Path> diskDir, long diskBytes, Optional<Stri
     public static final MpL2Settings NONE = new MpL2Settings(Optional.empty(), 1L << 30, Optional.empty(), 256L << 20, 1024,
             Duration.ofSeconds(30));
 
+    /** Half of staging is for writes, half for loads: each must hold something. */
+    public static final long MIN_STAGING_BYTES = 2L << 20;
+
     public MpL2Settings {
         Objects.requireNonNull(diskDir, "diskDir");
         Objects.requireNonNull(remoteUrl, "remoteUrl");
         Objects.requireNonNull(prefetchTimeout, "prefetchTimeout");
-        if (diskBytes < 1 || stagingBytes < 1 || writeQueue < 1 || prefetchTimeout.isNegative() || prefetchTimeout.isZero()) {
-            throw new IllegalArgumentException("L2 disk size, staging size, write queue and prefetch timeout must be positive;"
+        if (diskBytes < 1 || stagingBytes < MIN_STAGING_BYTES || writeQueue < 1 || prefetchTimeout.isNegative() || prefetchTimeout.isZero()) {
+            throw new IllegalArgumentException("L2 disk size, write queue and prefetch timeout must be positive, staging at"
+                    + " least 2 MiB;"
                     + " got " + diskBytes + ", " + stagingBytes + ", " + writeQueue + ", " + prefetchTimeout);
         }
     }

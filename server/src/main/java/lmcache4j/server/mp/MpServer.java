@@ -48,6 +48,7 @@ public final class MpServer implements AutoCloseable {
     private final OwnedThreads threads = new OwnedThreads();
     private final Thread loop;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final LoopWakeup wakeup;
     private final MpHttpApi http;
     private volatile boolean running = true;
 
@@ -55,7 +56,10 @@ public final class MpServer implements AutoCloseable {
         this.settings = settings;
         this.service = service;
         boolean started = false;
+        LoopWakeup opened = null;
         try {
+            wakeup = opened = new LoopWakeup();
+            service.wakeLoopWith(wakeup::wake);
             router = context.createSocket(SocketType.ROUTER);
             router.setLinger(0);
             router.setReceiveTimeOut(POLL_MS);
@@ -77,6 +81,9 @@ public final class MpServer implements AutoCloseable {
         } finally {
             if (!started) {
                 context.close();
+                if (opened != null) {
+                    opened.close();
+                }
                 service.close();
             }
         }
@@ -134,6 +141,7 @@ public final class MpServer implements AutoCloseable {
                 result.completeExceptionally(e);
             }
         });
+        wakeup.wake();
         try {
             return result.get(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
@@ -149,9 +157,16 @@ public final class MpServer implements AutoCloseable {
     private void loop() {
         long nextHousekeeping = System.nanoTime() + HOUSEKEEPING_NANOS;
         List<byte[]> frames = new ArrayList<>(MAX_FRAMES);
+        ZMQ.Poller poller = context.createPoller(2);
+        int fromClients = poller.register(router, ZMQ.Poller.POLLIN);
+        int fromThreads = poller.register(wakeup.channel(), ZMQ.Poller.POLLIN);
         while (running) {
             try {
-                byte[] identity = router.recv(0);
+                poller.poll(POLL_MS);
+                if (poller.pollin(fromThreads)) {
+                    wakeup.drain();
+                }
+                byte[] identity = poller.pollin(fromClients) ? router.recv(ZMQ.DONTWAIT) : null;
                 if (identity != null) {
                     frames.clear();
                     frames.add(identity);
@@ -191,6 +206,7 @@ public final class MpServer implements AutoCloseable {
                 LOG.log(System.Logger.Level.WARNING, "MP server: a request failed unexpectedly; dropped", e);
             }
         }
+        poller.close();
     }
 
     private void send(byte[] identity, MpService.Reply reply) {
@@ -216,6 +232,7 @@ public final class MpServer implements AutoCloseable {
         }
         threads.join(JOIN_BOUND);
         context.close();
+        wakeup.close();
         service.close();
     }
 

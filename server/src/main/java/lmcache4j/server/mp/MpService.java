@@ -110,6 +110,8 @@ final class MpService implements AutoCloseable {
     private final Optional<MpLowerTiers> l2;
     /** Ends of loads from L2, posted by their threads, run on the loop thread ({@link #runCompletions}). */
     private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>();
+    /** Wakes the loop thread, so a load's end is answered at once (set by the server). */
+    private volatile Runnable wakeLoop = () -> { };
     private final List<Waiter> waiters = new ArrayList<>();
     private final List<Deferred> deferred = new ArrayList<>();
     private final Map<Pending, PendingWrite> pendingWrites = new HashMap<>();
@@ -451,8 +453,10 @@ final class MpService implements AutoCloseable {
             List<MpObjectKey> missing = keys.subList(hits * ranks, keys.size());
             String requestId = key.requestId();
             int readers = Math.max(1, key.numKvReaders());
-            s.loading = l2.get().prefetch(missing, ranks, readers, layout.get(), loaded -> completions.add(
-                    () -> loaded(requestId, s, generation, missing, ranks, readers, loaded)));
+            s.loading = l2.get().prefetch(missing, ranks, readers, layout.get(), loaded -> {
+                completions.add(() -> loaded(requestId, s, generation, missing, ranks, readers, loaded));
+                wakeLoop.run();
+            });
         }
     }
 
@@ -496,6 +500,11 @@ final class MpService implements AutoCloseable {
         long bound = Math.min((long) Math.min(timeout * 1e9, Long.MAX_VALUE / 4), settings.lockTtl().toNanos());
         waiters.add(new Waiter(requestId, r.identity(), r.uidFrame(), r.opFrame(), now + bound));
         return true;
+    }
+
+    /** {@code wake} is run, on a load's thread, when the load ended and its end waits for the loop. */
+    void wakeLoopWith(Runnable wake) {
+        wakeLoop = wake;
     }
 
     /** Runs the loads' ends and answers the waits due (loop thread); returns the replies to send. */

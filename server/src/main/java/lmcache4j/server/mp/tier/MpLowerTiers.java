@@ -6,22 +6,25 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.IntConsumer;
 
-import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnectors;
-import lmcache4j.engine.storage.AllocationMode;
+import lmcache4j.engine.storage.Prefetching;
 import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
@@ -176,8 +179,7 @@ public final class MpLowerTiers implements AutoCloseable {
             if (targets.isEmpty()) {
                 return;
             }
-            Optional<MemoryObj> staged = staging.allocate(slot.layout().shape(), slot.layout().dtype(), MemoryFormat.BINARY,
-                    AllocationMode.EVICT);
+            Optional<MemoryObj> staged = staging.allocateForWrite(slot.layout().shape(), slot.layout().dtype());
             if (staged.isEmpty()) {
                 writeDrops.increment();
                 return;
@@ -252,11 +254,12 @@ public final class MpLowerTiers implements AutoCloseable {
             }
             tierKeys.add(tierKey.get());
         }
+        boolean[][] heldBy = new boolean[tiers.size()][];
         boolean[] held = new boolean[tierKeys.size()];
-        for (StorageBackend tier : tiers) {
-            boolean[] here = tier.containsEach(tierKeys);
+        for (int t = 0; t < heldBy.length; t++) {
+            heldBy[t] = tiers.get(t).containsEach(tierKeys);
             for (int i = 0; i < held.length; i++) {
-                held[i] |= here[i];
+                held[i] |= heldBy[t][i];
             }
         }
         int available = 0;
@@ -264,26 +267,28 @@ public final class MpLowerTiers implements AutoCloseable {
             available++;
         }
         int loaded = 0;
-        while (loaded < available && !closing && System.nanoTime() - deadline < 0) {
-            int from = loaded * ranks;
-            WriteReservation reservation = store.reserveWrite(OWNER, keys.subList(from, from + ranks), layout);
-            boolean ok = true;
-            for (Slot slot : reservation.slots()) {
-                if (!fill(slot, tierKeys.get(from + slot.index()), layout, deadline)) {
-                    ok = false;
+        try (Readahead ahead = new Readahead(tierKeys, heldBy, available * ranks, layout, deadline)) {
+            while (loaded < available && !closing && System.nanoTime() - deadline < 0) {
+                int from = loaded * ranks;
+                WriteReservation reservation = store.reserveWrite(OWNER, keys.subList(from, from + ranks), layout);
+                boolean ok = true;
+                for (Slot slot : reservation.slots()) {
+                    if (!fill(slot, ahead.take(from + slot.index()), deadline)) {
+                        ok = false;
+                        break;
+                    }
+                }
+                if (!ok) {
+                    store.abortWrite(reservation);
+                    prefetchFailures.increment();
                     break;
                 }
+                if (!reservation.isEmpty() && !store.finishWrite(reservation)) {
+                    break;
+                }
+                prefetchedObjects.add(reservation.slots().size());
+                loaded++;
             }
-            if (!ok) {
-                store.abortWrite(reservation);
-                prefetchFailures.increment();
-                break;
-            }
-            if (!reservation.isEmpty() && !store.finishWrite(reservation)) {
-                break;
-            }
-            prefetchedObjects.add(reservation.slots().size());
-            loaded++;
         }
         if (loaded < available && !closing && System.nanoTime() - deadline >= 0) {
             prefetchFailures.increment(); // the deadline passed
@@ -301,36 +306,120 @@ public final class MpLowerTiers implements AutoCloseable {
     }
 
     /**
-     * Reads {@code tierKey} from the first tier that serves it whole and copies it into {@code slot},
-     * unless {@code deadline} has passed: the reservation outlives the deadline (the settings keep
-     * the timeout under half the lock lifetime), so the copy never lands in memory it no longer owns.
+     * Copies {@code object} (read from a tier, checked whole) into {@code slot} and releases it, unless
+     * {@code deadline} has passed: the reservation outlives the deadline (the settings keep the
+     * timeout under half the lock lifetime), so the copy never lands in memory it no longer owns.
      */
-    private boolean fill(Slot slot, CacheEngineKey tierKey, ObjectLayout layout, long deadline) {
-        for (StorageBackend tier : tiers) {
-            Optional<MemoryObj> got;
-            try {
-                got = tier.getBlocking(tierKey);
-            } catch (RuntimeException e) {
-                continue; // an error is a miss in this tier
+    private boolean fill(Slot slot, Optional<MemoryObj> object, long deadline) {
+        if (object.isEmpty()) {
+            return false;
+        }
+        MemoryObj obj = object.get();
+        try {
+            return System.nanoTime() - deadline < 0
+                    && copyGuarded(obj.segment(), 0, store.segment(), slot.offset(), slot.length());
+        } finally {
+            obj.release();
+        }
+    }
+
+    /**
+     * A load's objects, read in order: the next {@link #DEPTH} are kept in flight on the I/O threads
+     * of the tier that holds them (the disk tier's {@link Prefetching}), so reading the next object
+     * overlaps copying this one into the pool. What the load does not take is released.
+     */
+    private final class Readahead implements AutoCloseable {
+        static final int DEPTH = 2;
+        private final List<CacheEngineKey> keys;
+        private final boolean[][] heldBy;
+        private final int limit;
+        private final ObjectLayout layout;
+        private final long deadline;
+        private final TreeMap<Integer, CompletableFuture<Optional<MemoryObj>>> inFlight = new TreeMap<>();
+        private int next;
+
+        Readahead(List<CacheEngineKey> keys, boolean[][] heldBy, int limit, ObjectLayout layout, long deadline) {
+            this.keys = keys;
+            this.heldBy = heldBy;
+            this.limit = limit;
+            this.layout = layout;
+            this.deadline = deadline;
+        }
+
+        /** Object {@code index} whole (its size and dtype checked), from the first tier that has it so; else empty. */
+        Optional<MemoryObj> take(int index) {
+            if (System.nanoTime() - deadline >= 0) {
+                return Optional.empty(); // the copy would be refused anyway
             }
-            if (got.isEmpty()) {
-                continue;
+            while (!inFlight.isEmpty() && inFlight.firstKey() < index) {
+                discard(inFlight.pollFirstEntry().getValue()); // already in the pool: not needed
             }
-            MemoryObj obj = got.get();
-            try {
-                if (obj.byteSize() != layout.byteLength() || obj.dtype() != layout.dtype()) {
-                    LOG.log(System.Logger.Level.WARNING, "MP server: " + tier.name() + " returned " + obj.byteSize() + " bytes of "
-                            + obj.dtype() + " for " + tierKey + ", expected " + layout.byteLength() + " of " + layout.dtype()
-                            + "; treated as a miss");
-                    continue;
+            for (next = Math.max(next, index); next < Math.min(limit, index + 1 + DEPTH); next++) {
+                start(next);
+            }
+            CompletableFuture<Optional<MemoryObj>> ahead = inFlight.remove(index);
+            if (ahead != null) {
+                Optional<MemoryObj> got = whole(await(ahead), "read-ahead");
+                if (got.isPresent()) {
+                    return got;
                 }
-                return System.nanoTime() - deadline < 0
-                        && copyGuarded(obj.segment(), 0, store.segment(), slot.offset(), slot.length());
-            } finally {
-                obj.release();
+            }
+            for (StorageBackend tier : tiers) { // no read-ahead, or it came back empty: ask each tier in turn
+                try {
+                    Optional<MemoryObj> got = whole(tier.getBlocking(keys.get(index)), tier.name());
+                    if (got.isPresent()) {
+                        return got;
+                    }
+                } catch (RuntimeException e) {
+                    // an error is a miss in this tier
+                }
+            }
+            return Optional.empty();
+        }
+
+        private void start(int index) {
+            for (int t = 0; t < heldBy.length; t++) {
+                if (heldBy[t][index]) {
+                    tiers.get(t).prefetching().ifPresent(p -> inFlight.put(index, p.prefetch(keys.get(index))));
+                    return;
+                }
             }
         }
-        return false;
+
+        private Optional<MemoryObj> await(CompletableFuture<Optional<MemoryObj>> read) {
+            long left = deadline - System.nanoTime();
+            try {
+                return read.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException | ExecutionException e) {
+                discard(read);
+                return Optional.empty();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                discard(read);
+                return Optional.empty();
+            }
+        }
+
+        private Optional<MemoryObj> whole(Optional<MemoryObj> got, String from) {
+            if (got.isPresent() && (got.get().byteSize() != layout.byteLength() || got.get().dtype() != layout.dtype())) {
+                LOG.log(System.Logger.Level.WARNING, "MP server: " + from + " returned " + got.get().byteSize() + " bytes of "
+                        + got.get().dtype() + ", expected " + layout.byteLength() + " of " + layout.dtype()
+                        + "; treated as a miss");
+                got.get().release();
+                return Optional.empty();
+            }
+            return got;
+        }
+
+        private static void discard(CompletableFuture<Optional<MemoryObj>> read) {
+            read.thenAccept(o -> o.ifPresent(MemoryObj::release));
+        }
+
+        @Override
+        public void close() {
+            inFlight.values().forEach(Readahead::discard);
+            inFlight.clear();
+        }
     }
 
     /** Copies unless the tiers are closing (the pool may be unmapped next). */

@@ -12,7 +12,7 @@ module lmcache4j.server {
     requires java.net.http; // the KV-aware router's client of a controller's HTTP /lookup
     requires msgpack.core; // the MP server's frames (LMCache's msgspec msgpack; an automatic module named from its jar)
     requires org.bouncycastle.provider; // BLAKE3 (Blake3Digest) for the MP server's token-chunk hash chain
-    requires jdk.httpserver; // the controller's HTTP API: the JDK's own server, which a GraalVM native image supports
+    requires jdk.httpserver; // the controller's and the MP server's HTTP APIs: the JDK's own server, which a GraalVM native image supports
 
     exports lmcache4j.server.lm;
     exports lmcache4j.server.lookup to lmcache4j.bench, lmcache4j.tests;

@@ -9,9 +9,9 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
-import lmcache4j.server.controller.http.BadRequestException;
-import lmcache4j.server.controller.http.JsonBody;
-import lmcache4j.server.controller.http.JsonHttpServer;
+import lmcache4j.server.http.BadRequestException;
+import lmcache4j.server.http.JsonBody;
+import lmcache4j.server.http.JsonHttpServer;
 
 /**
  * The MP server's HTTP port, as LMCache's MP server has one ({@code http_apis/*_api.py}): health,

@@ -29,6 +29,7 @@ class MpLmcacheDrivenRefusalTest {
         try (MpServer server = MpServer.start(MpServerSettings.loopback(16L << 20).withPorts(0, -1)
                 .withLifetimes(Duration.ofSeconds(600), Duration.ofSeconds(300), Duration.ZERO));
              MpTestClient worker = new MpTestClient(server)) {
+            assertTrue(worker.ping(), "connected (a request sent into a handshake JeroMQ remakes can be lost)");
             assertFalse(server.status().toJson().containsKey("refusal"), "nothing to say before a CUDA worker came");
             byte[] ipcHandles = deviceIpcWrapperList();
             for (int attempt = 0; attempt < 3; attempt++) {

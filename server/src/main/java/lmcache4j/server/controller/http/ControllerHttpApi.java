@@ -13,6 +13,9 @@ import lmcache4j.server.controller.ControllerMetrics;
 import lmcache4j.server.controller.index.ChunkIndex;
 import lmcache4j.server.controller.registry.WorkerInfo;
 import lmcache4j.server.controller.registry.WorkerRegistry;
+import lmcache4j.server.http.BadRequestException;
+import lmcache4j.server.http.JsonBody;
+import lmcache4j.server.http.JsonHttpServer;
 
 /**
  * The read side of the controller's HTTP API: {@code POST /lookup}, {@code GET /instances},

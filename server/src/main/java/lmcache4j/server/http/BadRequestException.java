@@ -1,4 +1,4 @@
-package lmcache4j.server.controller.http;
+package lmcache4j.server.http;
 
 /** A request the API refuses, answered with {@code status} and the message as {@code {"error": ...}}. */
 public final class BadRequestException extends RuntimeException {

@@ -1,4 +1,4 @@
-package lmcache4j.server.controller.http;
+package lmcache4j.server.http;
 
 import java.io.IOException;
 import java.io.InputStream;

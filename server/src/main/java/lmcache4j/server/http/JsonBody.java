@@ -1,4 +1,4 @@
-package lmcache4j.server.controller.http;
+package lmcache4j.server.http;
 
 import java.util.ArrayList;
 import java.util.List;

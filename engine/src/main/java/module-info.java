@@ -31,7 +31,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote;
     exports lmcache4j.engine.remote.lm to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.p2p to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
-    exports lmcache4j.engine.remote.redis to lmcache4j.bench, lmcache4j.cli;
+    exports lmcache4j.engine.remote.redis to lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.engine.json.Json;
+import lmcache4j.engine.remote.redis.RedisServerProcess;
 import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
@@ -30,7 +31,9 @@ import lmcache4j.tests.TestPython;
  * register, store a prompt, store it again (all cached), the scheduler looks it up and polls the
  * prefetch status, both ranks retrieve it with every byte compared, another prompt misses, a
  * chunk only one rank stored ends the prefix, sessions end and the ranks unregister. Then a
- * server restart in the middle: chunks stored before it are a miss after it, never wrong bytes.
+ * server restart in the middle: chunks stored before it are a miss after it, never wrong bytes;
+ * unless a lower tier (a disk directory, a Redis server, a shared file system) kept them, when the
+ * restarted server loads them back and both ranks retrieve every byte.
  */
 @Timeout(180)
 class MpServerPythonClientTest {
@@ -74,8 +77,29 @@ class MpServerPythonClientTest {
 
     @Test
     void aRestartedServerWithADiskTierServesWhatTheFirstOneStoredEveryByteEqual(@TempDir Path disk) throws Exception {
-        MpServerSettings settings = MpServerSettings.loopback(POOL)
-                .withL2(MpL2Settings.NONE.withDisk(disk, 256L << 20).withStaging(32L << 20, 64));
+        restartedServerServesFromTheLowerTier(MpL2Settings.NONE.withDisk(disk, 256L << 20));
+    }
+
+    @Test
+    void aRestartedServerWithARedisTierServesWhatTheFirstOneStoredEveryByteEqual() throws Exception {
+        try (RedisServerProcess redis = RedisServerProcess.start()) {
+            restartedServerServesFromTheLowerTier(MpL2Settings.NONE.withRemote(redis.url()));
+        }
+    }
+
+    @Test
+    void aRestartedServerWithAFileSystemTierServesWhatTheFirstOneStoredEveryByteEqual(@TempDir Path shared)
+            throws Exception {
+        restartedServerServesFromTheLowerTier(MpL2Settings.NONE.withRemote("fs://" + shared));
+    }
+
+    /**
+     * Two ranks store a prompt through the first server, which writes it through to {@code tier};
+     * a second server with an empty pool and the same tier loads it on the scheduler's lookup, and
+     * both ranks retrieve it, every byte compared by the Python client.
+     */
+    private static void restartedServerServesFromTheLowerTier(MpL2Settings tier) throws Exception {
+        MpServerSettings settings = MpServerSettings.loopback(POOL).withL2(tier.withStaging(64L << 20, 64));
         int port;
         try (MpServer first = MpServer.start(settings)) {
             port = first.port();
@@ -91,7 +115,7 @@ class MpServerPythonClientTest {
             assertEquals(0L, second.status().objects(), "a new pool");
             Map<String, Object> after = client(second.port(), "retrieve");
             assertEquals(Boolean.TRUE, after.get("ok"), after.toString());
-            assertEquals(4L, ((Number) after.get("lookup_hits")).longValue(), "loaded from the disk tier: " + after);
+            assertEquals(4L, ((Number) after.get("lookup_hits")).longValue(), "loaded from " + tier + ": " + after);
             for (Object r : (List<?>) after.get("retrieves")) { // each rank: every chunk, every byte compared
                 Map<?, ?> got = (Map<?, ?>) r;
                 assertEquals(List.of(true, 4L, 0L), List.of(got.get("success"), ((Number) got.get("chunks")).longValue(),

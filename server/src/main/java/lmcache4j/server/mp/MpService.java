@@ -113,6 +113,12 @@ final class MpService implements AutoCloseable {
     /** Wakes the loop thread, so a load's end is answered at once (set by the server). */
     private volatile Runnable wakeLoop = () -> { };
     private final List<Waiter> waiters = new ArrayList<>();
+    /**
+     * Parked waits at most: LMCache's scheduler parks one per request, and at most
+     * {@link MpLowerTiers#MAX_JOBS} requests load at once; more are answered at once. Also under
+     * ZeroMQ's default send high-water mark (1,000), so the replies released together all go out.
+     */
+    static final int MAX_WAITERS = 256;
     private final List<Deferred> deferred = new ArrayList<>();
     private final Map<Pending, PendingWrite> pendingWrites = new HashMap<>();
     private final Map<Pending, PendingRead> pendingReads = new HashMap<>();
@@ -493,8 +499,8 @@ final class MpService implements AutoCloseable {
         String requestId = requestId(r);
         double timeout = MpScalars.decodeNumber(r.arg(1), "timeout");
         Optional<Session> s = sessions.get(requestId, now);
-        if (s.isEmpty() || !s.get().loading || !(timeout > 0)) {
-            return false;
+        if (s.isEmpty() || !s.get().loading || !(timeout > 0) || waiters.size() >= MAX_WAITERS) {
+            return false; // answered now: the count, or None while the load runs (as at a timeout)
         }
         // Every load ends (each tier call is bounded by --l2-timeout); the lock lifetime only caps a silly timeout.
         long bound = Math.min((long) Math.min(timeout * 1e9, Long.MAX_VALUE / 4), settings.lockTtl().toNanos());

@@ -20,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -174,7 +175,7 @@ class MpLowerTiersTest {
                 16 << 20);
         int port = remote.port();
         MpL2Settings l2 = MpL2Settings.NONE.withRemote("lm://127.0.0.1:" + port).withStaging(8L << 20, 64)
-                .withPrefetchTimeout(Duration.ofSeconds(2));
+                .withPrefetchTimeout(Duration.ofSeconds(4));
         List<Socket> held = new CopyOnWriteArrayList<>();
         try (MpServer server = start(l2); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server);
              ServerSocket silent = new ServerSocket()) {
@@ -200,13 +201,25 @@ class MpLowerTiersTest {
                     MpScalars.encodeInt(1)), "the lookup is answered at once");
             assertNull(prefetchStatus(c, "slow"), "None while the load runs");
             assertEquals(1, server.status().prefetchJobs(), "an active prefetch job");
+            // More waits than the server parks: the excess is answered at once (None, as at a timeout),
+            // the parked ones when the load ends, long before their own 30 s.
+            int waits = MpService.MAX_WAITERS + 5;
             long t0 = System.nanoTime();
-            List<byte[]> waited = c.call(10, MpScalars.encodeString("slow"), MpScalars.encodeFloat(30.0));
+            for (int i = 0; i < waits; i++) {
+                c.sendRaw(List.of(MpScalars.encodeInt(1_000_000 + i), MpScalars.encodeInt(10), MpScalars.encodeString("slow"),
+                        MpScalars.encodeFloat(30.0)));
+            }
+            List<List<byte[]>> atOnce = replies(c, 5, 2_000);
+            assertEquals(5, atOnce.size(), "the waits past the cap are answered at once");
+            assertTrue(atOnce.stream().allMatch(r -> r.size() == 2), "with None: [uid, op] and no result frame");
+            List<List<byte[]>> whenLoaded = replies(c, MpService.MAX_WAITERS, 20_000);
             long waitedMillis = (System.nanoTime() - t0) / 1_000_000;
-            assertNotNull(waited, "wait_prefetch_status is answered when the load ends");
-            assertEquals(List.of(0L), waited.stream().map(b -> (long) b[0]).toList(), "a miss: nothing loaded");
-            assertTrue(waitedMillis >= 200 && waitedMillis < 9_000, "it waited for the load, not for its own 30 s: "
+            assertEquals(MpService.MAX_WAITERS, whenLoaded.size(), "every parked wait is answered when the load ends");
+            assertTrue(whenLoaded.stream().allMatch(r -> r.size() == 3 && r.get(2).length == 1 && r.get(2)[0] == 0),
+                    "with the count: 0, a miss");
+            assertTrue(waitedMillis >= 200 && waitedMillis < 20_000, "they waited for the load, not for their 30 s: "
                     + waitedMillis + " ms");
+            assertTrue(replies(c, 1, 300).isEmpty(), "and nothing more came");
             assertEquals(0L, prefetchStatus(c, "slow"), "read once: nothing is pending any more");
             assertEquals(0, server.status().prefetchJobs());
             assertTrue(c.ping());
@@ -300,6 +313,20 @@ class MpLowerTiersTest {
             Thread.sleep(5);
         }
         throw new AssertionError("the prefetch status stayed None");
+    }
+
+    /** The next {@code count} replies, or fewer if no reply comes for {@code millis}: each reply's frames. */
+    private static List<List<byte[]>> replies(MpTestClient c, int count, int millis) {
+        c.dealer.setReceiveTimeOut(millis);
+        List<List<byte[]>> out = new ArrayList<>();
+        for (byte[] first; out.size() < count && (first = c.dealer.recv(0)) != null; ) {
+            List<byte[]> frames = new ArrayList<>(List.of(first));
+            while (c.dealer.hasReceiveMore()) {
+                frames.add(c.dealer.recv(0));
+            }
+            out.add(frames);
+        }
+        return out;
     }
 
     /** {@code query_prefetch_status}: the count, or null for None. */

@@ -59,7 +59,7 @@ public final class MpLowerTiers implements AutoCloseable {
     /** The pool owner of prefetch reservations (instance owners are numbers). */
     static final String OWNER = "l2-prefetch";
     /** Prefetch jobs at once; a lookup beyond that counts the pool's hits only. */
-    static final int MAX_JOBS = 64;
+    public static final int MAX_JOBS = 64;
     private static final Duration JOIN_BOUND = Duration.ofSeconds(35);
 
     private record WriteJob(Slot slot, CacheEngineKey tierKey) {

@@ -129,6 +129,10 @@ public final class MpServerCommand implements CliMain.Command {
             + "through (never the pool), half for writes and half for loads (default 0.25)")
     private void l2StagingSize(String value) {
         l2StagingGb = gigabytes("--l2-staging-size", value);
+        if (l2StagingGb * (1L << 30) < MpL2Settings.MIN_STAGING_BYTES) {
+            throw new IllegalArgumentException("--l2-staging-size must be at least 0.002 GB (2 MiB: half for writes, half"
+                    + " for loads), got " + CliText.echo(value));
+        }
     }
 
     @Option(names = "--l2-write-queue", paramLabel = "N", order = 13, description = "stored chunks that may wait for the "
@@ -138,7 +142,7 @@ public final class MpServerCommand implements CliMain.Command {
     }
 
     @Option(names = "--l2-timeout", paramLabel = "S", order = 14, description = "the longest a lookup's load from the "
-            + "lower tiers runs; what is not loaded by then is a miss (default 30)")
+            + "lower tiers runs; what is not loaded by then is a miss; at most half --lock-ttl (default 30)")
     private void l2Timeout(String value) {
         l2Timeout = OptionValues.seconds("--l2-timeout", value, 3_600);
     }

@@ -28,7 +28,8 @@ class MpServerCommandTest {
     void badLowerTierValuesAreUsageErrorsNamingTheOption() {
         for (String[] args : new String[][] {{"--l2-disk-size", "-1"}, {"--l2-disk-size", "zero"},
                 {"--l2-staging-size", "0"}, {"--l2-write-queue", "0"}, {"--l2-timeout", "forever"},
-                {"--l2-remote", "localhost:6379"}, {"--l2-disk", " "}}) {
+                {"--l2-staging-size", "0.001"}, {"--l2-remote", "localhost:6379"}, {"--l2-disk", " "},
+                {"--l2-timeout", "200", "--l2-disk", "/tmp/never-created"}}) { // over half of --lock-ttl's 300 s
             Run r = run(args);
             assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
             assertTrue(r.err().contains(args[0]), String.join(" ", args) + " names its option: " + r.err());

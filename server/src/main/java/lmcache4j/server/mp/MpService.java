@@ -475,11 +475,19 @@ final class MpService implements AutoCloseable {
             for (int i = 0; i < readers; i++) { // the load locked each object once per reader; nobody will retrieve them
                 store.releaseRead(missing.subList(0, chunks * ranks));
             }
+            if (current.isEmpty()) {
+                answerWaiters(requestId, now); // the session ended: its waits learn 0 now, not at their timeout
+            }
             return;
         }
         s.loading = false;
         s.lookupHits += chunks;
         s.unreadHits = s.lookupHits;
+        answerWaiters(requestId, now);
+    }
+
+    /** Answers the parked waits of {@code requestId} with what {@code query_prefetch_status} would say now. */
+    private void answerWaiters(String requestId, long now) {
         Iterator<Waiter> it = waiters.iterator();
         while (it.hasNext()) {
             Waiter w = it.next();

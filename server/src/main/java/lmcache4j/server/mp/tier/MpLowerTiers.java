@@ -330,12 +330,17 @@ public final class MpLowerTiers implements AutoCloseable {
      */
     private final class Readahead implements AutoCloseable {
         static final int DEPTH = 2;
+
+        /** One object being read ahead, and the tier reading it. */
+        private record Ahead(CompletableFuture<Optional<MemoryObj>> read, String tier) {
+        }
+
         private final List<CacheEngineKey> keys;
         private final boolean[][] heldBy;
         private final int limit;
         private final ObjectLayout layout;
         private final long deadline;
-        private final TreeMap<Integer, CompletableFuture<Optional<MemoryObj>>> inFlight = new TreeMap<>();
+        private final TreeMap<Integer, Ahead> inFlight = new TreeMap<>();
         private int next;
 
         Readahead(List<CacheEngineKey> keys, boolean[][] heldBy, int limit, ObjectLayout layout, long deadline) {
@@ -352,14 +357,14 @@ public final class MpLowerTiers implements AutoCloseable {
                 return Optional.empty(); // the copy would be refused anyway
             }
             while (!inFlight.isEmpty() && inFlight.firstKey() < index) {
-                discard(inFlight.pollFirstEntry().getValue()); // already in the pool: not needed
+                discard(inFlight.pollFirstEntry().getValue().read()); // already in the pool: not needed
             }
             for (next = Math.max(next, index); next < Math.min(limit, index + 1 + DEPTH); next++) {
                 start(next);
             }
-            CompletableFuture<Optional<MemoryObj>> ahead = inFlight.remove(index);
+            Ahead ahead = inFlight.remove(index);
             if (ahead != null) {
-                Optional<MemoryObj> got = whole(await(ahead), "read-ahead");
+                Optional<MemoryObj> got = whole(await(ahead.read()), ahead.tier());
                 if (got.isPresent()) {
                     return got;
                 }
@@ -380,7 +385,8 @@ public final class MpLowerTiers implements AutoCloseable {
         private void start(int index) {
             for (int t = 0; t < heldBy.length; t++) {
                 if (heldBy[t][index]) {
-                    tiers.get(t).prefetching().ifPresent(p -> inFlight.put(index, p.prefetch(keys.get(index))));
+                    StorageBackend tier = tiers.get(t);
+                    tier.prefetching().ifPresent(p -> inFlight.put(index, new Ahead(p.prefetch(keys.get(index)), tier.name())));
                     return;
                 }
             }
@@ -417,7 +423,7 @@ public final class MpLowerTiers implements AutoCloseable {
 
         @Override
         public void close() {
-            inFlight.values().forEach(Readahead::discard);
+            inFlight.values().forEach(a -> discard(a.read()));
             inFlight.clear();
         }
     }

@@ -99,7 +99,7 @@ public record MpServerSettings(String host, int port, String httpHost, int httpP
                 reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }
 
-    public MpServerSettings withCaps(int maxSessions, int maxInstances, int maxTokens, int maxMessageBytes, MpL2Settings l2) {
+    public MpServerSettings withCaps(int maxSessions, int maxInstances, int maxTokens, int maxMessageBytes) {
         return new MpServerSettings(host, port, httpHost, httpPort, chunkSize, poolBytes, shmName, sessionTtl, lockTtl,
                 reapTimeout, maxSessions, maxInstances, maxTokens, maxMessageBytes, l2);
     }

@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
-
 /**
  * What the MP server holds and has done, taken on its loop thread: the body of
  * {@code GET /api/status} (in the shape of LMCache's {@code report_status()}: {@code is_healthy},
@@ -31,7 +30,8 @@ import java.util.Objects;
  */
 public record MpStatus(int chunkSize, long poolBytes, long usedBytes, long objects, int sessions, int prefetchJobs,
                        Map<Long, Map<String, Object>> instances, Map<String, Long> requests, Map<String, Long> dropped,
-                       Map<String, Long> refused, String refusal, long evictions, long refusedWrites, long expiredLocks, MpL2Stats l2) {
+                       Map<String, Long> refused, String refusal, long evictions, long refusedWrites, long expiredLocks,
+                       MpL2Stats l2) {
     public MpStatus {
         instances = Map.copyOf(instances);
         requests = Map.copyOf(requests);

@@ -178,7 +178,10 @@ public final class MpServerCommand implements CliMain.Command {
         MpServerSettings settings;
         try {
             long poolBytes = (long) (gb * (1L << 30));
-            ServerCommand.requireMemoryFor(poolBytes, MachineMemory.read());
+            long stagingBytes = l2Disk != null || l2Remote != null ? (long) (l2StagingGb * (1L << 30)) : 0;
+            ServerCommand.requireMemoryFor(stagingBytes > 0 ? "--l1-size and --l2-staging-size ask for" : "--l1-size asks for a",
+                    stagingBytes > 0 ? "of pool and staging memory" : "shared-memory pool", poolBytes + stagingBytes,
+                    MachineMemory.read());
             settings = MpServerSettings.defaults(poolBytes).withHosts(host, httpHost).withPorts(port, httpPort)
                     .withChunkSize(chunkSize).withLifetimes(Duration.ofSeconds(600), lockTtl, reapTimeout);
             if (shmName != null) {

@@ -165,9 +165,14 @@ public final class ServerCommand implements CliMain.Command {
      * filled, long after it started.
      */
     static void requireMemoryFor(long maxBytes, Optional<MachineMemory> machine) {
-        if (machine.isPresent() && maxBytes > machine.get().totalBytes()) {
-            throw new IllegalArgumentException("--max-size asks for a " + HostArenas.formatBytes(maxBytes)
-                    + " payload pool, more than this machine's " + machine.get().describe());
+        requireMemoryFor("--max-size asks for a", "payload pool", maxBytes, machine);
+    }
+
+    /** Refuses {@code bytes} of off-heap memory the machine does not have: "{@code asks} N {@code what}, more than ...". */
+    static void requireMemoryFor(String asks, String what, long bytes, Optional<MachineMemory> machine) {
+        if (machine.isPresent() && bytes > machine.get().totalBytes()) {
+            throw new IllegalArgumentException(asks + " " + HostArenas.formatBytes(bytes) + " " + what
+                    + ", more than this machine's " + machine.get().describe());
         }
     }
 

@@ -37,6 +37,17 @@ class MpServerCommandTest {
     }
 
     @Test
+    void memoryTheMachineDoesNotHaveIsRefusedNamingTheOptionsThatAskForIt() {
+        Run pool = run("--l1-size", "100000");
+        assertEquals(2, pool.exit(), pool.err());
+        assertTrue(pool.err().contains("--l1-size asks for a") && pool.err().contains("more than this machine's"), pool.err());
+        Run staging = run("--l1-size", "0.01", "--l2-disk", "/tmp/never-created", "--l2-staging-size", "100000");
+        assertEquals(2, staging.exit(), staging.err());
+        assertTrue(staging.err().contains("--l2-staging-size ask for") && staging.err().contains("more than this machine's"),
+                staging.err());
+    }
+
+    @Test
     void aRemoteOfAnUnknownSchemeStopsTheStartWithItsReason() {
         Run r = run("--port", "0", "--http-port", "-1", "--l1-size", "0.01", "--l2-remote", "nosuch://host:1");
         assertEquals(1, r.exit(), r.out() + r.err());

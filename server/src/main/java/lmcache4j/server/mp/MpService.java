@@ -96,9 +96,6 @@ final class MpService implements AutoCloseable {
     private record PendingWrite(WriteReservation reservation, long sinceNanos) {
     }
 
-    private record PendingRead(List<MpObjectKey> keys, long sinceNanos) {
-    }
-
     private final MpServerSettings settings;
     private final MpObjectStore store;
     private final MpInstances instances;
@@ -121,7 +118,7 @@ final class MpService implements AutoCloseable {
     static final int MAX_WAITERS = 256;
     private final List<Deferred> deferred = new ArrayList<>();
     private final Map<Pending, PendingWrite> pendingWrites = new HashMap<>();
-    private final Map<Pending, PendingRead> pendingReads = new HashMap<>();
+    private final MpPendingReads pendingReads;
     private final Map<String, Long> requests = new TreeMap<>();
     private final Map<String, Long> dropped = new TreeMap<>();
     private final Set<MpOperation> refusalLogged = EnumSet.noneOf(MpOperation.class);
@@ -137,6 +134,8 @@ final class MpService implements AutoCloseable {
         this.l2 = l2;
         this.instances = new MpInstances(settings.maxInstances());
         this.quotas = new MpQuotas(store);
+        // Prepared retrieves hold their keys until committed: sixteen longest prompts' worth in all.
+        this.pendingReads = new MpPendingReads(16L * Math.max(1, settings.maxTokens() / settings.chunkSize()));
         // A session weighs its tokens (its hash chain adds 32 bytes per chunk): four longest prompts in all.
         this.sessions = new MpSessions<>(settings.maxSessions(), 4L * settings.maxTokens(), settings.sessionTtl().toNanos(),
                 this::forgetJob);
@@ -312,14 +311,7 @@ final class MpService implements AutoCloseable {
     private void unregister(long instanceId) {
         store.abortAll(owner(instanceId));
         pendingWrites.keySet().removeIf(p -> p.instanceId() == instanceId);
-        Iterator<Map.Entry<Pending, PendingRead>> reads = pendingReads.entrySet().iterator();
-        while (reads.hasNext()) {
-            Map.Entry<Pending, PendingRead> e = reads.next();
-            if (e.getKey().instanceId() == instanceId) {
-                store.releaseRead(e.getValue().keys());
-                reads.remove();
-            }
-        }
+        pendingReads.removeInstance(instanceId, store::releaseRead);
         instances.unregister(instanceId);
     }
 
@@ -395,7 +387,11 @@ final class MpService implements AutoCloseable {
         if (slots.size() != keys.size()) {
             return MpTransferCodec.encode(PrepareRetrieveResponse.missing());
         }
-        pendingReads.put(new Pending(instanceId, keys), new PendingRead(keys, now));
+        if (!pendingReads.add(instanceId, keys, now)) {
+            drop("pending_reads_full", "prepare_retrieve past the budget of keys prepared and not committed ("
+                    + pendingReads.heldKeys() + " held); answered as a miss");
+            return MpTransferCodec.encode(PrepareRetrieveResponse.missing());
+        }
         List<ShmSlot> shm = new ArrayList<>(slots.size());
         for (Slot slot : slots) {
             shm.add(shmSlot(slot));
@@ -406,9 +402,9 @@ final class MpService implements AutoCloseable {
     /** Releases the read locks the lookup took for what this worker has now copied out. */
     private void commitRetrieve(IpcCacheServerKey key, long instanceId, long now) throws MpProtocolException {
         instances.touch(instanceId, now);
-        PendingRead read = pendingReads.remove(new Pending(instanceId, objectKeys(key, now)));
-        if (read != null) {
-            store.releaseRead(read.keys());
+        List<MpObjectKey> keys = objectKeys(key, now);
+        if (pendingReads.remove(instanceId, keys)) {
+            store.releaseRead(keys);
         }
     }
 
@@ -613,7 +609,7 @@ final class MpService implements AutoCloseable {
         sessions.sweep(now);
         long ttl = settings.lockTtl().toNanos();
         pendingWrites.values().removeIf(p -> now - p.sinceNanos() > ttl); // the store aborted them at the same age
-        pendingReads.values().removeIf(p -> now - p.sinceNanos() > ttl);
+        pendingReads.expire(now, ttl);
         if (!settings.reapTimeout().isZero()) {
             for (Long silent : instances.silent(now, settings.reapTimeout().toNanos())) {
                 LOG.log(System.Logger.Level.INFO, "MP server: instance " + silent + " silent for longer than "

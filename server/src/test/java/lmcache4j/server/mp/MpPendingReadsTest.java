@@ -1,0 +1,58 @@
+package lmcache4j.server.mp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+
+import org.junit.jupiter.api.Test;
+
+import lmcache4j.server.mp.wire.MpObjectKey;
+
+/** Prepared retrieves hold their keys within a budget; every way out gives the keys back to it. */
+class MpPendingReadsTest {
+
+    private static List<MpObjectKey> keys(int from, int to) {
+        return IntStream.range(from, to).mapToObj(i -> {
+            byte[] hash = new byte[32];
+            hash[0] = (byte) i;
+            return new MpObjectKey(hash, "m", MpObjectKey.kvRank(1, 0), 0, "");
+        }).toList();
+    }
+
+    @Test
+    void preparesPastTheBudgetAreRefusedAndEveryWayOutGivesTheKeysBack() {
+        MpPendingReads reads = new MpPendingReads(10);
+        assertTrue(reads.add(1, keys(0, 4), 0));
+        assertTrue(reads.add(1, keys(0, 4), 5), "the same prepare again renews it, holding nothing more");
+        assertTrue(reads.add(2, keys(0, 4), 0), "another instance's prepare of the same keys is its own");
+        assertEquals(8, reads.heldKeys());
+        assertFalse(reads.add(1, keys(4, 7), 0), "8 + 3 keys are past the budget of 10");
+        assertTrue(reads.add(1, keys(4, 6), 0), "8 + 2 are not");
+        assertEquals(10, reads.heldKeys());
+
+        assertTrue(reads.remove(1, keys(4, 6)), "committed");
+        assertFalse(reads.remove(1, keys(4, 6)), "a second commit finds nothing");
+        assertEquals(8, reads.heldKeys());
+
+        List<List<MpObjectKey>> released = new ArrayList<>();
+        reads.removeInstance(2, released::add);
+        assertEquals(List.of(keys(0, 4)), released, "an unregistered instance's reads are handed back for release");
+        assertEquals(4, reads.heldKeys());
+
+        reads.expire(100, 100);
+        assertEquals(4, reads.heldKeys(), "renewed at 5: not older than 100 at 100");
+        reads.expire(106, 100);
+        assertEquals(0, reads.heldKeys(), "older than the lock lifetime: forgotten");
+        assertTrue(reads.add(1, keys(0, 10), 200), "the whole budget is free again");
+    }
+
+    @Test
+    void aBudgetOfNothingIsAClearError() {
+        assertThrows(IllegalArgumentException.class, () -> new MpPendingReads(0));
+    }
+}

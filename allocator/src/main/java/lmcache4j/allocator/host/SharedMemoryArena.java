@@ -17,6 +17,8 @@ import java.util.function.Function;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.cuda.HostRegisterFlags;
 import lmcache4j.cuda.HostRegistration;
+import lmcache4j.cuda.posix.Posix;
+import lmcache4j.cuda.posix.PosixException;
 
 /**
  * A {@link HostArena} that other processes can open by name: one POSIX shared-memory file
@@ -26,7 +28,8 @@ import lmcache4j.cuda.HostRegistration;
  *
  * <p>The file is created exclusively and with mode 0600 from the first instant (the mode is given
  * to {@code open(2)}, never {@code chmod}ed later), so no other user can open it and a name already
- * in use is refused rather than shared. Closing unregisters it from CUDA (when registered), unmaps
+ * in use is refused rather than shared. Every page is backed at creation, so a full {@code /dev/shm}
+ * is an error then, never a SIGBUS later. Closing unregisters it from CUDA (when registered), unmaps
  * it and unlinks the file; a start that fails part way leaves no file behind.
  */
 public final class SharedMemoryArena implements HostArena {
@@ -91,6 +94,7 @@ public final class SharedMemoryArena implements HostArena {
         HostRegistration registration = null;
         try (channel) {
             MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, mapArena); // grows the file to size
+            reserve(segment, file);
             registration = register.apply(segment);
             return new SharedMemoryArena(name, file, mapArena, segment, registration);
         } catch (IOException e) {
@@ -99,6 +103,25 @@ public final class SharedMemoryArena implements HostArena {
         } catch (RuntimeException | Error e) {
             undo(registration, mapArena, file, e);
             throw e;
+        }
+    }
+
+    /**
+     * Backs every page now ({@code MADV_POPULATE_WRITE}): a tmpfs that another process filled after
+     * the free-space check is then an error here, instead of a SIGBUS that would kill the process at
+     * its first write to an unbacked page. A kernel older than 5.14 cannot, and the pages are then
+     * backed as they are first written.
+     */
+    private static void reserve(MemorySegment segment, Path file) {
+        try {
+            Posix.madvise(segment, Posix.MADV_POPULATE_WRITE);
+        } catch (PosixException e) {
+            if (e.errno() == Posix.EINVAL) {
+                return; // a kernel without MADV_POPULATE_WRITE
+            }
+            throw new IllegalStateException("cannot back shared memory " + file + " of " + segment.byteSize()
+                    + " bytes (" + e.errnoName() + "): its file system is full; enlarge it (e.g. docker --shm-size) or"
+                    + " shrink the pool", e);
         }
     }
 

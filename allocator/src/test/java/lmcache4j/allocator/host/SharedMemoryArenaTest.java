@@ -42,6 +42,18 @@ class SharedMemoryArenaTest {
         }
     }
 
+    /** Backed at creation: a /dev/shm filled later by someone else cannot make a first write raise SIGBUS. */
+    @Test
+    void everyPageIsBackedWhenTheArenaIsCreated() throws IOException {
+        long bytes = 64L << 20;
+        long before = Files.getFileStore(SharedMemoryArena.DEV_SHM).getUsableSpace();
+        try (SharedMemoryArena arena = SharedMemoryArena.create(uniqueName("backed"), bytes)) {
+            long taken = before - Files.getFileStore(SharedMemoryArena.DEV_SHM).getUsableSpace();
+            assertTrue(taken >= bytes - (4L << 20), "/dev/shm lost " + taken + " bytes for a " + bytes + "-byte arena: "
+                    + arena.description());
+        }
+    }
+
     @Test
     void aSecondArenaOfTheSameNameIsRefusedAndTheFirstIsUntouched() {
         String name = uniqueName("dup");

@@ -35,6 +35,12 @@ public final class Posix {
     public static final int MADV_DONTNEED = libc_h.MADV_DONTNEED();
     public static final int MADV_HUGEPAGE = libc_h.MADV_HUGEPAGE();
     public static final int MADV_NOHUGEPAGE = libc_h.MADV_NOHUGEPAGE();
+    /**
+     * Populate (prefault) a region writable, failing with an errno instead of SIGBUS when the pages
+     * cannot be backed (Linux 5.14, {@code <linux/mman.h>}; older kernels answer {@code EINVAL}).
+     * Not in the glibc headers the bindings are generated from, hence the number.
+     */
+    public static final int MADV_POPULATE_WRITE = 23;
     public static final int MPOL_DEFAULT = libc_h.MPOL_DEFAULT();
     public static final int MPOL_PREFERRED = libc_h.MPOL_PREFERRED();
     public static final int MPOL_BIND = libc_h.MPOL_BIND();

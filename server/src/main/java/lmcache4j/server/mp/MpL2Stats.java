@@ -8,7 +8,7 @@ import java.util.List;
  * @param tiers             the tiers, in search order (empty: L2 off)
  * @param queued            published objects waiting for the writer
  * @param written           objects the writer handed to the tiers
- * @param writeDrops        objects not written: the queue or the staging memory was full, or the pool
+ * @param writeDrops        objects not written: the queue was full, the staging memory stayed full, or the pool
  *                          gave the object's memory to another while it was copied out
  * @param writeFailures     puts a tier refused with an error
  * @param tierWrites        objects the tiers report stored (disk files written, remote puts done)

@@ -232,6 +232,18 @@ class MpLowerTiersTest {
     }
 
     @Test
+    void aBurstLargerThanTheStagingMemoryWaitsForTheDiskInsteadOfBeingDropped(@TempDir Path dir) throws Exception {
+        // 2 MiB of staging: 1 MiB for writes, seven 128 KiB chunks; one commit of 48.
+        MpL2Settings l2 = MpL2Settings.NONE.withDisk(dir, 64L << 20).withStaging(MpL2Settings.MIN_STAGING_BYTES, 64);
+        try (MpServer server = start(l2); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server)) {
+            assertTrue(c.register(INSTANCE).error().isEmpty());
+            store(c, pool, MpTestClient.tokens(21, 48 * CHUNK), "burst", 21);
+            awaitL2(server, s -> s.tierWrites() >= 48);
+            assertEquals(0, server.status().l2().writeDrops(), server.status().l2().toString());
+        }
+    }
+
+    @Test
     void theWritersQueueBoundDropsAndCountsWhatDoesNotFit(@TempDir Path dir) throws Exception {
         MpL2Settings l2 = MpL2Settings.NONE.withDisk(dir, 64L << 20).withStaging(8L << 20, 2);
         try (MpServer server = start(l2); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server)) {

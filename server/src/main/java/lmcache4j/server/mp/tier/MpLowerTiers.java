@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.IntConsumer;
 
@@ -42,7 +43,7 @@ import lmcache4j.server.mp.wire.MpObjectKey;
  *
  * <p><b>Write-through.</b> {@link #published} read-locks the objects a commit published (so the pool
  * cannot reuse their slots) and queues them; one writer thread copies each into staging memory,
- * unlocks it, and puts the copy into every tier. A full queue or full staging memory drops the
+ * unlocks it, and puts the copy into every tier. A full queue or staging memory that stays full drops the
  * write, counted: memory stays within what the operator configured.
  *
  * <p><b>Prefetch.</b> {@link #prefetch} loads, off the loop thread, the leading chunks the tiers
@@ -61,6 +62,8 @@ public final class MpLowerTiers implements AutoCloseable {
     /** Prefetch jobs at once; a lookup beyond that counts the pool's hits only. */
     public static final int MAX_JOBS = 64;
     private static final Duration JOIN_BOUND = Duration.ofSeconds(35);
+    /** How long the writer waits for staging memory before it drops a write. */
+    static final Duration STAGING_WAIT = Duration.ofSeconds(2);
 
     private record WriteJob(Slot slot, CacheEngineKey tierKey) {
     }
@@ -179,7 +182,7 @@ public final class MpLowerTiers implements AutoCloseable {
             if (targets.isEmpty()) {
                 return;
             }
-            Optional<MemoryObj> staged = staging.allocateForWrite(slot.layout().shape(), slot.layout().dtype());
+            Optional<MemoryObj> staged = stagingForWrite(slot.layout());
             if (staged.isEmpty()) {
                 writeDrops.increment();
                 return;
@@ -206,6 +209,21 @@ public final class MpLowerTiers implements AutoCloseable {
         }
         copy.release(); // the tiers hold their own references
         written.increment();
+    }
+
+    /**
+     * Staging memory for one copy, waiting up to {@link #STAGING_WAIT} for the tiers to give some
+     * back: a burst of stores then waits in the bounded queue for a disk that writes more slowly
+     * than workers store, instead of being dropped. Only this writer thread waits; the loop never does.
+     */
+    private Optional<MemoryObj> stagingForWrite(ObjectLayout layout) {
+        long deadline = System.nanoTime() + STAGING_WAIT.toNanos();
+        Optional<MemoryObj> staged;
+        while ((staged = staging.allocateForWrite(layout.shape(), layout.dtype())).isEmpty() && !closing
+                && System.nanoTime() - deadline < 0) {
+            LockSupport.parkNanos(1_000_000);
+        }
+        return staged;
     }
 
     // ---- prefetch -----------------------------------------------------------------------------

@@ -111,6 +111,8 @@ class MpObjectStoreEdgesTest {
             assertEquals(1, store.lookupAndLock(keys(1, 2), perLookup));
         }
         assertEquals(0, store.lookupAndLock(keys(1, 3), perLookup), "two keys' worth would pass the cap");
+        assertEquals(1, store.lookupAndLock(List.of(key(2, 0), key(1, 0)), perLookup),
+                "the cap stops the lookup at the capped object, after the chunk before it");
         assertEquals(1, store.lookupAndLock(keys(1, 2), perLookup), "one key's worth reaches it exactly");
         assertEquals(1, store.lookupAndLock(keys(2, 3), perLookup), "another object is not held back");
     }
@@ -244,9 +246,15 @@ class MpObjectStoreEdgesTest {
     void aClosedStoreRefusesEveryCallAndHasGivenItsPoolBack() {
         publish(keys(0, 2));
         store.lookupAndLock(keys(0, 1), 1);
-        store.reserveWrite("w", keys(2, 3), LAYOUT);
+        WriteReservation pending = store.reserveWrite("w", keys(2, 3), LAYOUT);
+        Slot copied = store.lockReady(keys(1, 2)).getFirst();
+        store.clear(true); // the locked objects become orphans
+        assertTrue(store.stats().orphanObjects() > 0);
         MemorySegment pool = store.segment();
         store.close();
+        assertFalse(store.stillHolds(copied), "a closed store holds nothing, whatever a copier took before");
+        assertFalse(store.abortWrite(pending), "closing took every reservation");
+        assertEquals(0, store.abortAll("w"));
         MpStoreStats stats = store.stats();
         assertEquals(List.of(0L, 0L, 0L, 0L, 0L, 0L), List.of(stats.readyObjects(), stats.writingObjects(),
                 stats.orphanObjects(), stats.lockedObjects(), stats.usedBytes(), stats.pendingReservations()));

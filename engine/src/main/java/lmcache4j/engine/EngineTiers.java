@@ -10,9 +10,9 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.function.Function;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryAllocator;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.LazyGrowingAllocator;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;

@@ -113,6 +113,11 @@ public final class DemoCommand implements CliMain.Command {
         instances = (int) OptionValues.wholeNumber("--instances", value, 2, ClusterSettings.MAX_INSTANCES);
     }
 
+    @Option(names = "--insecure", order = 14, description = "with --instances: the controller and the instances' control "
+            + "sockets without CURVE, as a controller started with --insecure runs for LMCache's Python workers; P2P keeps "
+            + "a token of its own (a fresh p2p_token), so a process that registers with the controller cannot serve forged KV")
+    private boolean insecure;
+
     private DemoCommand(PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
         this.out = out;
         this.err = err;
@@ -282,6 +287,10 @@ public final class DemoCommand implements CliMain.Command {
         }
         if (instances != null) {
             return cluster();
+        }
+        if (insecure) {
+            return CliMain.usageError(err, "demo", "--insecure needs --instances: the single demo starts no controller (with "
+                    + "--controller it reports to one, which decides whether CURVE is used)");
         }
         Settings s;
         try {
@@ -506,7 +515,7 @@ public final class DemoCommand implements CliMain.Command {
             ClusterSettings cs;
             try {
                 cs = new ClusterSettings(instances, requestsGiven ? requests : CLUSTER_REQUESTS,
-                        cpuGbGiven ? cpuGb : CLUSTER_CPU_GB, diskGb, layers, seed, work);
+                        cpuGbGiven ? cpuGb : CLUSTER_CPU_GB, diskGb, layers, seed, work, insecure);
                 Settings one = new Settings(1, cs.cpuGb() * cs.instances(), layers, Settings.DEFAULT_KV_HEADS,
                         Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed,
                         Workload.Shape.defaults(seed), null, diskGb, null, null);

@@ -75,7 +75,7 @@ final class EngineTiers {
     /** The P2P tier over a given {@code locator}, never fetching from {@code instanceId} itself. */
     static Optional<Function<MemoryProvider, StorageBackend>> p2pTier(LMCacheEngineConfig config, P2pSettings p2p,
                                                                        PeerLocator locator, String instanceId) {
-        Optional<String> token = DeploymentSecret.p2pToken(config, p2p);
+        String token = DeploymentSecret.p2pToken(config, p2p);
         return Optional.of(memory -> new P2pBackend(locator, memory, instanceId, p2p.timeout(), token,
                 p2p.connections()));
     }

@@ -53,8 +53,9 @@ public final class ExtraConfigKeys {
             "lmcache4j: the deadline in ms of one peer fetch (controller lookup included); past it, or when the peer "
                     + "dies mid-transfer, the chunk is a miss");
     public static final ExtraConfigKey<String> P2P_TOKEN = ExtraConfigKey.text("p2p_token",
-            "lmcache4j: the shared secret of the P2P transfer servers: every engine's transfer server demands it and "
-                    + "every fetch presents it (unset: no authentication; only on a trusted network)");
+            "lmcache4j: the shared secret of the P2P transfer servers (16+ characters, the same in every instance): every "
+                    + "engine's transfer server demands it and every fetch checks the peer's proof of it and each chunk's tag; "
+                    + "enable_p2p needs it unless deployment_secret_file derives one");
     public static final ExtraConfigKey<Integer> P2P_CONNECTIONS = ExtraConfigKey.countIn("p2p_connections", 1, 64, 4,
             "lmcache4j: connections per peer over which chunks are fetched in parallel");
 

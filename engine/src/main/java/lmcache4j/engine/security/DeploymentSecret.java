@@ -107,12 +107,22 @@ public final class DeploymentSecret {
 
     /** A fresh random secret written to a new {@code file} readable by its owner only (for the demo). */
     public static DeploymentSecret createFile(Path file) throws IOException {
+        return new DeploymentSecret(createTokenFile(file));
+    }
+
+    /**
+     * 32 random bytes, in hex, written to a new {@code file} readable by its owner only: a secret, or a
+     * {@code p2p_token} for a deployment whose control plane runs without one (the demo's {@code --insecure}).
+     *
+     * @return the file's bytes
+     */
+    public static byte[] createTokenFile(Path file) throws IOException {
         byte[] raw = new byte[KEY_BYTES];
         new SecureRandom().nextBytes(raw);
         byte[] text = HexFormat.of().formatHex(raw).getBytes(StandardCharsets.US_ASCII);
         Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Files.write(file, text);
-        return new DeploymentSecret(text);
+        return text;
     }
 
     /** Makes {@code socket} (before it binds) a CURVE server that only the deployment's clients pass. */
@@ -140,11 +150,13 @@ public final class DeploymentSecret {
     }
 
     /**
-     * The P2P transfer servers' token of an engine: its {@code p2p_token} when set, else one
-     * derived from its deployment secret ({@code deployment_secret_file}), else none.
+     * The P2P transfer servers' token of an engine: its {@code p2p_token} when set, else the one
+     * its deployment secret ({@code deployment_secret_file}) derives. {@link P2pSettings} exist only
+     * with one of the two.
      */
-    public static Optional<String> p2pToken(LMCacheEngineConfig config, P2pSettings p2p) {
-        return p2p.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken));
+    public static String p2pToken(LMCacheEngineConfig config, P2pSettings p2p) {
+        return p2p.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken))
+                .orElseThrow(() -> new IllegalStateException("P2P settings without p2p_token or deployment_secret_file"));
     }
 
     /** The HTTP bearer token: {@code Authorization: Bearer <token>}. */

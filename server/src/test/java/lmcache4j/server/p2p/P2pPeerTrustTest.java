@@ -98,6 +98,46 @@ class P2pPeerTrustTest {
         }
     }
 
+    @Test
+    void anOutsiderThatIgnoresTheFailOfItsWrongProofReadsNoChunk() throws Exception {
+        int[] tokens = P2pEngines.tokens(7);
+        long[] slots = P2pEngines.slots();
+        try (Arena arena = Arena.ofShared();
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), TOKEN, Duration.ofSeconds(2));
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
+             P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, TOKEN,
+                     LmServerLimits.defaults().withAuthFailureDelay(Duration.ofMillis(10)))) {
+            PagedKvCache kv = P2pEngines.cache(arena);
+            P2pEngines.fill(kv, tokens, slots);
+            a.store(tokens, null, kv, slots, Map.of());
+            String key = a.prepare(tokens, Map.of()).chunks().getFirst().key().toKeyString();
+            try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(LOOPBACK, served.port()))) {
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO,
+                        LmSession.NONCE_BYTES, "")), ByteBuffer.wrap(LmSession.nonce()));
+                LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES + LmSession.PROOF_BYTES);
+                byte[] guess = "a guessed proof of the token....".getBytes(StandardCharsets.US_ASCII);
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF,
+                        LmSession.PROOF_BYTES, "")), ByteBuffer.wrap(java.util.Arrays.copyOf(guess, LmSession.PROOF_BYTES)));
+                assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)));
+                try { // as if it had passed: a GET of a chunk the engine holds
+                    LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.GET, 0, key)));
+                } catch (IOException closed) {
+                    // the peer closed the connection already
+                }
+                ch.socket().setSoTimeout(10_000);
+                long sent = 0;
+                try (var in = ch.socket().getInputStream()) {
+                    for (int n; (n = in.read(new byte[4096])) > 0; ) {
+                        sent += n;
+                    }
+                } catch (IOException closed) {
+                    // reset: closed
+                }
+                assertEquals(0, sent, "bytes the peer sent after its FAIL: the outsider's GET must not be served");
+            }
+        }
+    }
+
     /** Answers every AUTH_HELLO with a made-up nonce and proof, recording every byte it is sent. */
     private static void squat(ServerSocketChannel squatter, ByteArrayOutputStream heard, AtomicInteger hellos) {
         while (squatter.isOpen()) {

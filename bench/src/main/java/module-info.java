@@ -10,6 +10,7 @@ module lmcache4j.bench {
     requires io.netty.buffer; // the allocator benchmark's baseline: Netty's pooled direct allocator
     requires lettuce.core; // the remote benchmark's baseline: raw Lettuce SET/GET
     requires lmcache4j.s3; // bench s3: the S3 tier and s3proxy
+    requires jdk.management; // bench s3: the client process's CPU time per byte
     // bench s3's baseline: the raw AWS SDK client (automatic modules)
     requires software.amazon.awssdk.services.s3;
     requires software.amazon.awssdk.core;

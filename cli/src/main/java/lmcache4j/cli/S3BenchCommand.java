@@ -22,7 +22,8 @@ import picocli.CommandLine.Option;
                 + "through the S3 connector (CRC32C, user metadata, off-heap payloads) and through the same SDK client alone "
                 + "(putObject from a direct buffer, getObject toBytes), alternating run by run, against s3proxy (a real S3 API "
                 + "server) it starts on a free loopback port over /dev/shm (target >= " + S3BenchCommand.TARGET_RATIO
-                + " of raw); the tier's gets with ranged parts of --part-mb against one GET per object."})
+                + " of raw); then the tier's gets in parallel ranged parts of --part-mb (s3_part_size) against its default "
+                + "one GET per object."})
 public final class S3BenchCommand implements CliMain.Command {
     static final double TARGET_RATIO = 0.9;
 
@@ -93,6 +94,12 @@ public final class S3BenchCommand implements CliMain.Command {
                 .number("single_get_gbps", r.singleGetGbps(), 3)
                 .number("ranged_get_gbps", r.rangedGetGbps(), 3)
                 .number("ranged_vs_single", r.rangedVsSingle(), 3)
+                .number("put_cpu_s_per_gb", r.putCpuPerGb(), 3)
+                .number("raw_put_cpu_s_per_gb", r.rawPutCpuPerGb(), 3)
+                .number("get_cpu_s_per_gb", r.getCpuPerGb(), 3)
+                .number("raw_get_cpu_s_per_gb", r.rawGetCpuPerGb(), 3)
+                .number("put_cpu_vs_raw", r.putCpuVsRaw(), 3)
+                .number("get_cpu_vs_raw", r.getCpuVsRaw(), 3)
                 .integer("part_bytes", (long) r.partMb() << 20)
                 .number("target_ratio", TARGET_RATIO, 2)
                 .bool("put_meets_target", r.putVsRaw() >= TARGET_RATIO)
@@ -109,12 +116,12 @@ public final class S3BenchCommand implements CliMain.Command {
     static String table(Result r) {
         return String.format(Locale.ROOT, """
                 S3 tier against the raw AWS SDK client (s3proxy on loopback over %s; %d chunks of %d MiB in flight, median of %d runs)
-                  put  %6.2f GB/s   raw %6.2f GB/s   %.2f of raw (target %.2f)
-                  get  %6.2f GB/s   raw %6.2f GB/s   %.2f of raw (target %.2f)
-                  ranged GETs of %d MiB %6.2f GB/s   one GET per object %6.2f GB/s   %.2fx""",
+                  put  %6.2f GB/s   raw %6.2f GB/s   %.2f of raw (target %.2f); client CPU %.3f s/GB, raw %.3f
+                  get  %6.2f GB/s   raw %6.2f GB/s   %.2f of raw (target %.2f); client CPU %.3f s/GB, raw %.3f
+                  get in ranged GETs of %d MiB %6.2f GB/s, one GET per object %6.2f GB/s: %.2fx""",
                 r.storage(), r.chunks(), r.chunkBytes() >> 20, r.runs(),
-                r.putGbps(), r.rawPutGbps(), r.putVsRaw(), TARGET_RATIO,
-                r.getGbps(), r.rawGetGbps(), r.getVsRaw(), TARGET_RATIO,
+                r.putGbps(), r.rawPutGbps(), r.putVsRaw(), TARGET_RATIO, r.putCpuPerGb(), r.rawPutCpuPerGb(),
+                r.getGbps(), r.rawGetGbps(), r.getVsRaw(), TARGET_RATIO, r.getCpuPerGb(), r.rawGetCpuPerGb(),
                 r.partMb(), r.rangedGetGbps(), r.singleGetGbps(), r.rangedVsSingle());
     }
 }

@@ -44,9 +44,10 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *   <li>tier put: {@link S3Connector#put} of every chunk at once (CRC32C, user metadata, the off-heap
  *       payload sent without a copy); raw put: the SDK client's {@code putObject} of the same bytes from a
  *       direct buffer ({@code fromByteBufferUnsafe}), every chunk at once.</li>
- *   <li>tier get: {@link S3Connector#get} into off-heap objects (ranged parts of {@code s3_part_size},
- *       CRC32C checked); raw get: {@code getObject} with the SDK's own {@code toBytes()} transformer.</li>
- *   <li>single against ranged: the tier's get with {@code s3_part_size: 0} against the default.</li>
+ *   <li>tier get: {@link S3Connector#get} into off-heap objects (one GET per object, the default
+ *       {@code s3_part_size: 0}; CRC32C checked); raw get: {@code getObject} with the SDK's own
+ *       {@code toBytes()} transformer.</li>
+ *   <li>ranged against single: the tier's get in parallel ranged parts of {@code --part-mb} against one GET.</li>
  * </ul>
  * Runs alternate between the tier and the raw client, so both see the same server state.
  */
@@ -68,9 +69,22 @@ public final class S3Bench {
     public record Settings(int chunks, int runs, int warmup, int partMb, Optional<Path> dir) {
     }
 
-    /** Bandwidths in GB/s (10^9 bytes a second), medians over the runs. */
+    /**
+     * Bandwidths in GB/s (10^9 bytes a second), and this process's CPU seconds per GB moved (the client's
+     * own cost: the server is another process), medians over the runs.
+     */
     public record Result(long chunkBytes, int chunks, int runs, String storage, double putGbps, double rawPutGbps,
-                         double getGbps, double rawGetGbps, double singleGetGbps, double rangedGetGbps, int partMb) {
+                         double getGbps, double rawGetGbps, double singleGetGbps, double rangedGetGbps, int partMb,
+                         double putCpuPerGb, double rawPutCpuPerGb, double getCpuPerGb, double rawGetCpuPerGb) {
+        /** The raw client's CPU per GB over the tier's: 1 when the tier costs the client nothing more. */
+        public double putCpuVsRaw() {
+            return rawPutCpuPerGb / putCpuPerGb;
+        }
+
+        public double getCpuVsRaw() {
+            return rawGetCpuPerGb / getCpuPerGb;
+        }
+
         public double putVsRaw() {
             return putGbps / rawPutGbps;
         }
@@ -98,8 +112,8 @@ public final class S3Bench {
             single.put("s3_part_size", 0L);
             String url = server.url(BUCKET);
             S3Location location = S3Location.parse(url);
-            try (S3Connector tier = S3Connector.open(url, new RemoteConnectorSettings(ranged, Optional.of(full)));
-                 S3Connector singleGets = S3Connector.open(url, new RemoteConnectorSettings(single, Optional.of(full)));
+            try (S3Connector tier = S3Connector.open(url, new RemoteConnectorSettings(single, Optional.of(full)));
+                 S3Connector rangedGets = S3Connector.open(url, new RemoteConnectorSettings(ranged, Optional.of(full)));
                  S3AsyncClient raw = S3Connector.client(location, S3Settings.of(single, location))) {
                 List<MemoryObj> sources = new ArrayList<>();
                 for (int i = 0; i < s.chunks(); i++) {
@@ -111,7 +125,11 @@ public final class S3Bench {
                 List<Double> rawPut = new ArrayList<>();
                 List<Double> get = new ArrayList<>();
                 List<Double> rawGet = new ArrayList<>();
-                List<Double> singleGet = new ArrayList<>();
+                List<Double> rangedGet = new ArrayList<>();
+                List<Double> putCpu = new ArrayList<>();
+                List<Double> rawPutCpu = new ArrayList<>();
+                List<Double> getCpu = new ArrayList<>();
+                List<Double> rawGetCpu = new ArrayList<>();
                 try {
                     for (int run = 0; run < s.warmup() + s.runs(); run++) {
                         boolean measured = run >= s.warmup();
@@ -119,6 +137,7 @@ public final class S3Bench {
                         for (int i = 0; i < s.chunks(); i++) {
                             keys.add(new CacheEngineKey("bench/s3", 1, 0, ChunkHash.ofLong(run * 1000L + i + 1), DType.BFLOAT16));
                         }
+                        long c0 = cpuNanos();
                         double tPut = seconds(() -> {
                             List<CompletableFuture<Void>> f = new ArrayList<>();
                             for (int i = 0; i < keys.size(); i++) {
@@ -126,6 +145,7 @@ public final class S3Bench {
                             }
                             join(f);
                         });
+                        long c1 = cpuNanos();
                         double tRawPut = seconds(() -> {
                             List<CompletableFuture<?>> f = new ArrayList<>();
                             for (int i = 0; i < keys.size(); i++) {
@@ -136,7 +156,9 @@ public final class S3Bench {
                             }
                             join(f);
                         });
+                        long c2 = cpuNanos();
                         double tGet = seconds(() -> readAll(tier, keys, memory, sources));
+                        long c3 = cpuNanos();
                         double tRawGet = seconds(() -> {
                             List<CompletableFuture<ResponseBytes<GetObjectResponse>>> f = new ArrayList<>();
                             for (CacheEngineKey k : keys) {
@@ -149,17 +171,22 @@ public final class S3Bench {
                                 }
                             }
                         });
-                        double tSingle = seconds(() -> readAll(singleGets, keys, memory, sources));
+                        long c4 = cpuNanos();
+                        double tRanged = seconds(() -> readAll(rangedGets, keys, memory, sources));
                         double bytes = (double) chunkBytes * s.chunks();
-                        progress.printf("run %d%s: put %.2f raw %.2f, get %.2f raw %.2f, single GET %.2f GB/s%n", run,
+                        progress.printf("run %d%s: put %.2f raw %.2f, get %.2f raw %.2f, ranged GETs %.2f GB/s%n", run,
                                 measured ? "" : " (warmup)", bytes / tPut / 1e9, bytes / tRawPut / 1e9, bytes / tGet / 1e9,
-                                bytes / tRawGet / 1e9, bytes / tSingle / 1e9);
+                                bytes / tRawGet / 1e9, bytes / tRanged / 1e9);
                         if (measured) {
                             put.add(bytes / tPut / 1e9);
                             rawPut.add(bytes / tRawPut / 1e9);
                             get.add(bytes / tGet / 1e9);
                             rawGet.add(bytes / tRawGet / 1e9);
-                            singleGet.add(bytes / tSingle / 1e9);
+                            rangedGet.add(bytes / tRanged / 1e9);
+                            putCpu.add((c1 - c0) / bytes);
+                            rawPutCpu.add((c2 - c1) / bytes);
+                            getCpu.add((c3 - c2) / bytes);
+                            rawGetCpu.add((c4 - c3) / bytes);
                         }
                         deleteRun(server, keys);
                     }
@@ -167,7 +194,8 @@ public final class S3Bench {
                     sources.forEach(MemoryObj::release);
                 }
                 return new Result(chunkBytes, s.chunks(), s.runs(), dir.toString(), median(put), median(rawPut), median(get),
-                        median(rawGet), median(singleGet), median(get), s.partMb());
+                        median(rawGet), median(get), median(rangedGet), s.partMb(), median(putCpu), median(rawPutCpu),
+                        median(getCpu), median(rawGetCpu));
             }
         } finally {
             deleteTree(serverDir);
@@ -217,6 +245,12 @@ public final class S3Bench {
             // fall through
         }
         return Path.of(System.getProperty("java.io.tmpdir"));
+    }
+
+    /** This process's CPU time (every thread, GC included; s3proxy runs in another process). */
+    private static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 
     private interface Timed {

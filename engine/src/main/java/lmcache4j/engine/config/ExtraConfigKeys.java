@@ -82,9 +82,9 @@ public final class ExtraConfigKeys {
     public static final ExtraConfigKey<Integer> S3_MAX_INFLIGHT_REQS = ExtraConfigKey.countIn("s3_max_inflight_reqs", 1, 4096, 64,
             "LMCache's (its earlier S3 connector): S3 requests (connections) in flight at once; more wait for one");
     public static final ExtraConfigKey<Integer> S3_PART_SIZE = ExtraConfigKey.countIn("s3_part_size", 0, Integer.MAX_VALUE,
-            8 << 20, // 8 MiB: see docs/performance.md, bench s3
-            "lmcache4j: bytes of each ranged GET when an S3 object larger than this is read in parallel parts; 0: one GET "
-                    + "per object (LMCache's earlier connector named its part size so, and kept it equal to the chunk)");
+            0, // one GET: faster than ranged parts against the servers measured (docs/performance.md, bench s3)
+            "lmcache4j: bytes of each ranged GET when an S3 object larger than this is read in parallel parts; 0 (the "
+                    + "default): one GET per object, as LMCache reads (its earlier connector named its part size so)");
     public static final ExtraConfigKey<Boolean> DISABLE_TLS = ExtraConfigKey.bool("disable_tls", Optional.of(false),
             "LMCache's: plain HTTP to an s3:// endpoint (a local MinIO or s3proxy); false: HTTPS");
     public static final ExtraConfigKey<String> AWS_ACCESS_KEY_ID = ExtraConfigKey.textOrEmpty("aws_access_key_id",

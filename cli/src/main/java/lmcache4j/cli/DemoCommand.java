@@ -181,7 +181,9 @@ public final class DemoCommand implements CliMain.Command {
 
     @Option(names = "--remote", paramLabel = "URL", order = 7, description = "a remote tier shared with other processes: "
             + "redis://host:port (also rediss://, redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j "
-            + "server) or fs:///shared/dir; a second demo pointed at the same remote hits what the first stored there")
+            + "server), fs:///shared/dir or s3://BUCKET / s3://HOST:PORT/BUCKET?disable_tls=true (./lmcache4j s3-server; "
+            + "credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); a second demo pointed at the same remote hits "
+            + "what the first stored there")
     private void remote(String value) {
         if (value.indexOf("://") <= 0) {
             throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "

@@ -99,11 +99,6 @@ public final class ServerCommand implements CliMain.Command {
         limits = limits.withStallTimeout(OptionValues.seconds("--stall-timeout", value, MAX_TIMEOUT_SECONDS));
     }
 
-    @Override
-    public String unmatched(String arg) {
-        return "unknown argument '" + CliText.echo(arg) + "'";
-    }
-
     public static void main(String[] args) {
         CliMain.exit("server", () -> run(args, System.out, System.err));
     }

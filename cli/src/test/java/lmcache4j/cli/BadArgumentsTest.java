@@ -178,6 +178,28 @@ class BadArgumentsTest {
         assertTrue(run("demo --\u001b[2J").err().contains("unknown option '--\\x1b[2J'"));
     }
 
+    /** Every command words it alike (the MP and lm:// servers said "unknown argument", config "unexpected argument"). */
+    @Test
+    void everyCommandCallsAnUnknownDashedArgumentAnUnknownOption() {
+        Map<String, Command> all = new java.util.TreeMap<>(COMMANDS);
+        all.put("mp-server", MpServerCommand::run);
+        all.put("controller", ControllerCommand::run);
+        List<Executable> checks = new ArrayList<>();
+        for (String name : all.keySet()) {
+            String line = name + (name.equals("bench") ? " hash" : "") + " --bogus";
+            List<String> words = List.of(line.split(" "));
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int exit = all.get(name).run(words.subList(1, words.size()).toArray(String[]::new),
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                    new PrintStream(err, true, StandardCharsets.UTF_8));
+            String expected = "lmcache4j " + String.join(" ", words.subList(0, words.size() - 1)) + ": unknown option '--bogus' (./lmcache4j "
+                    + String.join(" ", words.subList(0, words.size() - 1)) + " --help lists the options)";
+            checks.add(() -> assertEquals(2, exit, line));
+            checks.add(() -> assertEquals(expected, err.toString(StandardCharsets.UTF_8).strip(), line));
+        }
+        assertAll(checks);
+    }
+
     @Test
     void aFailureThatEscapesACommandIsOneLineWithExitOne() {
         ByteArrayOutputStream err = new ByteArrayOutputStream();

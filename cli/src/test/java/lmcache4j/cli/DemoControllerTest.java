@@ -9,12 +9,20 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.engine.json.Json;
+import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerLookup;
 import lmcache4j.server.controller.ControllerServer;
@@ -83,6 +91,49 @@ class DemoControllerTest {
         assertEquals(4, r.exit(), r.out() + r.err());
         assertTrue(r.err().contains("never acknowledged the registration"), r.err());
         assertTrue(r.out().contains("NOT registered"), r.out());
+    }
+
+    /**
+     * A demo without the secret against a secured controller: the demo's exit-4 reason says to pass the
+     * secret, and the controller counts the refused handshakes and logs them (CURVE alone says nothing).
+     */
+    @Test
+    void anEngineWithoutTheSecretIsToldToPassItAndTheControllerCountsAndLogsIt(@TempDir Path dir) throws Exception {
+        DeploymentSecret secret = DeploymentSecret.createFile(dir.resolve("secret"));
+        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED))
+                .withSecret(Optional.of(secret));
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger gateLog = Logger.getLogger(CurveGate.class.getName());
+        gateLog.addHandler(capture);
+        try (ControllerServer controller = ControllerServer.start(config)) {
+            Run r = run("--controller", controller.pullEndpoint() + "," + controller.replyEndpoint());
+            assertEquals(4, r.exit(), r.out() + r.err());
+            assertTrue(r.err().contains("never acknowledged the registration") && r.err().contains("--secret-file FILE")
+                    && r.err().contains("deployment_secret_file"), "the reason says to pass the secret: " + r.err());
+            String refused = controller.metrics().render().lines()
+                    .filter(l -> l.startsWith("lmcache4j_controller_curve_handshakes_refused_total ")).findFirst().orElseThrow();
+            assertTrue(Double.parseDouble(refused.substring(refused.indexOf(' ') + 1)) >= 1, refused);
+            assertTrue(warnings.stream().anyMatch(w -> w.contains("does not speak CURVE") && w.contains("deployment_secret_file")),
+                    "the controller logs the refusal: " + warnings);
+        } finally {
+            gateLog.removeHandler(capture);
+        }
     }
 
     @Test

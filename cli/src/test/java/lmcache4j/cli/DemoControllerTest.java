@@ -56,6 +56,25 @@ class DemoControllerTest {
     void aLookupOfThePromptTheDemoWroteNamesItsInstanceWhileItHolds(@TempDir Path dir) throws Exception {
         // Every demo hashes with hash_seed "0", whatever its workload seed: the controller hashes the same way.
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED));
+        List<String> registrations = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                registrations.add(java.text.MessageFormat.format(record.getMessage(), record.getParameters()));
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger registryLog = Logger.getLogger("lmcache4j.server.controller.registry.WorkerRegistry");
+        Level registryLevel = registryLog.getLevel();
+        registryLog.setLevel(Level.INFO); // the demo quiets lmcache4j's INFO logs while it runs in this JVM
+        registryLog.addHandler(capture);
         try (ControllerServer controller = ControllerServer.start(config)) {
             Path prompt = dir.resolve("prompt.json");
             String link = controller.pullEndpoint() + "," + controller.replyEndpoint();
@@ -76,6 +95,12 @@ class DemoControllerTest {
             assertEquals(0, r.exit(), r.err());
             assertTrue(r.out().contains("\"controller_registered\": true"), r.out());
             assertTrue(r.err().contains("holding the engine 5 s (registered with the controller as demo-a)"), r.err());
+            // The worker's control port, a free one (five digits), as a port: "127.0.0.1:58002", never "58,002".
+            assertTrue(registrations.stream().anyMatch(l -> l.matches("worker demo-a:0 registered at 127\\.0\\.0\\.1:\\d+")),
+                    "the registration's log line: " + registrations);
+        } finally {
+            registryLog.removeHandler(capture);
+            registryLog.setLevel(registryLevel);
         }
     }
 

@@ -134,7 +134,7 @@ public final class ServerCommand implements CliMain.Command {
         try {
             server = LmCacheServer.start(address, port, maxBytes, token, maxFrameBytes, limits);
         } catch (IOException | RuntimeException e) {
-            return CliMain.failure(err, "server", "cannot start", e);
+            return CliMain.startFailure(err, "server", e, java.util.Map.of("lm", "--port"));
         }
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-lm-server-shutdown");
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()

@@ -99,8 +99,8 @@ class ControllerCommandTest {
         Thread t = Thread.ofPlatform().start(() -> rc[0] = ControllerCommand.run(args, out, System.err, stop));
         try {
             String http = awaitHttp(bytes);
-            assertTrue(bytes.toString(StandardCharsets.UTF_8).contains("lmcache4j controller: secured by the deployment secret in "
-                    + file + ": CURVE on every ZeroMQ socket, a bearer token on HTTP"), bytes.toString(StandardCharsets.UTF_8));
+            awaitText(bytes, "lmcache4j controller: secured by the deployment secret in " + file
+                    + ": CURVE on every ZeroMQ socket, a bearer token on HTTP");
             HttpURLConnection refused = open(http + "/instances", null);
             assertEquals(401, refused.getResponseCode());
             try (InputStream body = refused.getErrorStream()) {
@@ -206,6 +206,14 @@ class ControllerCommandTest {
             assertTrue(seedWarnings.getFirst().contains("--hash-seed"), seedWarnings.getFirst());
             assertTrue(!err.toString().toLowerCase(java.util.Locale.ROOT).contains("hash seed"), "not again on stderr: " + err);
         }
+    }
+
+    /** Waits for a start line after the address line (they are printed one after the other). */
+    private static void awaitText(ByteArrayOutputStream bytes, String text) throws InterruptedException {
+        for (int i = 0; i < 1000 && !bytes.toString(StandardCharsets.UTF_8).contains(text); i++) {
+            Thread.sleep(20);
+        }
+        assertTrue(bytes.toString(StandardCharsets.UTF_8).contains(text), bytes.toString(StandardCharsets.UTF_8));
     }
 
     private static String awaitHttp(ByteArrayOutputStream bytes) throws InterruptedException {

@@ -71,11 +71,12 @@ class MpServerCommandTest {
 
     @Test
     void lowerTierOptionsWithoutALowerTierAreUsageErrors() {
-        Run one = run("--l2-timeout", "10");
+        // Small and on any port, in case it started: a server runs until stopped.
+        Run one = run("--l2-timeout", "10", "--port", "0", "--http-port", "-1", "--l1-size", "0.01");
         assertEquals(2, one.exit(), one.err());
         assertTrue(one.err().startsWith("lmcache4j mp-server: --l2-timeout shapes a lower tier, but there is none: add "
                 + "--l2-disk DIR and/or --l2-remote URL"), one.err());
-        Run two = run("--l2-disk-size", "3", "--l2-write-queue", "8");
+        Run two = run("--l2-disk-size", "3", "--l2-write-queue", "8", "--port", "0", "--http-port", "-1", "--l1-size", "0.01");
         assertEquals(2, two.exit(), two.err());
         assertTrue(two.err().contains("--l2-disk-size, --l2-write-queue shape a lower tier"), two.err());
     }

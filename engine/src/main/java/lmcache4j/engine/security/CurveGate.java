@@ -17,6 +17,7 @@ import org.zeromq.ZMQException;
 import org.zeromq.ZMsg;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The ZeroMQ authentication handler (ZAP, RFC 27) of one context: every CURVE handshake on the
@@ -89,7 +90,7 @@ public final class CurveGate implements AutoCloseable {
                 | ZMQ.EVENT_DISCONNECTED);
         ZMQ.Socket monitor = context.createSocket(SocketType.PAIR);
         monitor.setLinger(0);
-        monitor.connect(address); // here, before the server binds: no connection's events are missed
+        ZmqConnect.connect(monitor, address); // here, before the server binds: no connection's events are missed
         newWatches.add(new Watched(monitor, name, new GreetingWatch()));
     }
 

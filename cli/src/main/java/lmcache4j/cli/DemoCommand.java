@@ -246,6 +246,19 @@ public final class DemoCommand implements CliMain.Command {
         if (value.isBlank()) {
             throw new IllegalArgumentException("--prompt-out needs a file name");
         }
+        // Checked now, not after the whole run: the file is written at the end.
+        Path dir = Path.of(value).toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " does not exist; create it first or name a file in an existing one");
+        }
+        if (Files.isDirectory(Path.of(value))) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + " is a directory; name a file");
+        }
+        if (!Files.isWritable(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " is not writable");
+        }
         promptOut = Path.of(value);
     }
 

@@ -60,7 +60,7 @@ class PublicSurfaceTest {
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
                     "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.mp",
-                    "lmcache4j.server.mp.wire", "lmcache4j.server.p2p"),
+                    "lmcache4j.server.mp.wire", "lmcache4j.server.net", "lmcache4j.server.p2p"),
             "lmcache4j.jlama", Set.of(),
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",

@@ -19,12 +19,14 @@ module lmcache4j.engine {
     requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
+    uses lmcache4j.engine.remote.RemoteConnectorProvider; // remote_url schemes served by other modules (s3://: lmcache4j.s3)
+
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.controller;
-    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.connector;
-    exports lmcache4j.engine.json to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    exports lmcache4j.engine.json to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.lookup to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.metrics;
@@ -34,7 +36,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote.redis to lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
-    exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.security to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
-    exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
 }

@@ -66,8 +66,13 @@ class DeploymentSecretTest {
         Files.write(file, new byte[0]);
         assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(file)).getMessage()
                 .contains("this one 0"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(dir.resolve("none")))
-                .getMessage().contains("cannot read"));
+        Path none = dir.resolve("none");
+        assertEquals("the secret file " + none + " does not exist; make one with: (umask 077; head -c 32 /dev/urandom | base64 > "
+                + none + ")", assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(none)).getMessage());
+        Path folder = Files.createDirectory(dir.resolve("folder"));
+        assertEquals("the secret file " + folder + " is a directory; name the file that holds the secret",
+                assertThrows(IllegalArgumentException.class, () -> DeploymentSecret.fromFile(folder)).getMessage(),
+                "not chmod 600 advice for a directory");
         Path made = dir.resolve("made");
         DeploymentSecret created = DeploymentSecret.createFile(made);
         assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(made)));

@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicLong;
 
+import lmcache4j.server.net.AddressInUseException;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
@@ -203,7 +204,7 @@ public final class LmCacheServer implements AutoCloseable {
             ch.bind(new InetSocketAddress(host, port));
         } catch (IOException e) {
             ch.close();
-            throw new IOException("cannot bind lm:// server to " + host.getHostAddress() + ":" + port + ": " + e.getMessage(), e);
+            throw AddressInUseException.of(e, "lm", "the lm:// server", host.getHostAddress(), port);
         }
         LmCacheServer s = new LmCacheServer(ch, maxBytes, store, token, maxFrameBytes, limits);
         s.acceptor.start();

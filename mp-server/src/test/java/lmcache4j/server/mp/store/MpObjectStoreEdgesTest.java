@@ -17,6 +17,7 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.AfterEach;
@@ -250,6 +251,8 @@ class MpObjectStoreEdgesTest {
         Slot copied = store.lockReady(keys(1, 2)).getFirst();
         store.clear(true); // the locked objects become orphans
         assertTrue(store.stats().orphanObjects() > 0);
+        publish(keys(3, 5)); // and two indexed again, so that closing has every kind of object to free
+        assertTrue(store.contains(key(3, 0)));
         MemorySegment pool = store.segment();
         store.close();
         assertFalse(store.stillHolds(copied), "a closed store holds nothing, whatever a copier took before");
@@ -258,8 +261,9 @@ class MpObjectStoreEdgesTest {
         MpStoreStats stats = store.stats();
         assertEquals(List.of(0L, 0L, 0L, 0L, 0L, 0L), List.of(stats.readyObjects(), stats.writingObjects(),
                 stats.orphanObjects(), stats.lockedObjects(), stats.usedBytes(), stats.pendingReservations()));
-        assertFalse(store.contains(key(0, 0)));
+        assertFalse(store.contains(key(3, 0)));
         assertEquals(0, store.saltUsage(""));
+        assertEquals(Map.of(), store.usageBySalt());
         assertThrows(IllegalStateException.class, () -> pool.get(ValueLayout.JAVA_BYTE, 0), "the pool is unmapped");
         assertThrows(IllegalStateException.class, () -> store.reserveWrite("w", List.of(), LAYOUT));
         assertThrows(IllegalStateException.class, () -> store.lockReady(keys(0, 1)));

@@ -32,4 +32,5 @@ module lmcache4j.bench {
     exports lmcache4j.bench.p2p to lmcache4j.cli;
     exports lmcache4j.bench.remote to lmcache4j.cli;
     exports lmcache4j.bench.store to lmcache4j.cli;
+    exports lmcache4j.bench.trace to lmcache4j.cli;
 }

@@ -31,7 +31,7 @@ import picocli.CommandLine.Option;
  * plan fails or its files cannot be written.
  */
 @Command(name = "plan", description = {"how much KV cache a workload needs: hit rate against capacity from a request "
-        + "trace, and the GB of CPU or disk tier that reach 50, 80 and 90% of what an infinite cache serves.",
+        + "trace, and the GB of CPU or disk tier that reach 50, 80 and 90%% of what an infinite cache serves.",
         "LRU's hit rate at every capacity in one pass over the trace (stack distances, prefix rule: a block is a hit only "
                 + "when every block before it is); the --policies replayed through the engine's tiers at the --samples "
                 + "capacities; Belady's offline optimum at the same samples; the infinite cache. Writes capacity-plan.svg "
@@ -100,7 +100,7 @@ public final class PlanCommand implements CliMain.Command {
     }
 
     @Option(names = "--samples", paramLabel = "LIST", order = 6, description = "capacities the policies and Belady are "
-            + "computed at (default " + CapacityPlan.DEFAULT_SAMPLES + "; N% of distinct blocks, Nb, NMt, NGB)")
+            + "computed at (default 1%%,2%%,5%%,10%%,20%%,30%%,50%%; N%% of distinct blocks, Nb, NMt, NGB)")
     private void samples(String value) {
         samples = Capacity.parseList(value);
     }

@@ -31,7 +31,7 @@ import picocli.CommandLine.Option;
         "Each request of a Mooncake-format trace (default: Mooncake's conversation trace, bundled) looks up its full "
                 + "blocks in a StorageManager over the CPU tier with cache_policy set (and a disk tier below it with "
                 + "--disk), counts the leading hits, reads them and stores the rest. Belady's MIN and the infinite cache "
-                + "are computed from the same trace. Capacities: N% of the trace's distinct blocks, Nb blocks, Nt / NMt "
+                + "are computed from the same trace. Capacities: N%% of the trace's distinct blocks, Nb blocks, Nt / NMt "
                 + "tokens, NGB of the --model's KV. Also times the whole-trace LRU replay against a plain LinkedHashMap "
                 + "LRU of the same chunk accesses."})
 public final class TraceBenchCommand implements CliMain.Command {
@@ -81,7 +81,7 @@ public final class TraceBenchCommand implements CliMain.Command {
     }
 
     @Option(names = "--capacities", paramLabel = "LIST", order = 5, description = "CPU tier capacities, comma-separated "
-            + "(default " + Capacity.DEFAULT_SWEEP + ")")
+            + "(default 1%%,2%%,3Mt,5%%,10%%,15%%,20%%,25%%)")
     private void capacities(String value) {
         capacities = Capacity.parseList(value);
     }

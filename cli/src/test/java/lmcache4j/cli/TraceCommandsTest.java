@@ -114,13 +114,28 @@ class TraceCommandsTest {
         assertTrue(r.err().contains("unknown model shape 'gpt-9'"), r.err());
     }
 
+    /** The help shows the defaults, and picocli (which reads '%' as a format) warns about none of it. */
     @Test
     void helpNamesTheOptions() {
-        Run r = run(TraceBenchCommand::run, "--help");
-        assertEquals(0, r.exit());
-        assertTrue(r.out().startsWith("usage: ./lmcache4j bench trace") && r.out().contains("--capacities"), r.out());
-        r = run(PlanCommand::run, "--help");
-        assertEquals(0, r.exit());
-        assertTrue(r.out().startsWith("usage: ./lmcache4j plan") && r.out().contains("--out"), r.out());
+        PrintStream systemErr = System.err;
+        ByteArrayOutputStream picocliWarnings = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(picocliWarnings, true, StandardCharsets.UTF_8));
+        Run bench;
+        Run plan;
+        try {
+            bench = run(TraceBenchCommand::run, "--help");
+            plan = run(PlanCommand::run, "--help");
+        } finally {
+            System.setErr(systemErr);
+        }
+        assertEquals(0, bench.exit());
+        String benchHelp = bench.out().replaceAll("\\s+", "");
+        assertTrue(bench.out().startsWith("usage: ./lmcache4j bench trace") && bench.out().contains("--capacities")
+                && benchHelp.contains("(default" + lmcache4j.bench.trace.Capacity.DEFAULT_SWEEP + ")"), bench.out());
+        assertEquals(0, plan.exit());
+        assertTrue(plan.out().startsWith("usage: ./lmcache4j plan") && plan.out().contains("--out")
+                && plan.out().replaceAll("\\s+", "").contains("(default" + lmcache4j.bench.trace.CapacityPlan.DEFAULT_SAMPLES + ";"),
+                plan.out());
+        assertEquals("", picocliWarnings.toString(StandardCharsets.UTF_8));
     }
 }

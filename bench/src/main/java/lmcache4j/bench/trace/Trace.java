@@ -45,7 +45,10 @@ public record Trace(String source, int blockTokens, List<Request> requests, int 
         if (n < 0) {
             throw new IllegalArgumentException("a prefix of " + n + " requests");
         }
-        List<Request> first = requests.subList(0, Math.min(n, requests.size()));
+        if (n >= requests.size()) {
+            return this;
+        }
+        List<Request> first = requests.subList(0, n);
         int max = -1;
         for (Request r : first) {
             for (int id : r.blockIds()) {

@@ -1,7 +1,9 @@
 /**
  * Host memory for KV chunks: {@code HostArena}s (CUDA-pinned or anonymous mmap memory, optionally
  * hugepage-advised, mlocked and NUMA-bound) and the allocators that carve {@code MemoryObj}s out
- * of them. Knows nothing of keys, tiers or tokens.
+ * of them. Knows nothing of keys, tiers or tokens. A program outside lmcache4j builds one through
+ * {@code lmcache4j.allocator.HostMemoryAllocator}; the arenas and allocator classes themselves are
+ * exported to the sibling modules only.
  */
 module lmcache4j.allocator {
     requires transitive lmcache4j.cuda;

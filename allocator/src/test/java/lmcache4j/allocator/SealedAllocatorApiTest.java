@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
  * make a {@link MemoryObj}, reclaim one, or reach a hook whose types are not exported.
  */
 class SealedAllocatorApiTest {
-    private static final List<Class<?>> ALLOCATOR_TYPES = List.of(MemoryObj.class, MemoryAllocator.class,
+    private static final List<Class<?>> ALLOCATOR_TYPES = List.of(MemoryObj.class, MemoryAllocator.class, HostMemoryAllocator.class,
             AbstractMemoryAllocator.class, TensorMemoryAllocator.class, PagedTensorMemoryAllocator.class,
             BufferAllocator.class, LazyGrowingAllocator.class, MixedMemoryAllocator.class);
 

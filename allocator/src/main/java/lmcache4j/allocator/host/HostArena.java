@@ -2,6 +2,7 @@ package lmcache4j.allocator.host;
 
 import java.lang.foreign.MemorySegment;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.cuda.CudaRuntime;
 
 /**
@@ -22,7 +23,12 @@ public sealed interface HostArena extends AutoCloseable permits CudaHostAllocAre
         /** a named POSIX shared-memory file ({@code /dev/shm}) other processes map too. */
         SHARED_MEMORY,
         /** a named POSIX shared-memory file registered with {@code cudaHostRegister}. */
-        CUDA_REGISTERED_SHARED_MEMORY
+        CUDA_REGISTERED_SHARED_MEMORY;
+
+        /** Whether memory of this kind is pinned by CUDA. */
+        public boolean cudaPinned() {
+            return this == CUDA_HOST_ALLOC || this == CUDA_REGISTERED_MMAP || this == CUDA_REGISTERED_SHARED_MEMORY;
+        }
     }
 
     /**

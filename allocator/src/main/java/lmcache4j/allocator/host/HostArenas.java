@@ -8,6 +8,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.cuda.HostAllocFlags;
 import lmcache4j.cuda.HostRegisterFlags;

@@ -5,6 +5,7 @@ import java.util.Arrays;
 
 import lmcache4j.allocator.AbstractMemoryAllocator;
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostMemoryAllocator;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
@@ -19,7 +20,7 @@ import lmcache4j.allocator.host.HostArena;
  * page's next owner. In strict mode each object gets its own arena, as in
  * {@link lmcache4j.allocator.tensor.TensorMemoryAllocator#strict}.
  */
-public final class PagedTensorMemoryAllocator extends AbstractMemoryAllocator {
+public final class PagedTensorMemoryAllocator extends AbstractMemoryAllocator implements HostMemoryAllocator {
     /** Alignment of each object's own arena in strict mode. */
     private static final long STRICT_ALIGNMENT = 64;
 
@@ -84,6 +85,16 @@ public final class PagedTensorMemoryAllocator extends AbstractMemoryAllocator {
     /** Bytes per page. */
     public long pageSize() {
         return pageSize;
+    }
+
+    @Override
+    public String memoryDescription() {
+        return arena == null ? "strict mode: each object in its own arena" : arena.description();
+    }
+
+    @Override
+    public boolean cudaPinned() {
+        return arena != null && arena.kind().cudaPinned();
     }
 
     @Override

@@ -43,6 +43,25 @@ final class Regions {
         return segments[i].asSlice(offset - bases[i], length);
     }
 
+    /** Each region's {@link HostArena#description()}, joined. */
+    String description() {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < count; i++) {
+            text.append(i == 0 ? "" : "; ").append(arenas[i].description());
+        }
+        return text.toString();
+    }
+
+    /** Whether every region is pinned by CUDA. */
+    boolean allCudaPinned() {
+        for (int i = 0; i < count; i++) {
+            if (!arenas[i].kind().cudaPinned()) {
+                return false;
+            }
+        }
+        return count > 0;
+    }
+
     /** Total bytes. */
     long end() {
         return end;

@@ -6,6 +6,7 @@ import java.util.Objects;
 
 import lmcache4j.allocator.AbstractMemoryAllocator;
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostMemoryAllocator;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
@@ -26,10 +27,7 @@ import lmcache4j.allocator.tensor.internal.FreeBlockIndex;
  * <p>Thread-safe: allocation and free take one lock; reference and pin counting take none. Ids,
  * ledger, statistics and leak tracking are {@link AbstractMemoryAllocator}'s.
  */
-public final class TensorMemoryAllocator extends AbstractMemoryAllocator {
-    /** LMCache's alignment since mid-2025. */
-    public static final long DEFAULT_ALIGNMENT = 4096;
-
+public final class TensorMemoryAllocator extends AbstractMemoryAllocator implements HostMemoryAllocator {
     private final long alignment;
     private final boolean strict;
     private final FreeBlockIndex free = new FreeBlockIndex();
@@ -103,6 +101,32 @@ public final class TensorMemoryAllocator extends AbstractMemoryAllocator {
     /** The alignment every size is rounded up to. */
     public long alignment() {
         return alignment;
+    }
+
+    @Override
+    public String memoryDescription() {
+        if (strict) {
+            return "strict mode: each object in its own arena";
+        }
+        lock();
+        try {
+            return regions.description();
+        } finally {
+            unlock();
+        }
+    }
+
+    @Override
+    public boolean cudaPinned() {
+        if (strict) {
+            return false;
+        }
+        lock();
+        try {
+            return regions.allCudaPinned();
+        } finally {
+            unlock();
+        }
     }
 
     @Override

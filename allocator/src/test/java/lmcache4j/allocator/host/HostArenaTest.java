@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.ValueLayout;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.cuda.CudaRuntime;
 import lmcache4j.cuda.posix.Posix;
 import org.junit.jupiter.api.Test;

@@ -4,10 +4,10 @@ import java.util.ArrayDeque;
 
 import lmcache4j.allocator.AllocatorHarness;
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.PlacementOracle;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;

@@ -1,8 +1,8 @@
 package lmcache4j.allocator.pool;
 
 import lmcache4j.allocator.AllocatorHarness;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.tensor.LinearFirstFitOracle;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import net.jqwik.api.Arbitrary;

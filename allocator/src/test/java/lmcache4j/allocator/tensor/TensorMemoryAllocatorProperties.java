@@ -7,8 +7,8 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.state.ActionChain;
 
 import lmcache4j.allocator.AllocatorHarness;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 
 /**
  * Stateful properties of {@link TensorMemoryAllocator}: every placement equals LMCache's linear

@@ -12,11 +12,11 @@ import org.junit.jupiter.api.Test;
 import lmcache4j.allocator.AllocatorLeakException;
 import lmcache4j.allocator.AllocatorStats;
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 
 class TensorMemoryAllocatorTest {
     private static final HostArenaOptions PLAIN = HostArenaOptions.DEFAULT.withHugePages(false);

@@ -2,8 +2,8 @@ package lmcache4j.bench.demo;
 
 import java.lang.foreign.MemorySegment;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 
 /**
  * What a plain copy achieves on this machine, in this process: {@link MemorySegment#copy} between

@@ -12,8 +12,8 @@ import java.util.concurrent.CancellationException;
 import java.util.function.Consumer;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
@@ -24,8 +24,8 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.metrics.MetricsSnapshot;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.remote.RemoteBackend;
+import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.engine.storage.disk.RecoveryReport;
 
@@ -425,7 +425,7 @@ public final class ServingSimulator implements AutoCloseable {
             ControllerLink link = settings.controller();
             return new DemoReport.Controller(link.pullUrl() + "," + link.replyUrl(), link.instanceId(), worker.registered(),
                     c.getOrDefault("lmcache:controller_ops_reported", 0L), c.getOrDefault("lmcache:controller_ops_dropped", 0L),
-                    c.getOrDefault("lmcache:controller_full_syncs", 0L));
+                    c.getOrDefault("lmcache:controller_full_syncs", 0L), link.secretFile().isPresent());
         });
     }
 

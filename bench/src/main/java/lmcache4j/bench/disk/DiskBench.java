@@ -24,11 +24,11 @@ import java.util.concurrent.Future;
 import com.sun.nio.file.ExtendedOpenOption;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.bench.internal.BenchFiles;

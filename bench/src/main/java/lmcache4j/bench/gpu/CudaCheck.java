@@ -10,8 +10,8 @@ import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.function.Supplier;
 
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.cuda.CudaError;
 import lmcache4j.cuda.CudaEvent;
 import lmcache4j.cuda.CudaException;

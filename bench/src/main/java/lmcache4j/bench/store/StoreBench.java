@@ -13,8 +13,8 @@ import java.util.Objects;
 import java.util.SplittableRandom;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.bench.demo.KvModel;
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.engine.LMCacheEngine;

@@ -15,7 +15,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.CacheKey;

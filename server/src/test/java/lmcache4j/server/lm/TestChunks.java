@@ -4,11 +4,11 @@ import java.nio.ByteBuffer;
 import java.util.Optional;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.key.CacheEngineKey;

@@ -10,11 +10,11 @@ import java.nio.file.StandardOpenOption;
 import com.sun.nio.file.ExtendedOpenOption;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 
 /** Allocators, seeded chunk contents and an independent O_DIRECT check for the disk tests (no JUnit here: the child JVM uses it). */

@@ -1,17 +1,17 @@
 package lmcache4j.server.mp.store;
 
-import lmcache4j.server.mp.wire.MpObjectKey;
-import lmcache4j.server.mp.wire.MpTokenHasher;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import lmcache4j.server.mp.wire.MpObjectKey;
+import lmcache4j.server.mp.wire.MpTokenHasher;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.host.HostArena;
-import lmcache4j.allocator.host.HostArenaOptions;
 
 /** Keys, layouts, a manual clock and byte patterns shared by the store's tests. */
 final class StoreFixtures {

@@ -1,9 +1,13 @@
-package lmcache4j.allocator.host;
+package lmcache4j.allocator;
 
+import java.util.Objects;
 import java.util.OptionalInt;
 
 /**
- * How a {@link HostArena} is made.
+ * How the host memory under an allocator is made ({@link HostMemoryAllocator#tensor},
+ * {@link HostMemoryAllocator#paged}). Options the system may refuse without harm (huge pages, NUMA
+ * binding) are applied best-effort and named in {@link HostMemoryAllocator#memoryDescription()};
+ * an mlock the memlock limit refuses is an error.
  *
  * @param cudaPinned pin the memory with CUDA when the runtime is available (DMA-capable for
  *                   device copies); ignored where CUDA is unavailable
@@ -19,27 +23,33 @@ public record HostArenaOptions(boolean cudaPinned, OptionalInt numaNode, boolean
     public static final HostArenaOptions DEFAULT = new HostArenaOptions(true, OptionalInt.empty(), true, false, false);
 
     public HostArenaOptions {
+        Objects.requireNonNull(numaNode, "numaNode (OptionalInt.empty() for no binding)");
         if (numaNode.isPresent() && numaNode.getAsInt() < 0) {
             throw new IllegalArgumentException("NUMA node must be >= 0, was " + numaNode.getAsInt());
         }
     }
 
+    /** These options with CUDA pinning on or off. */
     public HostArenaOptions withCudaPinned(boolean value) {
         return new HostArenaOptions(value, numaNode, hugePages, mlock, prefault);
     }
 
+    /** These options with the memory bound to NUMA node {@code node}. */
     public HostArenaOptions withNumaNode(int node) {
         return new HostArenaOptions(cudaPinned, OptionalInt.of(node), hugePages, mlock, prefault);
     }
 
+    /** These options with huge page advice on or off. */
     public HostArenaOptions withHugePages(boolean value) {
         return new HostArenaOptions(cudaPinned, numaNode, value, mlock, prefault);
     }
 
+    /** These options with the memory locked in RAM, or not. */
     public HostArenaOptions withMlock(boolean value) {
         return new HostArenaOptions(cudaPinned, numaNode, hugePages, value, prefault);
     }
 
+    /** These options with every page touched at creation, or not. */
     public HostArenaOptions withPrefault(boolean value) {
         return new HostArenaOptions(cudaPinned, numaNode, hugePages, mlock, value);
     }

@@ -134,7 +134,9 @@ class EvictionPolicyProperties {
 
         void finish() {
             held.forEach(MemoryObj::release);
+            held.clear(); // released: a chunk evicted while held is freed now, and no longer counts as held
             pinned.forEach(i -> cpu.unpin(key(i)));
+            pinned.clear();
             check();
             cpu.close(); // fails, listing them, if a reference or pin leaked
         }

@@ -151,7 +151,8 @@ public final class PlanChart {
         }
         rows.add(new String[]{"Belady's MIN (offline)", BELADY_COLOUR, "6,3"});
         rows.add(new String[]{"infinite cache", "#555", "8,4"});
-        double w = 250;
+        // about 7.3 px a character at the chart's font size, plus the sample line and margins
+        double w = 60 + 7.3 * rows.stream().mapToInt(r -> r[0].length()).max().orElse(0);
         double h = 14 + 22 * rows.size();
         double x = ax.right() - w - 12;
         double y = ax.bottom() - h - 12;

@@ -39,7 +39,6 @@ import lmcache4j.engine.metrics.MetricsSource;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ReceiveBudget;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * One engine worker's side of LMCache's cache controller ({@code lmcache/v1/cache_controller/worker.py}):
@@ -223,7 +222,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
             }
             push = socket(SocketType.PUSH);
             push.setSendTimeOut(0);
-            ZmqConnect.connect(push, settings.pullAddress());
+            push.connect(settings.pullAddress());
             loop();
             flushPending();
             deregister();
@@ -376,7 +375,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         }
         ZMQ.Socket s = socket(type);
         s.setSendTimeOut(0);
-        ZmqConnect.connect(s, address);
+        s.connect(address);
         return s;
     }
 

@@ -9,7 +9,10 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 /**
  * A ZeroMQ context whose I/O and reaper threads are lmcache4j's: named
  * {@code lmcache4j-<component>-zmq-…} and joined when the context is closed, so a component that
- * closes its context leaves none of JeroMQ's threads behind either.
+ * closes its context leaves none of JeroMQ's threads behind either. Its pollers carry
+ * {@link PollerRepair}, without which JeroMQ 0.6.0 now and then leaves a connection it just made
+ * unwatched until its handshake timer fires: every context lmcache4j makes is one of these
+ * ({@code ZmqContextRuleTest}).
  */
 public final class OwnedZContext extends ZContext {
     /** JeroMQ stops its threads as the context terminates: they end at once, or something is wrong. */
@@ -20,7 +23,7 @@ public final class OwnedZContext extends ZContext {
     /** A context for {@code component} with {@code ioThreads} I/O threads (started with its first socket). */
     public OwnedZContext(String component, int ioThreads) {
         super(ioThreads);
-        setThreadFactor((body, name) -> threads.platform(component + "-zmq-" + name, body));
+        setThreadFactor((body, name) -> threads.platform(component + "-zmq-" + name, PollerRepair.around(body, name)));
     }
 
     /** Closes every socket made here, terminates the context and joins its threads. */

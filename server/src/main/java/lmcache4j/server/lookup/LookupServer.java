@@ -23,7 +23,6 @@ import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ReceiveBudget;
-import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -87,7 +86,7 @@ public final class LookupServer implements AutoCloseable {
             push = context.createSocket(SocketType.PUSH);
             secret.ifPresent(s -> s.connectAsMember(push));
             push.setLinger(0);
-            ZmqConnect.connect(push, schedulerUrl);
+            push.connect(schedulerUrl);
         } catch (RuntimeException e) {
             if (opened != null) {
                 opened.close(); // its thread closes its own socket, before the context closes the rest

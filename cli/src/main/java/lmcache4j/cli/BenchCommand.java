@@ -56,6 +56,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new P2pBenchCommand(out, err))
                 .addSubcommand(new MpBenchCommand(out, err))
                 .addSubcommand(new ControllerBenchCommand(out, err))
+                .addSubcommand(new ZmqBenchCommand(out, err))
                 .addSubcommand(new TtftBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
                 .addSubcommand(new CommandLine.HelpCommand());
@@ -74,7 +75,7 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, ttft or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, zmq, ttft or jmh");
     }
 
     @Override

@@ -25,12 +25,16 @@ public final class ConnectStalls {
     private ConnectStalls() {
     }
 
-    /** {@code connects} PUSH sockets of {@code library}, each queueing {@code burst} frames, to a PULL of the same library. */
-    static Figures measure(BenchLibrary library, int connects, int burst) {
+    /**
+     * {@code connects} PUSH sockets of {@code library}, each queueing {@code burst} frames, to a PULL
+     * of {@code server}, another context of the same library: a server's I/O thread shared with the
+     * clients would, by its own work, hide a client's lost registration (JeroMQ's stall).
+     */
+    static Figures measure(BenchLibrary server, BenchLibrary library, int connects, int burst) {
         double[] millis = new double[connects];
         int stalls = 0;
         byte[] frame = new byte[16];
-        try (BenchSocket pull = library.socket(Kind.PULL)) {
+        try (BenchSocket pull = server.socket(Kind.PULL)) {
             pull.linger(0);
             pull.receiveHighWaterMark(2 * burst);
             pull.receiveTimeout(FIRST_MESSAGE_MILLIS);

@@ -200,12 +200,14 @@ final class LibZmq {
         }
     }
 
-    boolean rcvMore(MemorySegment s) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment v = a.allocate(JAVA_INT);
-            MemorySegment len = a.allocateFrom(JAVA_LONG, JAVA_INT.byteSize());
-            check((int) getsockopt.invokeExact(s, RCVMORE, v, len), "zmq_getsockopt ZMQ_RCVMORE");
-            return v.get(JAVA_INT, 0) != 0;
+    /** Whether the last frame received on {@code s} has more after it; {@code scratch} holds an int and a size_t. */
+    boolean rcvMore(MemorySegment s, MemorySegment scratch) {
+        MemorySegment value = scratch.asSlice(0, JAVA_INT.byteSize());
+        MemorySegment length = scratch.asSlice(JAVA_LONG.byteSize(), JAVA_LONG.byteSize());
+        length.set(JAVA_LONG, 0, JAVA_INT.byteSize());
+        try {
+            check((int) getsockopt.invokeExact(s, RCVMORE, value, length), "zmq_getsockopt ZMQ_RCVMORE");
+            return value.get(JAVA_INT, 0) != 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -63,6 +63,7 @@ final class LibzmqLibrary implements BenchLibrary {
         private final MemorySegment in = arena.allocate(MAX_FRAME);
         private MemorySegment out = arena.allocate(4096);
         private final MemorySegment state = LibZmq.callState(arena);
+        private final MemorySegment scratch = arena.allocate(16, 8);
         private boolean closed;
 
         Socket(LibZmq z, MemorySegment s, LibzmqLibrary owner) {
@@ -155,7 +156,7 @@ final class LibzmqLibrary implements BenchLibrary {
 
         @Override
         public boolean more() {
-            return z.rcvMore(s);
+            return z.rcvMore(s, scratch);
         }
 
         @Override

@@ -95,13 +95,14 @@ public final class ZmqBench {
         List<RunFigures> runs = new ArrayList<>();
         String jeromqName = null;
         for (int run = 0; run < s.runs(); run++) {
-            try (JeromqLibrary shipped = JeromqLibrary.asShipped(); JeromqLibrary jeromq = JeromqLibrary.repaired();
-                    LibzmqLibrary libzmq = new LibzmqLibrary(z)) {
+            try (JeromqLibrary shipped = JeromqLibrary.asShipped(); JeromqLibrary shippedServer = JeromqLibrary.asShipped();
+                    JeromqLibrary jeromq = JeromqLibrary.repaired(); JeromqLibrary jeromqServer = JeromqLibrary.repaired();
+                    LibzmqLibrary libzmq = new LibzmqLibrary(z); LibzmqLibrary libzmqServer = new LibzmqLibrary(z)) {
                 jeromqName = jeromq.describe();
                 progress.printf("run %d of %d: connects...%n", run + 1, s.runs());
-                ConnectStalls.Figures c0 = ConnectStalls.measure(shipped, s.connects(), s.burst());
-                ConnectStalls.Figures c1 = ConnectStalls.measure(jeromq, s.connects(), s.burst());
-                ConnectStalls.Figures c2 = ConnectStalls.measure(libzmq, s.connects(), s.burst());
+                ConnectStalls.Figures c0 = ConnectStalls.measure(shippedServer, shipped, s.connects(), s.burst());
+                ConnectStalls.Figures c1 = ConnectStalls.measure(jeromqServer, jeromq, s.connects(), s.burst());
+                ConnectStalls.Figures c2 = ConnectStalls.measure(libzmqServer, libzmq, s.connects(), s.burst());
                 progress.printf("run %d of %d: lookup round trips, ROUTER, CURVE, late subscribers...%n", run + 1, s.runs());
                 boolean jeromqFirst = run % 2 == 0; // turns, so that drift does not favour one library
                 LookupRoundTrip.Figures l1 = null;

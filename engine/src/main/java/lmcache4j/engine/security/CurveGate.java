@@ -3,6 +3,7 @@ package lmcache4j.engine.security;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -29,10 +30,12 @@ public final class CurveGate implements AutoCloseable {
     private final ZMQ.Socket socket;
     private final OwnedThreads threads = new OwnedThreads();
     private final LongAdder refused = new LongAdder();
+    private final Consumer<String> admitted;
     private volatile boolean running = true;
 
-    private CurveGate(ZContext context, DeploymentSecret secret, String name) {
+    private CurveGate(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
         this.secret = secret;
+        this.admitted = admitted;
         this.socket = context.createSocket(SocketType.REP);
         socket.setLinger(0);
         socket.setReceiveTimeOut(POLL_MILLIS);
@@ -42,7 +45,15 @@ public final class CurveGate implements AutoCloseable {
 
     /** Starts the gate of {@code context}, whose server sockets {@code secret} protects. */
     public static CurveGate open(ZContext context, DeploymentSecret secret, String name) {
-        return new CurveGate(context, secret, name);
+        return new CurveGate(context, secret, name, host -> { });
+    }
+
+    /**
+     * As {@link #open(ZContext, DeploymentSecret, String)}, telling {@code admitted} the peer address of
+     * each handshake it admits (a {@code ConnectionGuard}'s {@code admitted}).
+     */
+    public static CurveGate open(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
+        return new CurveGate(context, secret, name, admitted);
     }
 
     /** Handshakes refused: a wrong key, or a mechanism other than CURVE. */
@@ -80,6 +91,8 @@ public final class CurveGate implements AutoCloseable {
         if (!member) {
             refused.increment();
             LOG.log(Level.DEBUG, () -> "refused a " + mechanism + " handshake from " + address + ": not the deployment's key");
+        } else if (address != null) {
+            admitted.accept(address);
         }
         ZMsg reply = new ZMsg();
         reply.add(version == null ? "1.0" : version);

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Pipe;
+import java.util.function.Consumer;
 
 import zmq.poll.IPollEvents;
 import zmq.poll.Poller;
@@ -39,6 +40,7 @@ import zmq.poll.Poller;
  * connections it serves. {@code PollerRepairTest} loops connects that stall without it.
  */
 final class PollerRepair implements IPollEvents, AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(PollerRepair.class.getName());
     static final long ACTIVE_TICK_MILLIS = 20;
     static final long IDLE_TICK_MILLIS = 500;
     /** How long the ticks stay short after the number of handles changed. */
@@ -50,6 +52,7 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     private static final String IO_THREAD_PREFIX = "iothread-";
 
     private final Poller poller;
+    private final Consumer<Poller> onTick;
     private final Pipe wake;
     private final Poller.Handle wakeHandle;
     private final ByteBuffer one = ByteBuffer.allocate(1);
@@ -57,8 +60,9 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     private int lastLoad = -1;
     private long activeUntilNanos;
 
-    private PollerRepair(Poller poller) {
+    private PollerRepair(Poller poller, Consumer<Poller> onTick) {
         this.poller = poller;
+        this.onTick = onTick;
         try {
             wake = Pipe.open();
             wake.source().configureBlocking(false);
@@ -73,14 +77,14 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     /**
      * {@code body} as the thread named {@code name} should run it: a JeroMQ I/O thread's poller loop
      * with the repair added first (on the poller's own thread, as JeroMQ requires) and closed when the
-     * loop ends; anything else unchanged.
+     * loop ends, {@code onTick} run on each tick; anything else unchanged.
      */
-    static Runnable around(Runnable body, String name) {
+    static Runnable around(Runnable body, String name, Consumer<Poller> onTick) {
         if (!(body instanceof Poller poller) || !name.startsWith(IO_THREAD_PREFIX)) {
             return body;
         }
         return () -> {
-            try (PollerRepair repair = new PollerRepair(poller)) {
+            try (PollerRepair repair = new PollerRepair(poller, onTick)) {
                 repair.schedule();
                 body.run();
             }
@@ -96,6 +100,11 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     public void timerEvent(int id) {
         poller.setPollIn(wakeHandle); // marks the poller's handles for a pass, which runs right after the timers
         schedule();
+        try {
+            onTick.accept(poller);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "a task on a ZeroMQ I/O thread's tick failed: " + e, e);
+        }
         try {
             one.clear();
             wake.sink().write(one); // ends the coming wait at once: the next one is computed with this timer in it

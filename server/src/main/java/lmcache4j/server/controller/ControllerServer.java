@@ -26,6 +26,7 @@ import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.server.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
@@ -50,7 +51,9 @@ public final class ControllerServer implements AutoCloseable {
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
-    private final ZContext context;
+    private final OwnedZContext context;
+    /** The three sockets' connections: bounded, and closed unless proven within the handshake timeout. */
+    private final ConnectionGuard guard;
     /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
     private final ZContext forwardContext = new OwnedZContext("controller-requests", 1);
     /** Admits only the deployment's key to the bound sockets, with a deployment secret; else null. */
@@ -88,8 +91,10 @@ public final class ControllerServer implements AutoCloseable {
     private ControllerServer(ControllerConfig config, InstantSource clock) {
         this.config = config;
         metrics = new ControllerMetrics();
+        guard = new ConnectionGuard("controller", config.caps().connections());
         // What the launcher's heap sizing sets aside for messages in flight: (queued + 2) frames.
-        receiveBudget = new ReceiveBudget((config.caps().maxQueuedOrchestrations() + 2L) * config.maxFrameBytes());
+        receiveBudget = new ReceiveBudget((config.caps().maxQueuedOrchestrations() + 2L) * config.maxFrameBytes(),
+                Optional.of(guard));
         index = new ChunkIndex(config.expectedEntries(), config.caps().maxEntries());
         sync = new FullSyncTracker(index);
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
@@ -98,7 +103,7 @@ public final class ControllerServer implements AutoCloseable {
         context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
-            gate = config.secret().map(s -> CurveGate.open(context, s, "controller")).orElse(null);
+            gate = config.secret().map(s -> CurveGate.open(context, s, "controller", guard::admitted)).orElse(null);
             ZMQ.Socket pull = bind(SocketType.PULL, config.pull());
             ZMQ.Socket reply = bind(SocketType.ROUTER, config.reply());
             ZMQ.Socket heartbeat = bind(SocketType.ROUTER, config.heartbeat());
@@ -138,6 +143,7 @@ public final class ControllerServer implements AutoCloseable {
     private ZMQ.Socket bind(SocketType type, Endpoint at) {
         ZMQ.Socket s = context.createSocket(type);
         config.secret().ifPresent(secret -> secret.serve(s));
+        guard.watch(context, s);
         s.setLinger(0);
         // Larger messages disconnect their sender; all together, messages being received hold at most the budget.
         receiveBudget.apply(s, config.maxFrameBytes());
@@ -264,6 +270,15 @@ public final class ControllerServer implements AutoCloseable {
         metrics.counter("lmcache4j_controller_index_admits_refused_total", index::admitsRefused);
         metrics.counter("lmcache4j_controller_receive_budget_refused_total", receiveBudget::refused);
         metrics.gauge("lmcache4j_controller_receive_budget_held_bytes", receiveBudget::heldBytes);
+        metrics.gauge("lmcache4j_controller_connections", () -> guard.counts().open());
+        metrics.gauge("lmcache4j_controller_connections_handshaking", () -> guard.counts().handshaking());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"connections\"}",
+                () -> guard.counts().refusedTotal());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"per_host\"}",
+                () -> guard.counts().refusedPerHost());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"handshaking\"}",
+                () -> guard.counts().refusedHandshaking());
+        metrics.counter("lmcache4j_controller_handshake_timeouts_total", () -> guard.counts().timedOut());
         CurveGate g = gate;
         if (g != null) { // handshakes with a key that is not the deployment's
             metrics.counter("lmcache4j_controller_curve_handshakes_refused_total", g::refused);
@@ -275,6 +290,11 @@ public final class ControllerServer implements AutoCloseable {
     }
 
     /** The budget its sockets reserve messages being received from (tests). */
+    /** The sockets' connections, as the guard counts them (tests). */
+    ConnectionGuard.Counts connections() {
+        return guard.counts();
+    }
+
     ReceiveBudget receiveBudget() {
         return receiveBudget;
     }

@@ -6,6 +6,7 @@ import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.paged.PagedTensorMemoryAllocator;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.cuda.CudaException;
+import lmcache4j.cuda.posix.Posix;
 import lmcache4j.cuda.posix.PosixException;
 
 /**
@@ -46,14 +47,19 @@ public sealed interface HostMemoryAllocator extends MemoryAllocator permits Tens
     }
 
     /**
-     * As {@link #tensor(String, long, HostArenaOptions)}, with sizes rounded up to {@code alignment}
-     * (a power of two, at most the system's page size for the region's start to honour it).
+     * As {@link #tensor(String, long, HostArenaOptions)}, with sizes rounded up to {@code alignment}: a
+     * power of two, at most the system's page size (the memory starts on a page boundary, so that is
+     * the largest alignment every object's address keeps).
      */
     static HostMemoryAllocator tensor(String name, long capacityBytes, long alignment, HostArenaOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
         if (alignment <= 0 || Long.bitCount(alignment) != 1) {
             throw new IllegalArgumentException("alignment must be a power of two, was " + alignment);
+        }
+        if (alignment > Posix.pageSize()) {
+            throw new IllegalArgumentException("alignment " + alignment + " is more than the page size " + Posix.pageSize()
+                    + ": the memory starts on a page boundary, so no larger alignment can hold for every object");
         }
         HostArena arena = arena(name, capacityBytes, options);
         try {

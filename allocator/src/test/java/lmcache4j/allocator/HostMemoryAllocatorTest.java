@@ -37,11 +37,17 @@ class HostMemoryAllocatorTest {
 
     @Test
     void sizesRoundUpToTheChosenAlignment() {
-        try (HostMemoryAllocator kv = HostMemoryAllocator.tensor("kv", 1 << 20, 65536, PLAIN)) {
+        try (HostMemoryAllocator kv = HostMemoryAllocator.tensor("kv", 1 << 20, 1024, PLAIN)) {
             MemoryObj a = kv.allocate(TensorShape.of(2, 1, 1, 8), DType.BFLOAT16, MemoryFormat.KV_2LTD).orElseThrow();
-            assertEquals(65536, kv.stats().usedBytes());
+            MemoryObj b = kv.allocate(TensorShape.of(2, 1, 1, 8), DType.BFLOAT16, MemoryFormat.KV_2LTD).orElseThrow();
+            assertEquals(1024, kv.stats().usedBytes() / 2, "32 bytes take 1 KiB each");
+            assertEquals(a.address() + 1024, b.address());
             a.release();
+            b.release();
         }
+        IllegalArgumentException tooLarge = assertThrows(IllegalArgumentException.class,
+                () -> HostMemoryAllocator.tensor("kv", 1 << 20, 1 << 21, PLAIN));
+        assertTrue(tooLarge.getMessage().contains("more than the page size"), tooLarge.getMessage());
     }
 
     @Test

@@ -113,6 +113,11 @@ public final class DemoCommand implements CliMain.Command {
         instances = (int) OptionValues.wholeNumber("--instances", value, 2, ClusterSettings.MAX_INSTANCES);
     }
 
+    @Option(names = "--insecure", order = 14, description = "with --instances: the controller and the instances' control "
+            + "sockets without CURVE, as a controller started with --insecure runs for LMCache's Python workers; P2P keeps "
+            + "a token of its own (a fresh p2p_token), so a process that registers with the controller cannot serve forged KV")
+    private boolean insecure;
+
     private DemoCommand(PrintStream out, PrintStream err, ServingSimulator.AfterRetrieve afterRetrieve) {
         this.out = out;
         this.err = err;
@@ -176,7 +181,9 @@ public final class DemoCommand implements CliMain.Command {
 
     @Option(names = "--remote", paramLabel = "URL", order = 7, description = "a remote tier shared with other processes: "
             + "redis://host:port (also rediss://, redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j "
-            + "server) or fs:///shared/dir; a second demo pointed at the same remote hits what the first stored there")
+            + "server), fs:///shared/dir or s3://BUCKET / s3://HOST:PORT/BUCKET?disable_tls=true (./lmcache4j s3-server; "
+            + "credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); a second demo pointed at the same remote hits "
+            + "what the first stored there")
     private void remote(String value) {
         if (value.indexOf("://") <= 0) {
             throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
@@ -239,6 +246,19 @@ public final class DemoCommand implements CliMain.Command {
         if (value.isBlank()) {
             throw new IllegalArgumentException("--prompt-out needs a file name");
         }
+        // Checked now, not after the whole run: the file is written at the end.
+        Path dir = Path.of(value).toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " does not exist; create it first or name a file in an existing one");
+        }
+        if (Files.isDirectory(Path.of(value))) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + " is a directory; name a file");
+        }
+        if (!Files.isWritable(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " is not writable");
+        }
         promptOut = Path.of(value);
     }
 
@@ -282,6 +302,10 @@ public final class DemoCommand implements CliMain.Command {
         }
         if (instances != null) {
             return cluster();
+        }
+        if (insecure) {
+            return CliMain.usageError(err, "demo", "--insecure needs --instances: the single demo starts no controller (with "
+                    + "--controller it reports to one, which decides whether CURVE is used)");
         }
         Settings s;
         try {
@@ -506,7 +530,7 @@ public final class DemoCommand implements CliMain.Command {
             ClusterSettings cs;
             try {
                 cs = new ClusterSettings(instances, requestsGiven ? requests : CLUSTER_REQUESTS,
-                        cpuGbGiven ? cpuGb : CLUSTER_CPU_GB, diskGb, layers, seed, work);
+                        cpuGbGiven ? cpuGb : CLUSTER_CPU_GB, diskGb, layers, seed, work, insecure);
                 Settings one = new Settings(1, cs.cpuGb() * cs.instances(), layers, Settings.DEFAULT_KV_HEADS,
                         Settings.DEFAULT_HEAD_SIZE, Settings.DEFAULT_BLOCK_SIZE, Settings.DEFAULT_CHUNK_SIZE, seed,
                         Workload.Shape.defaults(seed), null, diskGb, null, null);

@@ -81,6 +81,18 @@ class DemoInstancesTest {
         assertTrue(((Number) roundRobinP2p.get("p2p_chunks")).longValue() > 0, "round robin with P2P fetched from peers");
     }
 
+    /** The control plane as LMCache's Python workers need it, without CURVE: P2P still fetches, with its own token. */
+    @Test
+    void withAnInsecureControlPlanePeersStillProveTheirToken() {
+        Run r = run(with("--instances", "2", "--insecure", "--json"));
+        assertEquals(0, r.exit(), r.err() + r.out());
+        Map<String, Object> report = Json.parseObject(r.out().trim());
+        assertEquals("insecure", report.get("control_plane"));
+        assertTrue(((Number) report.get("p2p_chunks")).longValue() > 0, "peers served each other: " + r.out());
+        assertEquals(0L, report.get("mismatching_bytes"));
+        assertEquals(true, report.get("passed"));
+    }
+
     @Test
     void anInstanceKilledMidRunFailsTheDemoNamingIt() throws Exception {
         CompletableFuture<Run> demo = CompletableFuture.supplyAsync(() -> run(with("--instances", "2", "--requests", "400")));
@@ -106,7 +118,8 @@ class DemoInstancesTest {
     void optionsThatMakeNoSenseWithManyInstancesAreUsageErrors() {
         for (String[] bad : List.of(new String[] {"--instances", "1"}, new String[] {"--instances", "17"},
                 new String[] {"--instances", "x"}, new String[] {"--instances", "3", "--remote", "lm://127.0.0.1:1"},
-                new String[] {"--instances", "3", "--no-disk"}, new String[] {"--instances", "3", "--hold", "5"})) {
+                new String[] {"--instances", "3", "--no-disk"}, new String[] {"--instances", "3", "--hold", "5"},
+                new String[] {"--insecure"})) {
             Run r = run(with(bad));
             assertEquals(2, r.exit(), String.join(" ", bad) + ": " + r.err());
             assertTrue(r.err().startsWith("lmcache4j demo: "), r.err());

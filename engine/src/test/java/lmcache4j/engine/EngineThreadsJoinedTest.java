@@ -74,7 +74,7 @@ class EngineThreadsJoinedTest {
                     .set("lmcache_worker_heartbeat_delay_time", 0.05).set("lmcache_worker_heartbeat_time", 0.1)
                     .set("kv_events_endpoint", eventsEndpoint)
                     .set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(freePort()))
-                    .set("extra_config", Map.of("p2p_timeout_ms", 500)).build();
+                    .set("extra_config", Map.of("p2p_timeout_ms", 500, "p2p_token", "the-deployment-p2p-token")).build();
             Set<String> seen;
             try (Arena arena = Arena.ofShared();
                  LMCacheEngine writer = LMCacheEngine.create(writerConfig, SyntheticKv.model(), KvConnector.host(2), List.of());

@@ -9,10 +9,16 @@ import java.util.Optional;
  * (LMCache's names) and the {@code extra_config} keys {@code p2p_timeout_ms}, {@code p2p_token},
  * {@code p2p_connections}. Present only with {@code enable_p2p} ({@link LMCacheEngineConfig#p2p()}).
  *
+ * <p>P2P is never unauthenticated: an engine reads KV from a peer only after the peer proved it
+ * holds the deployment's P2P token, so {@code enable_p2p} needs {@code p2p_token} or
+ * {@code deployment_secret_file} (which derives one). Without a token, whatever process registered
+ * with the controller under a peer's name (the controller's {@code --insecure} mode lets any) could
+ * serve forged KV that passes every checksum.
+ *
  * @param host        {@code p2p_host}: where this engine's transfer server binds and peers connect
  * @param initPorts   {@code p2p_init_ports}: worker {@code i}'s transfer server port is entry {@code i}
  * @param timeout     the deadline of one peer fetch, controller lookup included
- * @param token       the transfer servers' shared secret, or empty
+ * @param token       the transfer servers' shared secret, or empty when {@code deployment_secret_file} derives it
  * @param connections connections per peer
  */
 public record P2pSettings(String host, List<Integer> initPorts, Duration timeout, Optional<String> token, int connections) {
@@ -44,13 +50,28 @@ public record P2pSettings(String host, List<Integer> initPorts, Duration timeout
         return initPorts.get(workerId);
     }
 
+    /** The fewest characters a {@code p2p_token} may have (as many as a deployment secret's bytes). */
+    public static final int MIN_TOKEN_CHARS = 16;
+
     static Optional<P2pSettings> from(LMCacheEngineConfig config) {
         if (!config.enableP2p()) {
             return Optional.empty();
         }
         var extra = config.extraConfig();
+        Optional<String> token = ExtraConfigKeys.P2P_TOKEN.valueIn(extra);
+        if (token.isEmpty() && config.deploymentSecretFile().isEmpty()) {
+            throw new IllegalArgumentException("enable_p2p needs a P2P token, so that a peer proves it belongs to the "
+                    + "deployment before this engine reads KV from it: set extra_config.p2p_token to the same secret of "
+                    + MIN_TOKEN_CHARS + "+ characters in every instance (make one with: head -c 32 /dev/urandom | base64), "
+                    + "or deployment_secret_file. Without one, any process that registers with the controller could serve "
+                    + "forged KV");
+        }
+        if (token.isPresent() && token.get().length() < MIN_TOKEN_CHARS) {
+            throw new IllegalArgumentException("extra_config.p2p_token has " + token.get().length() + " characters; use at "
+                    + "least " + MIN_TOKEN_CHARS + " (make one with: head -c 32 /dev/urandom | base64)");
+        }
         return Optional.of(new P2pSettings(config.p2pHost().orElse(""), config.p2pInitPorts().orElse(List.of()),
-                Duration.ofMillis(ExtraConfigKeys.P2P_TIMEOUT_MS.valueOrDefault(extra)),
-                ExtraConfigKeys.P2P_TOKEN.valueIn(extra), ExtraConfigKeys.P2P_CONNECTIONS.valueOrDefault(extra)));
+                Duration.ofMillis(ExtraConfigKeys.P2P_TIMEOUT_MS.valueOrDefault(extra)), token,
+                ExtraConfigKeys.P2P_CONNECTIONS.valueOrDefault(extra)));
     }
 }

@@ -25,6 +25,7 @@ import lmcache4j.engine.key.LayerCacheEngineKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmConnector;
+import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.Prefetching;
@@ -49,6 +50,8 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     /** LMCache's backend name. */
     public static final String NAME = "P2PBackend";
     private static final System.Logger LOG = System.getLogger(P2pBackend.class.getName());
+    /** How long a peer that failed the token's proof is left out of lookups before it is tried again. */
+    static final long UNPROVEN_FOR_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private final PeerLocator locator;
     /** The locator this tier made and closes (the controller's); empty when the caller owns it. */
@@ -56,10 +59,12 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private final MemoryProvider memory;
     private final String selfInstanceId;
     private final Duration timeout;
-    private final Optional<String> token;
+    /** The deployment's P2P token: a peer must prove it holds it, and tag every chunk with it, before a byte is read. */
+    private final String token;
     private final int connections;
     private final Map<String, LmConnector> peers = new ConcurrentHashMap<>();
     private final PeerHints hints;
+    private final UnprovenPeers unproven = new UnprovenPeers(4096, UNPROVEN_FOR_NANOS);
     private volatile boolean closed;
     /** Transfers and late releases not settled yet: close waits for them before the memory goes. */
     private final Set<CompletableFuture<?>> unsettled = ConcurrentHashMap.newKeySet();
@@ -71,6 +76,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     private final LongAdder hitBytes = new LongAdder();
     private final LongAdder timeouts = new LongAdder();
     private final LongAdder failures = new LongAdder();
+    private final LongAdder unprovenPeers = new LongAdder();
     private final LongAdder rejected = new LongAdder();
 
     /**
@@ -78,11 +84,11 @@ public final class P2pBackend implements StorageBackend, Prefetching {
      * @param memory         where fetched chunks are allocated (the CPU tier's memory)
      * @param selfInstanceId this instance's id, never fetched from
      * @param timeout        the deadline of one fetch, lookup included
-     * @param token          the peers' transfer-server secret, or empty
+     * @param token          the peers' transfer-server secret, which every peer must prove it holds
      * @param connections    connections per peer
      */
     public P2pBackend(PeerLocator locator, MemoryProvider memory, String selfInstanceId, Duration timeout,
-                      Optional<String> token, int connections) {
+                      String token, int connections) {
         this(locator, Optional.empty(), memory, selfInstanceId, timeout, token, connections);
     }
 
@@ -91,18 +97,21 @@ public final class P2pBackend implements StorageBackend, Prefetching {
      * through the controller at {@code controller_reply_url} and closes that locator with itself.
      */
     public static P2pBackend overController(ControllerPeerLocator locator, MemoryProvider memory, String selfInstanceId,
-                                            Duration timeout, Optional<String> token, int connections) {
+                                            Duration timeout, String token, int connections) {
         return new P2pBackend(locator, Optional.of(locator), memory, selfInstanceId, timeout, token, connections);
     }
 
     private P2pBackend(PeerLocator locator, Optional<AutoCloseable> owned, MemoryProvider memory, String selfInstanceId,
-                       Duration timeout, Optional<String> token, int connections) {
+                       Duration timeout, String token, int connections) {
         this.owned = owned;
         this.locator = Objects.requireNonNull(locator, "locator");
         this.memory = Objects.requireNonNull(memory, "memory");
         this.selfInstanceId = Objects.requireNonNull(selfInstanceId, "selfInstanceId");
         this.timeout = Objects.requireNonNull(timeout, "timeout");
         this.token = Objects.requireNonNull(token, "token");
+        if (token.isBlank()) {
+            throw new IllegalArgumentException("a P2P tier needs the deployment's P2P token: peers are never read unauthenticated");
+        }
         if (timeout.isNegative() || timeout.isZero() || connections < 1) {
             throw new IllegalArgumentException("timeout and connections must be positive, got " + timeout + ", " + connections);
         }
@@ -160,7 +169,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
             }
             return holders.stream()
                     .filter(h -> !h.instanceId().equals(selfInstanceId) && h.leadingChunks() > 0
-                            && !h.peerInitUrl().isBlank())
+                            && !h.peerInitUrl().isBlank() && !unproven.contains(h.peerInitUrl()))
                     .max(Comparator.comparingInt(PeerHolding::leadingChunks));
         });
     }
@@ -226,12 +235,50 @@ public final class P2pBackend implements StorageBackend, Prefetching {
             if (failure != null || got.isEmpty()) {
                 if (failure != null) {
                     failures.increment();
+                    if (isAuthenticationFailure(failure)) {
+                        setAside(peerInitUrl, failure);
+                    }
                 }
                 hints.forget(key); // the peer evicted it, or is gone: ask again next time
                 return Optional.<MemoryObj>empty();
             }
             return verified(key, peerInitUrl, got.get());
         }));
+    }
+
+    /**
+     * A peer that cannot prove it holds the token: it is left out of lookups for a while and its
+     * connections are closed, so a forged claim in the controller's index holds nothing here.
+     */
+    private void setAside(String peerInitUrl, Throwable failure) {
+        if (unproven.add(peerInitUrl)) {
+            unprovenPeers.increment();
+            LOG.log(Level.WARNING, "P2P: peer " + peerInitUrl + " did not prove it holds the deployment's P2P token ("
+                    + rootMessage(failure) + "); its chunks are misses and it is left out of lookups for "
+                    + TimeUnit.NANOSECONDS.toSeconds(UNPROVEN_FOR_NANOS) + " s. A process that registered with the "
+                    + "controller under a peer's name, or an instance with another p2p_token or deployment secret");
+        }
+        LmConnector gone = peers.remove(peerInitUrl);
+        if (gone != null) {
+            gone.close();
+        }
+    }
+
+    private static boolean isAuthenticationFailure(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof LmSession.AuthenticationException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String rootMessage(Throwable failure) {
+        Throwable t = failure;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t.getMessage();
     }
 
     private <T> CompletableFuture<T> track(CompletableFuture<T> future) {
@@ -276,7 +323,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
         if (closed) {
             throw new IllegalStateException(NAME + " is closed");
         }
-        return peers.computeIfAbsent(peerInitUrl, url -> new LmConnector(PeerHolding.parseAddress(url), token, timeout,
+        return peers.computeIfAbsent(peerInitUrl, url -> new LmConnector(PeerHolding.parseAddress(url), Optional.of(token), timeout,
                 connections));
     }
 
@@ -323,13 +370,16 @@ public final class P2pBackend implements StorageBackend, Prefetching {
     // ---- metrics ----------------------------------------------------------------------------
 
     /** Counters, a snapshot. */
+    /**
+     * @param unprovenPeers peers set aside because they could not prove they hold the P2P token
+     */
     public record Stats(long lookups, long lookupFailures, long fetches, long hits, long hitBytes, long timeouts,
-                        long failures, long rejected) {
+                        long failures, long rejected, long unprovenPeers) {
     }
 
     public Stats stats() {
         return new Stats(lookups.sum(), lookupFailures.sum(), fetches.sum(), hits.sum(), hitBytes.sum(), timeouts.sum(),
-                failures.sum(), rejected.sum());
+                failures.sum(), rejected.sum(), unprovenPeers.sum());
     }
 
     @Override
@@ -344,6 +394,9 @@ public final class P2pBackend implements StorageBackend, Prefetching {
                 "Peer lookups or fetches past p2p_timeout_ms", true, timeouts::sum));
         metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:p2p_rejected",
                 "Peer chunks refused: metadata that does not fit the key, or a CRC32C mismatch", true, rejected::sum));
+        metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache4j:p2p_unproven_peers",
+                "Peers left out of lookups for a while: they could not prove they hold the P2P token", true,
+                unprovenPeers::sum));
     }
 
     /** Closes the peer connections; transfers in flight end as misses and release their memory. */
@@ -356,6 +409,7 @@ public final class P2pBackend implements StorageBackend, Prefetching {
         peers.values().forEach(LmConnector::close);
         peers.clear();
         hints.clear();
+        unproven.clear();
         // Closed connections end every transfer; wait until each has released what it held.
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!unsettled.isEmpty() && System.nanoTime() < deadline) {

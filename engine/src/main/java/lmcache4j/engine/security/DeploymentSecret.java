@@ -83,6 +83,14 @@ public final class DeploymentSecret {
      */
     public static DeploymentSecret fromFile(Path file) {
         try {
+            if (!Files.exists(file)) {
+                throw new IllegalArgumentException("the secret file " + file + " does not exist; make one with: (umask 077; "
+                        + "head -c 32 /dev/urandom | base64 > " + file + ")");
+            }
+            if (!Files.isRegularFile(file)) {
+                throw new IllegalArgumentException("the secret file " + file + " is " + (Files.isDirectory(file) ? "a directory"
+                        : "not a regular file") + "; name the file that holds the secret");
+            }
             Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(file);
             if (permissions.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
                 throw new IllegalArgumentException("the secret file " + file + " is readable by others ("
@@ -97,8 +105,11 @@ public final class DeploymentSecret {
                 end--;
             }
             return new DeploymentSecret(Arrays.copyOf(bytes, end));
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new IllegalArgumentException("cannot read the secret file " + file + ": permission denied (it must be "
+                    + "readable by the user this process runs as)", e);
         } catch (IOException e) {
-            throw new IllegalArgumentException("cannot read the secret file " + file + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException("cannot read the secret file " + file + ": " + e, e);
         } catch (UnsupportedOperationException e) { // a file system without POSIX permissions
             throw new IllegalArgumentException("cannot tell who may read the secret file " + file
                     + ": keep it on a file system with POSIX permissions", e);
@@ -107,12 +118,22 @@ public final class DeploymentSecret {
 
     /** A fresh random secret written to a new {@code file} readable by its owner only (for the demo). */
     public static DeploymentSecret createFile(Path file) throws IOException {
+        return new DeploymentSecret(createTokenFile(file));
+    }
+
+    /**
+     * 32 random bytes, in hex, written to a new {@code file} readable by its owner only: a secret, or a
+     * {@code p2p_token} for a deployment whose control plane runs without one (the demo's {@code --insecure}).
+     *
+     * @return the file's bytes
+     */
+    public static byte[] createTokenFile(Path file) throws IOException {
         byte[] raw = new byte[KEY_BYTES];
         new SecureRandom().nextBytes(raw);
         byte[] text = HexFormat.of().formatHex(raw).getBytes(StandardCharsets.US_ASCII);
         Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Files.write(file, text);
-        return new DeploymentSecret(text);
+        return text;
     }
 
     /** Makes {@code socket} (before it binds) a CURVE server that only the deployment's clients pass. */
@@ -140,11 +161,13 @@ public final class DeploymentSecret {
     }
 
     /**
-     * The P2P transfer servers' token of an engine: its {@code p2p_token} when set, else one
-     * derived from its deployment secret ({@code deployment_secret_file}), else none.
+     * The P2P transfer servers' token of an engine: its {@code p2p_token} when set, else the one
+     * its deployment secret ({@code deployment_secret_file}) derives. {@link P2pSettings} exist only
+     * with one of the two.
      */
-    public static Optional<String> p2pToken(LMCacheEngineConfig config, P2pSettings p2p) {
-        return p2p.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken));
+    public static String p2pToken(LMCacheEngineConfig config, P2pSettings p2p) {
+        return p2p.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken))
+                .orElseThrow(() -> new IllegalStateException("P2P settings without p2p_token or deployment_secret_file"));
     }
 
     /** The HTTP bearer token: {@code Authorization: Bearer <token>}. */

@@ -113,10 +113,24 @@ public final class ConnectionGuard {
      * a monitored socket cannot be watched.
      */
     public ZMQ.Socket watch(OwnedZContext context, ZMQ.Socket socket) {
+        return watch(context, socket, event -> { }, 0);
+    }
+
+    /**
+     * As {@link #watch(OwnedZContext, ZMQ.Socket)}, handing {@code also} the socket's events of
+     * {@code alsoEvents} too (a {@code CurveGate}'s watcher), since a socket has one event hook.
+     */
+    public ZMQ.Socket watch(OwnedZContext context, ZMQ.Socket socket, zmq.ZMQ.EventConsummer also, int alsoEvents) {
+        Objects.requireNonNull(also, "also");
         boolean curve = socket.base().getSocketOptx(zmq.ZMQ.ZMQ_MECHANISM) == Mechanisms.CURVE;
+        int own = ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_DISCONNECTED;
         context.onTick(this, poller -> sweep());
-        socket.base().setEventHook((zmq.ZMQ.EventConsummer) event -> event(event, curve),
-                ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_DISCONNECTED);
+        socket.base().setEventHook((zmq.ZMQ.EventConsummer) event -> {
+            boolean refused = (event.event & own) != 0 && event(event, curve);
+            if ((event.event & alsoEvents) != 0 && !refused) {
+                also.consume(event); // not the accept of a connection refused here: the other watcher never sees it
+            }
+        }, own | alsoEvents);
         return socket;
     }
 
@@ -155,21 +169,26 @@ public final class ConnectionGuard {
         }
     }
 
-    /** JeroMQ's event hook: runs on the I/O thread that accepted or lost the connection. */
-    private void event(zmq.ZMQ.Event event, boolean curve) {
+    /**
+     * JeroMQ's event hook: runs on the I/O thread that accepted or lost the connection. True when it
+     * refused the connection accepted.
+     */
+    private boolean event(zmq.ZMQ.Event event, boolean curve) {
         if (!(event.arg instanceof SocketChannel channel)) {
-            return;
+            return false;
         }
         if (event.event == ZMQ.EVENT_ACCEPTED) {
-            accepted(channel, curve);
+            return !accepted(channel, curve);
         } else if (event.event == ZMQ.EVENT_DISCONNECTED) {
             synchronized (this) {
                 forget(channel);
             }
         }
+        return false;
     }
 
-    private void accepted(SocketChannel channel, boolean curve) {
+    /** True when the connection is taken, false when it was past a limit and is shut. */
+    private boolean accepted(SocketChannel channel, boolean curve) {
         InetSocketAddress remote = remote(channel);
         String host = remote == null ? "?" : remote.getAddress().getHostAddress();
         String refusal = null;
@@ -207,6 +226,7 @@ public final class ConnectionGuard {
             }
             shut(channel);
         }
+        return refusal == null;
     }
 
     /** Shuts connections past the handshake timeout; runs on the context's I/O threads' ticks. */

@@ -10,13 +10,15 @@ import java.util.function.Predicate;
 import lmcache4j.server.mp.wire.MpObjectKey;
 
 /**
- * The retrieves workers prepared and have not committed yet, by instance and object keys, holding
- * at most {@code maxKeys} keys in all: a client that prepares retrieves of every sub-range of a
- * long prompt and never commits them cannot make the server hold more (a prepare past the budget
- * is answered as a miss, and the worker recomputes). Loop thread only.
+ * The retrieves workers prepared and have not committed yet, by instance, request and object keys,
+ * holding at most {@code maxKeys} keys in all: a client that prepares retrieves of every sub-range
+ * of a long prompt and never commits them cannot make the server hold more (a prepare past the
+ * budget is answered as a miss, and the worker recomputes). The request id is part of the key:
+ * two requests of one instance for the same chunks each hold their own lookup's locks, and each
+ * commit releases its own. Loop thread only.
  */
 final class MpPendingReads {
-    private record Pending(long instanceId, List<MpObjectKey> keys) {
+    private record Pending(long instanceId, String requestId, List<MpObjectKey> keys) {
     }
 
     private final long maxKeys;
@@ -31,8 +33,8 @@ final class MpPendingReads {
     }
 
     /** Records a prepared retrieve (again: its time is renewed); false, recording nothing, past the budget. */
-    boolean add(long instanceId, List<MpObjectKey> keys, long now) {
-        Pending p = new Pending(instanceId, keys);
+    boolean add(long instanceId, String requestId, List<MpObjectKey> keys, long now) {
+        Pending p = new Pending(instanceId, requestId, keys);
         if (sinceNanos.containsKey(p)) {
             sinceNanos.put(p, now);
             return true;
@@ -45,9 +47,9 @@ final class MpPendingReads {
         return true;
     }
 
-    /** Forgets the prepared retrieve of these keys; whether there was one. */
-    boolean remove(long instanceId, List<MpObjectKey> keys) {
-        Pending p = new Pending(instanceId, keys);
+    /** Forgets the prepared retrieve of these keys by this request; whether there was one. */
+    boolean remove(long instanceId, String requestId, List<MpObjectKey> keys) {
+        Pending p = new Pending(instanceId, requestId, keys);
         if (sinceNanos.remove(p) == null) {
             return false;
         }

@@ -387,7 +387,7 @@ final class MpService implements AutoCloseable {
         if (slots.size() != keys.size()) {
             return MpTransferCodec.encode(PrepareRetrieveResponse.missing());
         }
-        if (!pendingReads.add(instanceId, keys, now)) {
+        if (!pendingReads.add(instanceId, key.requestId(), keys, now)) {
             drop("pending_reads_full", "prepare_retrieve past the budget of keys prepared and not committed ("
                     + pendingReads.heldKeys() + " held); answered as a miss");
             return MpTransferCodec.encode(PrepareRetrieveResponse.missing());
@@ -399,11 +399,15 @@ final class MpService implements AutoCloseable {
         return MpTransferCodec.encode(new PrepareRetrieveResponse(true, TransferContext.retrieve(shm)));
     }
 
-    /** Releases the read locks the lookup took for what this worker has now copied out. */
+    /**
+     * Releases the read locks the lookup took for what this worker has now copied out: only for a
+     * retrieve this instance prepared under this request, once (a repeated or foreign commit would
+     * drop another reader's lock, and the pool could reuse memory that reader is still copying).
+     */
     private void commitRetrieve(IpcCacheServerKey key, long instanceId, long now) throws MpProtocolException {
         instances.touch(instanceId, now);
         List<MpObjectKey> keys = objectKeys(key, now);
-        if (pendingReads.remove(instanceId, keys)) {
+        if (pendingReads.remove(instanceId, key.requestId(), keys)) {
             store.releaseRead(keys);
         }
     }

@@ -46,7 +46,7 @@ public final class P2pTransferServer implements AutoCloseable {
     public static P2pTransferServer start(LMCacheEngine engine, P2pSettings settings) throws IOException {
         Objects.requireNonNull(settings, "settings");
         return start(engine, settings.host(), settings.portOf(engine.metadata().workerId()),
-                DeploymentSecret.p2pToken(engine.config(), settings), LmServerLimits.defaults());
+                Optional.of(DeploymentSecret.p2pToken(engine.config(), settings)), LmServerLimits.defaults());
     }
 
     /**

@@ -87,6 +87,31 @@ class LmServerAbuseTest {
         return false;
     }
 
+    /** What a peer sent: bytes, and whether it closed the connection. */
+    record Received(long bytes, boolean closed) {
+    }
+
+    /** What the server sends on {@code ch} until it closes it, or until {@code within} has passed. */
+    static Received receiveUntilClosed(SocketChannel ch, Duration within) throws IOException {
+        ch.configureBlocking(false);
+        long deadline = System.nanoTime() + within.toNanos();
+        ByteBuffer buf = ByteBuffer.allocate(64 * 1024);
+        long received = 0;
+        while (System.nanoTime() < deadline) {
+            try {
+                int n = ch.read(buf.clear());
+                if (n < 0) {
+                    return new Received(received, true);
+                }
+                received += n;
+            } catch (IOException reset) {
+                return new Received(received, true);
+            }
+            LockSupportSleep.millis(5);
+        }
+        return new Received(received, false);
+    }
+
     @Test
     void zeroLengthPutsAreChargedAndBounded() throws Exception {
         LmServerLimits limits = LmServerLimits.defaults().withMaxEntries(1_000);
@@ -281,6 +306,43 @@ class LmServerAbuseTest {
                 LmServerConnectorTest.await(lm.ping());
             }
             assertTrue(System.nanoTime() - t1 < TimeUnit.SECONDS.toNanos(2));
+        }
+    }
+
+    @Test
+    void aClientThatIgnoresTheFailOfAWrongProofIsNeverServed() throws Exception {
+        LmServerLimits limits = LmServerLimits.defaults().withAuthFailureDelay(Duration.ofMillis(10));
+        try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 16L * MB, Optional.of("right"), MB, limits);
+             LmConnector member = LmServerConnectorTest.connector(server, "?token=right");
+             LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 1)) {
+            MemoryObj obj = TestChunks.chunk(cpu, 0x5a, AllocationMode.NO_EVICTION).orElseThrow();
+            try {
+                LmServerConnectorTest.await(member.put(TestChunks.key(7), RemoteMetadata.forObject(obj), obj.segment()));
+            } finally {
+                obj.release();
+            }
+            String key = TestChunks.key(7).toKeyString();
+            try (SocketChannel ch = open(server)) {
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO,
+                        LmSession.NONCE_BYTES, "")), ByteBuffer.wrap(LmSession.nonce()));
+                LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES + LmSession.PROOF_BYTES);
+                byte[] guess = new byte[LmSession.PROOF_BYTES];
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF, guess.length, "")),
+                        ByteBuffer.wrap(guess));
+                assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)));
+                // It carries on as if it had passed: a GET of a key the server holds, and an EXIST.
+                try {
+                    LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.GET, 0, key)),
+                            ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.EXIST, 0, key)));
+                } catch (IOException reset) {
+                    // the server closed the connection already: nothing was served
+                }
+                Received after = receiveUntilClosed(ch, Duration.ofSeconds(10));
+                assertEquals(0, after.bytes(), "bytes the server sent after its FAIL (a chunk, an EXIST answer)");
+                assertTrue(after.closed(), "the server closed the connection after its FAIL");
+            }
+            assertEquals(1, server.stats().authFailures());
+            assertEquals(0, server.stats().gets(), "no GET of the outsider's was served");
         }
     }
 

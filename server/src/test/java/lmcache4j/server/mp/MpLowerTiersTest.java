@@ -88,6 +88,23 @@ class MpLowerTiersTest {
     }
 
     @Test
+    void twoRanksLoadEachItsOwnBytesBackFromDisk(@TempDir Path dir) throws Exception {
+        try (MpServer server = start(disk(dir)); MpTestClient c = new MpTestClient(server); Pool pool = new Pool(server)) {
+            assertTrue(c.register(INSTANCE, 2).error().isEmpty());
+            int[] tokens = MpTestClient.tokens(13, 3 * CHUNK);
+            byte[][] rank0 = store(c, pool, tokens, "w0", 130, 0, 2);
+            byte[][] rank1 = store(c, pool, tokens, "w1", 131, 1, 2);
+            awaitL2(server, s -> s.tierWrites() >= 6);
+            server.clear();
+            assertEquals(0, server.status().objects(), "the pool forgot every chunk of both ranks");
+            assertEquals(3, lookupAndPoll(c, tokens, "r", 2), "every chunk of both ranks loaded from the disk");
+            assertEquals(6, server.status().l2().prefetchedObjects());
+            assertArrayEquals2(rank0, retrieve(c, pool, tokens, "r", 0, 2));
+            assertArrayEquals2(rank1, retrieve(c, pool, tokens, "r", 1, 2));
+        }
+    }
+
+    @Test
     void aRestartedServerServesWhatAnEarlierOneWroteToTheSameDirectory(@TempDir Path dir) throws Exception {
         int[] tokens = MpTestClient.tokens(12, 2 * CHUNK);
         byte[][] stored;
@@ -297,7 +314,13 @@ class MpLowerTiersTest {
 
     /** Stores the prompt's chunks (worker 0 of a world of 1), each slot filled with seeded random bytes. */
     private static byte[][] store(MpTestClient c, Pool pool, int[] tokens, String requestId, int seed) throws Exception {
-        byte[] key = MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.of(0));
+        return store(c, pool, tokens, requestId, seed, 0, 1);
+    }
+
+    /** Stores worker {@code rank}'s chunks of the prompt, each slot filled with seeded random bytes. */
+    private static byte[][] store(MpTestClient c, Pool pool, int[] tokens, String requestId, int seed, int rank,
+                                  int worldSize) throws Exception {
+        byte[] key = MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.of(rank), worldSize);
         PrepareStoreResponse prepared = MpTransferCodec.decodeStore(c.call(16, key, MpScalars.encodeInt(INSTANCE)).get(0));
         List<ShmSlot> slots = prepared.context().slots().orElseThrow();
         byte[][] bytes = new byte[slots.size()][];
@@ -314,8 +337,13 @@ class MpLowerTiersTest {
 
     /** Looks the prompt up for all ranks and polls its prefetch status until it is a number. */
     private static long lookupAndPoll(MpTestClient c, int[] tokens, String requestId) throws InterruptedException {
-        assertNotNull(c.call(8, MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.empty()),
-                MpScalars.encodeInt(1)), "lookup answered");
+        return lookupAndPoll(c, tokens, requestId, 1);
+    }
+
+    private static long lookupAndPoll(MpTestClient c, int[] tokens, String requestId, int worldSize)
+            throws InterruptedException {
+        assertNotNull(c.call(8, MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.empty(), worldSize),
+                MpScalars.encodeInt(worldSize)), "lookup answered");
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (System.nanoTime() < deadline) {
             Long hits = prefetchStatus(c, requestId);
@@ -353,7 +381,13 @@ class MpLowerTiersTest {
 
     /** prepare_retrieve, a copy of every slot, commit_retrieve. */
     private static byte[][] retrieve(MpTestClient c, Pool pool, int[] tokens, String requestId) throws Exception {
-        byte[] key = MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.of(0));
+        return retrieve(c, pool, tokens, requestId, 0, 1);
+    }
+
+    /** As above, for worker {@code rank} of a world of {@code worldSize}. */
+    private static byte[][] retrieve(MpTestClient c, Pool pool, int[] tokens, String requestId, int rank, int worldSize)
+            throws Exception {
+        byte[] key = MpTestClient.key(tokens, 0, tokens.length, requestId, OptionalInt.of(rank), worldSize);
         PrepareRetrieveResponse r = MpTransferCodec.decodeRetrieve(c.call(18, key, MpScalars.encodeInt(INSTANCE)).get(0));
         List<ShmSlot> slots = r.context().slots().orElseThrow();
         byte[][] out = new byte[slots.size()][];

@@ -27,16 +27,16 @@ class MpPendingReadsTest {
     @Test
     void preparesPastTheBudgetAreRefusedAndEveryWayOutGivesTheKeysBack() {
         MpPendingReads reads = new MpPendingReads(10);
-        assertTrue(reads.add(1, keys(0, 4), 0));
-        assertTrue(reads.add(1, keys(0, 4), 5), "the same prepare again renews it, holding nothing more");
-        assertTrue(reads.add(2, keys(0, 4), 0), "another instance's prepare of the same keys is its own");
+        assertTrue(reads.add(1, "r", keys(0, 4), 0));
+        assertTrue(reads.add(1, "r", keys(0, 4), 5), "the same prepare again renews it, holding nothing more");
+        assertTrue(reads.add(2, "r", keys(0, 4), 0), "another instance's prepare of the same keys is its own");
         assertEquals(8, reads.heldKeys());
-        assertFalse(reads.add(1, keys(4, 7), 0), "8 + 3 keys are past the budget of 10");
-        assertTrue(reads.add(1, keys(4, 6), 0), "8 + 2 are not");
+        assertFalse(reads.add(1, "r", keys(4, 7), 0), "8 + 3 keys are past the budget of 10");
+        assertTrue(reads.add(1, "r", keys(4, 6), 0), "8 + 2 are not");
         assertEquals(10, reads.heldKeys());
 
-        assertTrue(reads.remove(1, keys(4, 6)), "committed");
-        assertFalse(reads.remove(1, keys(4, 6)), "a second commit finds nothing");
+        assertTrue(reads.remove(1, "r", keys(4, 6)), "committed");
+        assertFalse(reads.remove(1, "r", keys(4, 6)), "a second commit finds nothing");
         assertEquals(8, reads.heldKeys());
 
         List<List<MpObjectKey>> released = new ArrayList<>();
@@ -48,7 +48,20 @@ class MpPendingReadsTest {
         assertEquals(4, reads.heldKeys(), "renewed at 5: not older than 100 at 100");
         reads.expire(106, 100);
         assertEquals(0, reads.heldKeys(), "older than the lock lifetime: forgotten");
-        assertTrue(reads.add(1, keys(0, 10), 200), "the whole budget is free again");
+        assertTrue(reads.add(1, "r", keys(0, 10), 200), "the whole budget is free again");
+    }
+
+    @Test
+    void twoRequestsOfOneInstanceForTheSameKeysAreTwoRetrievesEachCommittedOnce() {
+        MpPendingReads reads = new MpPendingReads(10);
+        assertTrue(reads.add(1, "a", keys(0, 2), 0));
+        assertTrue(reads.add(1, "b", keys(0, 2), 0));
+        assertEquals(4, reads.heldKeys(), "each request holds its own keys");
+        assertTrue(reads.remove(1, "a", keys(0, 2)), "a's commit");
+        assertFalse(reads.remove(1, "a", keys(0, 2)), "a's commit again finds nothing");
+        assertTrue(reads.remove(1, "b", keys(0, 2)), "b's commit finds b's retrieve");
+        assertFalse(reads.remove(2, "b", keys(0, 2)), "another instance never prepared b");
+        assertEquals(0, reads.heldKeys());
     }
 
     @Test

@@ -79,13 +79,23 @@ final class MpTestClient implements AutoCloseable {
     }
 
     RegisterEngineDrivenContextResponse register(long instanceId) throws Exception {
-        byte[] payload = MpRegistrationCodec.encodePayload(RegisterEngineDrivenContextPayload.singleGroup(instanceId, MODEL, 1,
-                16, 2, 64, "bfloat16", false), MpSchema.BASE);
+        return register(instanceId, 1);
+    }
+
+    /** Registers an instance of {@code worldSize} tensor-parallel ranks (2 layers, 64 elements a token, bf16). */
+    RegisterEngineDrivenContextResponse register(long instanceId, int worldSize) throws Exception {
+        byte[] payload = MpRegistrationCodec.encodePayload(RegisterEngineDrivenContextPayload.singleGroup(instanceId, MODEL,
+                worldSize, 16, 2, 64, "bfloat16", false), MpSchema.BASE);
         return MpRegistrationCodec.decodeResponse(call(14, payload).get(0));
     }
 
     static byte[] key(int[] tokens, int start, int end, String requestId, OptionalInt worker) {
-        return MpKeyCodec.encode(new IpcCacheServerKey(MODEL, 1, worker, tokens, start, end, requestId, "", 0),
+        return key(tokens, start, end, requestId, worker, 1);
+    }
+
+    /** A key of a world of {@code worldSize} ranks: a worker's (one rank) or, without a worker id, the scheduler's (all). */
+    static byte[] key(int[] tokens, int start, int end, String requestId, OptionalInt worker, int worldSize) {
+        return MpKeyCodec.encode(new IpcCacheServerKey(MODEL, worldSize, worker, tokens, start, end, requestId, "", 0),
                 MpSchema.BASE);
     }
 

@@ -13,20 +13,19 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.p2p.ProbingPeerLocator;
 import lmcache4j.engine.remote.lm.LmProtocol;
-import lmcache4j.server.lm.LmChunkStore;
 import lmcache4j.server.lm.LmServerLimits;
 import org.junit.jupiter.api.Test;
 
 /**
- * A peer that answers a GET with the real header and half the chunk, then dies (closes) or stalls:
- * the fetching engine misses within its deadline and leaks nothing (its close checks).
+ * A peer whose link breaks after the header and half the chunk of a GET: it dies (closes) or
+ * stalls, after a handshake that proved the token. The fetching engine misses within its deadline
+ * and leaks nothing (its close checks).
  */
 class DyingPeerTest {
     private static final int DEADLINE_MS = 800;
@@ -45,18 +44,17 @@ class DyingPeerTest {
         int[] tokens = P2pEngines.tokens(stall ? 11 : 12);
         long[] slots = P2pEngines.slots();
         try (Arena arena = Arena.ofShared();
-             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), Optional.empty(), Duration.ofSeconds(2));
-             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(Optional.empty(), 2_000), nobody, "A");
-             P2pTransferServer honest = P2pTransferServer.start(a, "127.0.0.1", 0, Optional.empty(), LmServerLimits.defaults())) {
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), P2pEngines.TOKEN, Duration.ofSeconds(2));
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
+             P2pTransferServer honest = P2pTransferServer.start(a, "127.0.0.1", 0, P2pEngines.TOKEN, LmServerLimits.defaults())) {
             PagedKvCache kv = P2pEngines.cache(arena);
             P2pEngines.fill(kv, tokens, slots);
             a.store(tokens, null, kv, slots, Map.of());
-            EngineTierStore store = new EngineTierStore(java.util.List.of(a.storage().cpu()));
-            try (BrokenPeer broken = new BrokenPeer(store, stall);
-                 // The locator asks the honest server (A holds the chunks); fetches go to the broken one.
-                 ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", honest.peerInitUrl()), Optional.empty(),
+            try (BreakingLink broken = new BreakingLink(honest.port(), stall);
+                 // The locator asks the honest server (A holds the chunks); fetches go through the breaking link.
+                 ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", honest.peerInitUrl()), P2pEngines.TOKEN,
                          Duration.ofSeconds(2));
-                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(Optional.empty(), DEADLINE_MS),
+                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(DEADLINE_MS),
                          keys -> toA.locate(keys).thenApply(holders -> holders.stream()
                                  .map(h -> new lmcache4j.engine.p2p.PeerHolding(h.instanceId(), h.location(),
                                          h.leadingChunks(), "127.0.0.1:" + broken.port())).toList()), "B")) {
@@ -71,21 +69,26 @@ class DyingPeerTest {
         }
     }
 
-    /** Answers each GET with the true header and the first half of the payload, then closes or goes silent. */
-    private static final class BrokenPeer implements AutoCloseable {
+    /**
+     * A link to the honest peer that passes the handshake and the replies without payload, then
+     * the header and the first half of a chunk, and breaks: it closes both sides, or goes silent.
+     */
+    private static final class BreakingLink implements AutoCloseable {
         private final ServerSocketChannel server;
         private final CopyOnWriteArrayList<SocketChannel> open = new CopyOnWriteArrayList<>();
         private final java.util.concurrent.atomic.AtomicInteger halfSent = new java.util.concurrent.atomic.AtomicInteger();
-        private final Thread acceptor;
 
-        BrokenPeer(LmChunkStore store, boolean stall) throws IOException {
+        BreakingLink(int upstreamPort, boolean stall) throws IOException {
             server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-            acceptor = Thread.ofPlatform().daemon().start(() -> {
+            Thread.ofPlatform().daemon().start(() -> {
                 while (server.isOpen()) {
                     try {
-                        SocketChannel c = server.accept();
-                        open.add(c);
-                        Thread.ofVirtual().start(() -> serveOne(c, store, stall));
+                        SocketChannel client = server.accept();
+                        SocketChannel peer = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), upstreamPort));
+                        open.add(client);
+                        open.add(peer);
+                        Thread.ofVirtual().start(() -> Pump.copy(client, peer));
+                        Thread.ofVirtual().start(() -> breakOff(peer, client, stall));
                     } catch (IOException e) {
                         return;
                     }
@@ -93,27 +96,31 @@ class DyingPeerTest {
             });
         }
 
-        private void serveOne(SocketChannel c, LmChunkStore store, boolean stall) {
+        private void breakOff(SocketChannel peer, SocketChannel client, boolean stall) {
             try {
-                LmProtocol.ClientHeader h = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
-                Optional<LmChunkStore.Lease> lease = store.lease(h.key());
-                if (lease.isEmpty()) {
-                    LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.FAIL)));
-                    return;
+                LmProtocol.writeFully(client, ByteBuffer.wrap(LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES + 64)));
+                while (true) {
+                    byte[] header = LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES);
+                    int length = LmProtocol.replyLength(header);
+                    if (LmProtocol.replyCode(header) != LmProtocol.SUCCESS || length == 0) {
+                        LmProtocol.writeFully(client, ByteBuffer.wrap(header));
+                        continue;
+                    }
+                    LmProtocol.writeFully(client, ByteBuffer.wrap(header), ByteBuffer.wrap(LmProtocol.readFully(peer, length / 2)));
+                    halfSent.incrementAndGet();
+                    if (stall) {
+                        Thread.sleep(60_000); // silent, connection open: only the deadline ends the fetch
+                    }
+                    break;
                 }
-                try (LmChunkStore.Lease l = lease.get()) {
-                    ByteBuffer payload = l.payload()[0];
-                    payload.limit((int) (l.length() / 2));
-                    LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(LmProtocol.SUCCESS, l.metadata(), l.replyLocation())),
-                            payload);
-                }
-                halfSent.incrementAndGet();
-                if (stall) {
-                    Thread.sleep(60_000); // silent, connection open: only the deadline ends the fetch
-                }
-                c.close(); // dies mid-transfer
             } catch (IOException | InterruptedException e) {
                 // the test is over
+            }
+            try {
+                client.close(); // dies mid-transfer
+                peer.close();
+            } catch (IOException ignored) {
+                // already closed
             }
         }
 

@@ -33,11 +33,19 @@ final class P2pEngines {
     private P2pEngines() {
     }
 
-    static LMCacheEngineConfig config(Optional<String> token, int timeoutMs) {
+    /** The deployment's P2P token in these tests (an engine with enable_p2p needs one). */
+    static final String SECRET = "p2p-secret-of-the-deployment";
+    static final Optional<String> TOKEN = Optional.of(SECRET);
+
+    static LMCacheEngineConfig config(int timeoutMs) {
+        return config(SECRET, timeoutMs);
+    }
+
+    static LMCacheEngineConfig config(String token, int timeoutMs) {
         double chunkGb = MODEL.chunkBytes(CHUNK) / (double) (1L << 30);
         Map<String, Object> extra = new java.util.HashMap<>();
         extra.put("p2p_timeout_ms", timeoutMs);
-        token.ifPresent(t -> extra.put("p2p_token", t));
+        extra.put("p2p_token", token);
         return ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
                 .set("max_local_cpu_size", 8 * chunkGb).set("hash_seed", "0").set("enable_p2p", true)
                 .set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(0)).set("extra_config", extra).build();

@@ -35,8 +35,8 @@ import org.junit.jupiter.api.Test;
  * zero wrong bytes, and the squatter must learn neither the token nor a key.
  */
 class P2pPeerTrustTest {
-    private static final String SECRET = "p2p-secret-of-the-deployment";
-    private static final Optional<String> TOKEN = Optional.of(SECRET);
+    private static final String SECRET = P2pEngines.SECRET;
+    private static final Optional<String> TOKEN = P2pEngines.TOKEN;
     private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
 
     @Test
@@ -50,7 +50,7 @@ class P2pPeerTrustTest {
             Thread.ofVirtual().start(() -> squat(squatter, heard, hellos));
             String url = "127.0.0.1:" + squatter.socket().getLocalPort();
             try (ProbingPeerLocator toSquatter = new ProbingPeerLocator(Map.of("A", url), TOKEN, Duration.ofSeconds(2));
-                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), toSquatter, "B")) {
+                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(2_000), toSquatter, "B")) {
                 assertEquals(0, b.lookup(tokens, Map.of(), null), "the squatter cannot prove it holds the token");
                 PagedKvCache target = P2pEngines.cache(arena);
                 assertFalse(b.retrieve(tokens, null, target, slots, Map.of(), null)[0]);
@@ -76,7 +76,7 @@ class P2pPeerTrustTest {
         AtomicInteger rewritten = new AtomicInteger();
         try (Arena arena = Arena.ofShared();
              ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), TOKEN, Duration.ofSeconds(2));
-             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), nobody, "A");
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
              P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, TOKEN, LmServerLimits.defaults());
              ServerSocketChannel proxy = ServerSocketChannel.open().bind(new InetSocketAddress(LOOPBACK, 0))) {
             PagedKvCache kv = P2pEngines.cache(arena);
@@ -85,7 +85,7 @@ class P2pPeerTrustTest {
             Thread.ofVirtual().start(() -> relay(proxy, served.port(), rewritten));
             String url = "127.0.0.1:" + proxy.socket().getLocalPort();
             try (ProbingPeerLocator throughProxy = new ProbingPeerLocator(Map.of("A", url), TOKEN, Duration.ofSeconds(2));
-                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), throughProxy, "B")) {
+                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(2_000), throughProxy, "B")) {
                 assertEquals(P2pEngines.TOKENS, b.lookup(tokens, Map.of(), null), "the proxy passes the probes untouched");
                 PagedKvCache target = P2pEngines.cache(arena);
                 boolean[] loaded = b.retrieve(tokens, null, target, slots, Map.of(), null);
@@ -94,6 +94,46 @@ class P2pPeerTrustTest {
                 assertEquals(-1, P2pEngines.firstDifferentLayer(P2pEngines.cache(arena), target),
                         "zero wrong bytes retrieved");
                 assertEquals(0, P2pEngines.p2pTier(b).stats().hits());
+            }
+        }
+    }
+
+    @Test
+    void anOutsiderThatIgnoresTheFailOfItsWrongProofReadsNoChunk() throws Exception {
+        int[] tokens = P2pEngines.tokens(7);
+        long[] slots = P2pEngines.slots();
+        try (Arena arena = Arena.ofShared();
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), TOKEN, Duration.ofSeconds(2));
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
+             P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, TOKEN,
+                     LmServerLimits.defaults().withAuthFailureDelay(Duration.ofMillis(10)))) {
+            PagedKvCache kv = P2pEngines.cache(arena);
+            P2pEngines.fill(kv, tokens, slots);
+            a.store(tokens, null, kv, slots, Map.of());
+            String key = a.prepare(tokens, Map.of()).chunks().getFirst().key().toKeyString();
+            try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(LOOPBACK, served.port()))) {
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO,
+                        LmSession.NONCE_BYTES, "")), ByteBuffer.wrap(LmSession.nonce()));
+                LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES + LmSession.PROOF_BYTES);
+                byte[] guess = "a guessed proof of the token....".getBytes(StandardCharsets.US_ASCII);
+                LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF,
+                        LmSession.PROOF_BYTES, "")), ByteBuffer.wrap(java.util.Arrays.copyOf(guess, LmSession.PROOF_BYTES)));
+                assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)));
+                try { // as if it had passed: a GET of a chunk the engine holds
+                    LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.GET, 0, key)));
+                } catch (IOException closed) {
+                    // the peer closed the connection already
+                }
+                ch.socket().setSoTimeout(10_000);
+                long sent = 0;
+                try (var in = ch.socket().getInputStream()) {
+                    for (int n; (n = in.read(new byte[4096])) > 0; ) {
+                        sent += n;
+                    }
+                } catch (IOException closed) {
+                    // reset: closed
+                }
+                assertEquals(0, sent, "bytes the peer sent after its FAIL: the outsider's GET must not be served");
             }
         }
     }
@@ -135,22 +175,11 @@ class P2pPeerTrustTest {
             try {
                 SocketChannel client = proxy.accept();
                 SocketChannel peer = SocketChannel.open(new InetSocketAddress(LOOPBACK, peerPort));
-                Thread.ofVirtual().start(() -> pump(client, peer));
+                Thread.ofVirtual().start(() -> Pump.copy(client, peer));
                 Thread.ofVirtual().start(() -> tamper(peer, client, rewritten));
             } catch (IOException e) {
                 return;
             }
-        }
-    }
-
-    private static void pump(SocketChannel from, SocketChannel to) {
-        try (from; to) {
-            ByteBuffer b = ByteBuffer.allocate(64 * 1024);
-            while (from.read(b.clear()) > 0) {
-                LmProtocol.writeFully(to, b.flip());
-            }
-        } catch (IOException ignored) {
-            // either side hung up
         }
     }
 

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.Test;
  * fails there.
  */
 class P2pTwoEnginesTest {
-    private static final Optional<String> TOKEN = Optional.of("p2p-secret");
+    private static final Optional<String> TOKEN = P2pEngines.TOKEN;
 
     @Test
     void aPromptStoredInAIsServedToBFromAsMemoryByteForByte() throws Exception {
@@ -43,10 +43,10 @@ class P2pTwoEnginesTest {
         long[] slots = P2pEngines.slots();
         try (Arena arena = Arena.ofShared();
              ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), TOKEN, Duration.ofSeconds(2));
-             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), nobody, "A");
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
              P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, TOKEN, LmServerLimits.defaults());
              ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", served.peerInitUrl()), TOKEN, Duration.ofSeconds(2));
-             LMCacheEngine b = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), toA, "B")) {
+             LMCacheEngine b = P2pEngines.engine(P2pEngines.config(2_000), toA, "B")) {
             PagedKvCache kv = P2pEngines.cache(arena);
             P2pEngines.fill(kv, tokens, slots);
             a.store(tokens, null, kv, slots, Map.of());
@@ -77,14 +77,14 @@ class P2pTwoEnginesTest {
                 .set("max_local_cpu_size", 8 * P2pEngines.MODEL.chunkBytes(P2pEngines.CHUNK) / (double) (1L << 30))
                 .set("hash_seed", "0").set("enable_p2p", true).set("p2p_host", "127.0.0.1")
                 .set("p2p_init_ports", java.util.List.of(0)).set("local_disk", disk.toString())
-                .set("max_local_disk_size", 0.01).build();
+                .set("max_local_disk_size", 0.01).set("extra_config", Map.of("p2p_token", P2pEngines.SECRET)).build();
         try (Arena arena = Arena.ofShared();
-             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), Optional.empty(), Duration.ofSeconds(2));
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), P2pEngines.TOKEN, Duration.ofSeconds(2));
              LMCacheEngine a = P2pEngines.engine(withDisk, nobody, "A");
-             P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, Optional.empty(), LmServerLimits.defaults());
-             ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", served.peerInitUrl()), Optional.empty(),
+             P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, P2pEngines.TOKEN, LmServerLimits.defaults());
+             ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", served.peerInitUrl()), P2pEngines.TOKEN,
                      Duration.ofSeconds(2));
-             LMCacheEngine b = P2pEngines.engine(P2pEngines.config(Optional.empty(), 2_000), toA, "B")) {
+             LMCacheEngine b = P2pEngines.engine(P2pEngines.config(2_000), toA, "B")) {
             PagedKvCache kv = P2pEngines.cache(arena);
             P2pEngines.fill(kv, tokens, slots);
             a.store(tokens, null, kv, slots, Map.of());
@@ -106,7 +106,7 @@ class P2pTwoEnginesTest {
         long[] slots = P2pEngines.slots();
         try (Arena arena = Arena.ofShared();
              ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), TOKEN, Duration.ofSeconds(2));
-             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(TOKEN, 2_000), nobody, "A");
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
              P2pTransferServer served = P2pTransferServer.start(a, "127.0.0.1", 0, TOKEN, LmServerLimits.defaults())) {
             PagedKvCache kv = P2pEngines.cache(arena);
             P2pEngines.fill(kv, tokens, slots);
@@ -114,7 +114,7 @@ class P2pTwoEnginesTest {
             PreparedRequest request = a.prepare(tokens, Map.of());
             CacheKey first = request.chunks().getFirst().key();
             CacheKey absent = a.prepare(P2pEngines.tokens(99), Map.of()).chunks().getFirst().key();
-            try (LmConnector peer = LmConnector.connect(URI.create("lm://" + served.peerInitUrl() + "?token=p2p-secret"));
+            try (LmConnector peer = LmConnector.connect(URI.create("lm://" + served.peerInitUrl() + "?token=" + P2pEngines.SECRET));
                  Arena scratch = Arena.ofShared()) {
                 assertTrue(peer.exists(first).get());
                 MemorySegment junk = scratch.allocate(64);
@@ -129,8 +129,8 @@ class P2pTwoEnginesTest {
             assertEquals(1, served.stats().refusedPuts());
 
             try (ProbingPeerLocator wrongToken = new ProbingPeerLocator(Map.of("A", served.peerInitUrl()),
-                    Optional.of("guess"), Duration.ofSeconds(2));
-                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(Optional.of("guess"), 2_000), wrongToken, "B")) {
+                    Optional.of("a-guess-of-the-token"), Duration.ofSeconds(2));
+                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config("a-guess-of-the-token", 2_000), wrongToken, "B")) {
                 assertEquals(0, b.lookup(tokens, Map.of(), null));
                 assertFalse(b.retrieve(tokens, null, P2pEngines.cache(arena), slots, Map.of(), null)[0]);
             }
@@ -144,18 +144,18 @@ class P2pTwoEnginesTest {
         int[] tokens = P2pEngines.tokens(3);
         long[] slots = P2pEngines.slots();
         try (Arena arena = Arena.ofShared();
-             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), Optional.empty(), Duration.ofSeconds(2));
-             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(Optional.empty(), 2_000), nobody, "A");
+             ProbingPeerLocator nobody = new ProbingPeerLocator(Map.of(), P2pEngines.TOKEN, Duration.ofSeconds(2));
+             LMCacheEngine a = P2pEngines.engine(P2pEngines.config(2_000), nobody, "A");
              Arena corruptCopies = Arena.ofShared()) {
             PagedKvCache kv = P2pEngines.cache(arena);
             P2pEngines.fill(kv, tokens, slots);
             a.store(tokens, null, kv, slots, Map.of());
             EngineTierStore honest = new EngineTierStore(java.util.List.of(a.storage().cpu()));
             try (LmCacheServer flipping = LmCacheServer.startOver(InetAddress.getLoopbackAddress(), 0,
-                    new FlippingStore(honest, corruptCopies), Optional.empty(), 1 << 16, LmServerLimits.defaults());
-                 ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", "127.0.0.1:" + flipping.port()), Optional.empty(),
+                    new FlippingStore(honest, corruptCopies), P2pEngines.TOKEN, 1 << 16, LmServerLimits.defaults());
+                 ProbingPeerLocator toA = new ProbingPeerLocator(Map.of("A", "127.0.0.1:" + flipping.port()), P2pEngines.TOKEN,
                          Duration.ofSeconds(2));
-                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(Optional.empty(), 2_000), toA, "B")) {
+                 LMCacheEngine b = P2pEngines.engine(P2pEngines.config(2_000), toA, "B")) {
                 PagedKvCache target = P2pEngines.cache(arena);
                 assertFalse(b.retrieve(tokens, null, target, slots, Map.of(), null)[0], "a corrupt chunk is never loaded");
                 assertTrue(P2pEngines.p2pTier(b).stats().rejected() >= 1, "the CRC32C mismatch is counted");

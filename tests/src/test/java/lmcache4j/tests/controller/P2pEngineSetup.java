@@ -23,6 +23,8 @@ import lmcache4j.engine.connector.PagedLayout;
  */
 record P2pEngineSetup(int layers, int kvHeads, int headSize, int chunkSize, int chunks) {
     static final int BLOCK = 16;
+    /** The deployment's P2P token: engines read each other's KV only after a proof of it (enable_p2p needs one). */
+    static final String P2P_TOKEN = "p2p-token-of-the-test-deployment";
 
     ModelMetadata model() {
         return new ModelMetadata("synthetic/p2p", 1, 0, DType.FLOAT16, layers, kvHeads, headSize, false);
@@ -38,12 +40,17 @@ record P2pEngineSetup(int layers, int kvHeads, int headSize, int chunkSize, int 
 
     /** @param peersPort this engine's transfer server port (fixed: it is told to the controller) */
     LMCacheEngineConfig config(String instanceId, int pullPort, int replyPort, int p2pPort, int timeoutMs) {
+        return config(instanceId, pullPort, replyPort, p2pPort, timeoutMs, P2P_TOKEN);
+    }
+
+    /** As above, with {@code p2pToken} as this engine's P2P token (an outsider's, in the attack tests). */
+    LMCacheEngineConfig config(String instanceId, int pullPort, int replyPort, int p2pPort, int timeoutMs, String p2pToken) {
         double gb = (chunks + 2) * (double) chunkBytes() / (1L << 30);
         return ConfigLoader.builder().environment(Map.of()).set("chunk_size", chunkSize).set("max_local_cpu_size", gb)
                 .set("hash_seed", PromptChunks.SEED).set("enable_controller", true).set("lmcache_instance_id", instanceId)
                 .set("controller_pull_url", "127.0.0.1:" + pullPort).set("controller_reply_url", "127.0.0.1:" + replyPort)
                 .set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(p2pPort))
-                .set("extra_config", Map.of("p2p_timeout_ms", timeoutMs)).build();
+                .set("extra_config", Map.of("p2p_timeout_ms", timeoutMs, "p2p_token", p2pToken)).build();
     }
 
     LMCacheEngine engine(LMCacheEngineConfig config) {

@@ -68,11 +68,21 @@ public final class ClusterDemo {
     ClusterReport.PolicyRun run(Policy policy, Progress progress) throws IOException {
         Path dir = Files.createDirectories(settings.workDir().resolve(policy.key()));
         int n = settings.instances();
-        // The demo's deployment authenticates as an operator's should: one secret, CURVE on the control plane.
-        Path secretFile = dir.resolve("deployment-secret");
-        DeploymentSecret secret = DeploymentSecret.createFile(secretFile);
+        // The demo's deployment authenticates as an operator's should: one secret, CURVE on the control plane. With
+        // --insecure the control plane is plain (as LMCache's Python workers need) and P2P keeps a token of its own.
+        Optional<DeploymentSecret> secret = Optional.empty();
+        String secretFile = "";
+        String p2pTokenFile = "";
+        if (settings.insecure()) {
+            Path tokenFile = dir.resolve("p2p-token");
+            DeploymentSecret.createTokenFile(tokenFile);
+            p2pTokenFile = tokenFile.toString();
+        } else {
+            secretFile = dir.resolve("deployment-secret").toString();
+            secret = Optional.of(DeploymentSecret.createFile(Path.of(secretFile)));
+        }
         ControllerConfig controllerConfig = ControllerConfig.loopbackAnyPorts()
-                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED)).withSecret(Optional.of(secret));
+                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED)).withSecret(secret);
         List<InstanceProcess> processes = new ArrayList<>();
         List<LookupClient> clients = new ArrayList<>();
         List<InstanceSpec> specs = new ArrayList<>();
@@ -83,7 +93,7 @@ public final class ClusterDemo {
                 specs.add(new InstanceSpec("instance-" + i, settings.cpuGb(), disk, settings.diskGb(), settings.layers(),
                         settings.seed(), controller.pullEndpoint().connectable().toString(),
                         controller.replyEndpoint().connectable().toString(), policy.p2p() ? ports[3 * i + 2] : 0,
-                        "tcp://127.0.0.1:" + ports[3 * i], "tcp://127.0.0.1:" + ports[3 * i + 1], secretFile.toString()));
+                        "tcp://127.0.0.1:" + ports[3 * i], "tcp://127.0.0.1:" + ports[3 * i + 1], secretFile, p2pTokenFile));
             }
             for (InstanceSpec spec : specs) { // all start at once; each is waited for below
                 processes.add(InstanceProcess.start(spec, dir));

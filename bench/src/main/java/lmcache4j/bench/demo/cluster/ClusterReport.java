@@ -120,6 +120,7 @@ public record ClusterReport(ClusterSettings settings, List<PolicyRun> runs) {
         top.put("disk_gb_per_instance", settings.diskGb());
         top.put("layers", (long) settings.layers());
         top.put("seed", settings.seed());
+        top.put("control_plane", settings.insecure() ? "insecure" : "curve");
         top.put("round_robin_hit_rate", Json.fixed(run(Policy.ROUND_ROBIN).hitRate(), 4));
         top.put("round_robin_p2p_hit_rate", Json.fixed(run(Policy.ROUND_ROBIN_P2P).hitRate(), 4));
         top.put("kv_aware_hit_rate", Json.fixed(run(Policy.KV_AWARE_P2P).hitRate(), 4));
@@ -166,8 +167,11 @@ public record ClusterReport(ClusterSettings settings, List<PolicyRun> runs) {
     public String text() {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "%d instances, %d requests a policy (the same workload, seed %d), each instance "
-                        + "%.2f GiB CPU tier + %.2f GiB disk tier, %d layers%n%n", settings.instances(), settings.requests(),
+                        + "%.2f GiB CPU tier + %.2f GiB disk tier, %d layers%n", settings.instances(), settings.requests(),
                 settings.seed(), settings.cpuGb(), settings.diskGb(), settings.layers()));
+        sb.append(settings.insecure() ? "control plane without CURVE (--insecure); P2P authenticated with a token of its own"
+                : "control plane on CURVE with the deployment secret; P2P authenticated with the token it derives")
+                .append(System.lineSeparator()).append(System.lineSeparator());
         for (PolicyRun r : runs) {
             sb.append(String.format(Locale.ROOT, "== %s: hit rate %.1f%% (%,d of %,d prompt tokens reused), %,d chunks "
                             + "fetched from peers, %,d prefetch hits, %.2f GiB verified, %,d wrong bytes, %.1f s%n",

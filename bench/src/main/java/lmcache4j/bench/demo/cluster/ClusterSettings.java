@@ -15,8 +15,11 @@ import lmcache4j.bench.demo.ServingSimulator.Settings;
  * @param layers    the model's layers
  * @param seed      the workload's seed
  * @param workDir   where the instances' disk tiers and logs go (the caller deletes it)
+ * @param insecure  the controller and the instances' control sockets without CURVE (the controller's
+ *                  {@code --insecure}, for LMCache's Python workers); P2P keeps a token of its own
  */
-public record ClusterSettings(int instances, int requests, double cpuGb, double diskGb, int layers, long seed, Path workDir) {
+public record ClusterSettings(int instances, int requests, double cpuGb, double diskGb, int layers, long seed, Path workDir,
+                              boolean insecure) {
     /** Instances when {@code --instances} is given without a number. */
     public static final int DEFAULT_INSTANCES = 3;
     /** The most instances: each is a JVM with its own tiers on this machine. */

@@ -1,5 +1,8 @@
 package lmcache4j.bench.demo.cluster;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,10 +30,12 @@ import lmcache4j.engine.json.Json;
  * @param schedulerUrl    the scheduler's lookup answer socket ({@code lookup_scheduler_url})
  * @param workerUrl       its lookup server's socket ({@code lookup_worker_urls})
  * @param secretFile      the deployment secret's file ({@code deployment_secret_file}), or empty for none
+ * @param p2pTokenFile    a file holding the P2P token ({@code p2p_token}) when no secret derives one, or empty; a
+ *                        file, not the token itself: this spec travels on the instance's command line
  */
 public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double diskGb, int layers, long seed,
                            String controllerPull, String controllerReply, int p2pPort, String schedulerUrl,
-                           String workerUrl, String secretFile) {
+                           String workerUrl, String secretFile, String p2pTokenFile) {
     /** How long the scheduler waits for a lookup's answer before it counts as 0 tokens. */
     static final int LOOKUP_TIMEOUT_MS = 20_000;
     /** How long a prefetch no retrieve consumes stays held. */
@@ -60,8 +65,20 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
             b.set("deployment_secret_file", secretFile);
         }
         if (p2p()) {
+            Map<String, Object> extra = new LinkedHashMap<>(Map.of("use_odirect", true, "p2p_timeout_ms", P2P_TIMEOUT_MS));
+            if (!p2pTokenFile.isEmpty()) {
+                extra.put("p2p_token", readToken(Path.of(p2pTokenFile)));
+            }
             b.set("enable_p2p", true).set("p2p_host", "127.0.0.1").set("p2p_init_ports", List.of(p2pPort))
-                    .set("extra_config", Map.of("use_odirect", true, "p2p_timeout_ms", P2P_TIMEOUT_MS));
+                    .set("extra_config", extra);
+        }
+    }
+
+    private static String readToken(Path file) {
+        try {
+            return Files.readString(file).strip();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the P2P token file " + file, e);
         }
     }
 
@@ -79,6 +96,7 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
         m.put("scheduler_url", schedulerUrl);
         m.put("worker_url", workerUrl);
         m.put("secret_file", secretFile);
+        m.put("p2p_token_file", p2pTokenFile);
         return Json.write(m);
     }
 
@@ -88,6 +106,7 @@ public record InstanceSpec(String instanceId, double cpuGb, Path diskDir, double
                 Path.of((String) m.get("disk_dir")), ((Number) m.get("disk_gb")).doubleValue(),
                 ((Number) m.get("layers")).intValue(), ((Number) m.get("seed")).longValue(),
                 (String) m.get("controller_pull"), (String) m.get("controller_reply"), ((Number) m.get("p2p_port")).intValue(),
-                (String) m.get("scheduler_url"), (String) m.get("worker_url"), (String) m.get("secret_file"));
+                (String) m.get("scheduler_url"), (String) m.get("worker_url"), (String) m.get("secret_file"),
+                (String) m.get("p2p_token_file"));
     }
 }

@@ -44,7 +44,7 @@ class InstanceProtocolTest {
     void aSpecSurvivesItsJson() {
         InstanceSpec spec = new InstanceSpec("instance-1", 0.5, Path.of("/tmp/x y"), 2.0, 8, 42, "127.0.0.1:1",
                 "127.0.0.1:2", 3, "tcp://127.0.0.1:4", "tcp://127.0.0.1:5",
-                "/tmp/secret");
+                "/tmp/secret", "/tmp/p2p token");
         assertEquals(spec, InstanceSpec.fromJson(spec.toJson()));
     }
 }

@@ -57,6 +57,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new P2pBenchCommand(out, err))
                 .addSubcommand(new MpBenchCommand(out, err))
                 .addSubcommand(new ControllerBenchCommand(out, err))
+                .addSubcommand(new ZmqBenchCommand(out, err))
                 .addSubcommand(new TtftBenchCommand(out, err))
                 .addSubcommand(new TraceBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
@@ -76,7 +77,7 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, ttft, trace or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, zmq, ttft, trace or jmh");
     }
 
     @Override

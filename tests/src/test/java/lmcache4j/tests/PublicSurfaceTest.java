@@ -68,7 +68,8 @@ class PublicSurfaceTest {
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
                     "lmcache4j.bench.disk", "lmcache4j.bench.gpu", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model", "lmcache4j.bench.mp",
-                    "lmcache4j.bench.p2p", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store", "lmcache4j.bench.trace"),
+                    "lmcache4j.bench.p2p", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store", "lmcache4j.bench.trace",
+                    "lmcache4j.bench.zmq"),
             "lmcache4j.cli", Set.of(),
             "lmcache4j.s3", Set.of("lmcache4j.s3", "lmcache4j.s3.proxy"));
 

@@ -42,9 +42,10 @@ public final class PdSender implements AutoCloseable {
      * @param stagingTimeouts   requests that found no staging room within the timeout
      * @param notices           ready notices the proxy acknowledged
      * @param noticeFailures    ready notices that could not be delivered
+     * @param stagingUsedBytes  staging memory holding chunks not sent yet, now
      */
     public record Stats(long pushedChunks, long pushedBytes, long alreadySentChunks, long refusedChunks,
-                        long failedChunks, long stagingTimeouts, long notices, long noticeFailures) {
+                        long failedChunks, long stagingTimeouts, long notices, long noticeFailures, long stagingUsedBytes) {
     }
 
     private final PdPusher pusher;
@@ -99,7 +100,7 @@ public final class PdSender implements AutoCloseable {
     public Stats stats() {
         PdPusher.Stats s = pusher.stats();
         return new Stats(s.pushedChunks(), s.pushedBytes(), s.alreadySentChunks(), s.refusedChunks(), s.failedChunks(),
-                s.stagingTimeouts(), s.notices(), s.noticeFailures());
+                s.stagingTimeouts(), s.notices(), s.noticeFailures(), pusher.staging().stats().usedBytes());
     }
 
     /** Stops sending (queued chunks are dropped), closes its connections and its staging buffer. */

@@ -97,7 +97,7 @@ final class PdNoticeServer implements AutoCloseable {
                 return;
             }
             PdConnection c = accepted.get();
-            s.setSoTimeout(0); // a prefiller keeps its connection open between requests
+            c.setIdleTimeout(PdReceiveServer.IDLE_TIMEOUT); // a prefiller keeps its connection open between requests
             while (!closed) {
                 PdConnection.Frame f = c.receive();
                 if (!(f instanceof PdConnection.Message m)) {

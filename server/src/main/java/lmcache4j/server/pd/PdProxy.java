@@ -43,6 +43,12 @@ import lmcache4j.server.http.JsonHttpServer;
  * </ul>
  */
 public final class PdProxy implements AutoCloseable {
+    static {
+        // A prefill of a long prompt on a busy machine takes longer than the JSON server's 30 s default to
+        // answer; read when the JDK's HTTP server configuration loads, so set before the first server.
+        PdLimits.allowLongAnswers();
+    }
+
     private static final System.Logger LOG = System.getLogger(PdProxy.class.getName());
 
     /**
@@ -209,6 +215,9 @@ public final class PdProxy implements AutoCloseable {
         try {
             Map<String, Object> r = post(prefiller, "/prefill", new PdWorkerApi.PrefillCall(reqId, prompt, receiver).json());
             prefilled = Optional.of(PdWorkerApi.PrefillReply.of(r));
+        } catch (RequestRefused e) {
+            board.forget(reqId);
+            throw new BadRequestException("the prefiller refused the request: " + e.getMessage());
         } catch (IOException | RuntimeException e) {
             prefiller.failures.incrementAndGet();
             prefillFailures.incrementAndGet();
@@ -254,6 +263,8 @@ public final class PdProxy implements AutoCloseable {
                     out.put("failures", failures);
                 }
                 return out;
+            } catch (RequestRefused e) {
+                throw new BadRequestException("the decoder refused the request: " + e.getMessage());
             } catch (IOException | RuntimeException e) {
                 d.failures.incrementAndGet();
                 d.receiver = null; // read its ports again once it answers
@@ -321,10 +332,22 @@ public final class PdProxy implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new IOException("answered " + response.statusCode() + " with a body that is no JSON object");
         }
+        if (response.statusCode() == 400) {
+            throw new RequestRefused(String.valueOf(m.getOrDefault("error", m)));
+        }
         if (response.statusCode() != 200) {
             throw new IOException("answered " + response.statusCode() + ": " + m.getOrDefault("error", m));
         }
         return m;
+    }
+
+    /** A worker refused the request itself (400: a token outside the vocabulary, a prompt too long): no other worker would take it. */
+    private static final class RequestRefused extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        RequestRefused(String message) {
+            super(message);
+        }
     }
 
     private static double ms(long nanos) {

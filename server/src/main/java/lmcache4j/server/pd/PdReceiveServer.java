@@ -37,12 +37,16 @@ import lmcache4j.engine.security.DeploymentSecret;
  * answered REFUSED.
  *
  * <p>One virtual thread per connection, at most {@value #MAX_CONNECTIONS} per port (the newest is
- * closed beyond that); a wrong proof waits {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL.
+ * closed beyond that); a wrong proof waits {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL; a
+ * connection idle between frames for {@link #IDLE_TIMEOUT} is closed, and a frame once begun must
+ * arrive within {@code pd_timeout_ms} (plus a second per MiB).
  */
 public final class PdReceiveServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PdReceiveServer.class.getName());
     static final int MAX_CONNECTIONS = 64;
     static final long AUTH_FAILURE_DELAY_MS = 200;
+    /** How long a sender's connection may sit between frames (it keeps it between requests) before it is closed. */
+    static final Duration IDLE_TIMEOUT = Duration.ofMinutes(10);
     private static final int SMALL_FRAME_BYTES = 1 << 20;
 
     /** Counters, a snapshot. */
@@ -191,6 +195,7 @@ public final class PdReceiveServer implements AutoCloseable {
             } else {
                 c = PdConnection.unkeyedForBenchmark(socket, timeout, SMALL_FRAME_BYTES + (int) maxChunkBytes());
             }
+            c.setIdleTimeout(IDLE_TIMEOUT);
             session.serve(c);
         } catch (PdTagMismatchException e) {
             tagFailures.incrementAndGet();

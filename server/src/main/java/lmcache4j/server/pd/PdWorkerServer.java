@@ -21,6 +21,12 @@ import lmcache4j.server.http.JsonHttpServer;
  * JSON and counts.
  */
 public final class PdWorkerServer implements AutoCloseable {
+    static {
+        // A prefill of a long prompt on a busy machine takes longer than the JSON server's 30 s default to
+        // answer; read when the JDK's HTTP server configuration loads, so set before the first server.
+        PdLimits.allowLongAnswers();
+    }
+
     /** The largest request body: a prompt of about 100,000 token ids. */
     static final int MAX_BODY_BYTES = 1 << 20;
 

@@ -80,6 +80,7 @@ public final class PdConnection implements AutoCloseable {
     private final byte[] header = new byte[HEADER_BYTES];
     private PayloadTag.Message chunkTag;
     private long chunkPayloadBytes = -1;
+    private Duration idleTimeout;
 
     private PdConnection(Socket socket, Optional<LmSession> session, boolean server, Duration timeout, int maxBodyBytes)
             throws IOException {
@@ -89,7 +90,17 @@ public final class PdConnection implements AutoCloseable {
         this.sendTag = session.map(s -> server ? s.serverToClient() : s.clientToServer()).orElse(null);
         this.receiveTag = session.map(s -> server ? s.clientToServer() : s.serverToClient()).orElse(null);
         this.timeout = timeout;
+        this.idleTimeout = timeout;
         this.maxBodyBytes = maxBodyBytes;
+    }
+
+    /**
+     * How long {@link #receive()} waits for the first byte of a frame (default: the timeout). A
+     * server gives its peers longer, since a sender keeps its connection between requests; once a
+     * frame has begun, the rest of it must come within the timeout.
+     */
+    public void setIdleTimeout(Duration idle) {
+        this.idleTimeout = Objects.requireNonNull(idle, "idle");
     }
 
     /**
@@ -310,7 +321,13 @@ public final class PdConnection implements AutoCloseable {
         if (chunkPayloadBytes >= 0) {
             throw new IllegalStateException("the payload of the last chunk frame was not read");
         }
-        readFully(header, HEADER_BYTES, true);
+        socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
+        try {
+            readFully(header, 1, true);
+        } finally {
+            socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+        }
+        readFully(header, 1, HEADER_BYTES - 1, false);
         ByteBuffer h = ByteBuffer.wrap(header);
         int bodyBytes = h.getInt();
         byte kind = h.get();
@@ -424,9 +441,14 @@ public final class PdConnection implements AutoCloseable {
     }
 
     private void readFully(byte[] dst, int n, boolean frameStart) throws IOException {
+        readFully(dst, 0, n, frameStart);
+    }
+
+    /** Reads {@code n} bytes into {@code dst} from {@code offset}; a close before a frame's first byte is a plain EOF. */
+    private void readFully(byte[] dst, int offset, int n, boolean frameStart) throws IOException {
         int at = 0;
         while (at < n) {
-            int r = in.read(dst, at, n - at);
+            int r = in.read(dst, offset + at, n - at);
             if (r < 0) {
                 if (frameStart && at == 0) {
                     throw new EOFException("connection closed");

@@ -309,14 +309,26 @@ public final class PdPusher implements AutoCloseable {
             batch.forEach(i -> done(i, Outcome.FAILED, 0));
             return;
         }
+        // A kept connection the receiver has closed (idle, or restarted) fails at once: then once more on a fresh one.
+        if (!sendOnce(t, batch, links.containsKey(t.receiver))) {
+            sendOnce(t, batch, false);
+        }
+    }
+
+    /**
+     * One attempt at {@code batch}; with {@code mayRetry}, false (nothing done, the link closed) when
+     * the allocation exchange failed before anything was written, so that a retry is safe.
+     */
+    private boolean sendOnce(Transfer t, List<Item> batch, boolean mayRetry) {
         Link link;
         try {
             link = link(t.receiver);
         } catch (IOException e) {
             t.stop("cannot reach the receiver " + t.receiver + ": " + e.getMessage());
             batch.forEach(i -> done(i, Outcome.FAILED, 0));
-            return;
+            return true;
         }
+        AllocResponse answer;
         try {
             List<String> keys = new ArrayList<>(batch.size());
             for (Item i : batch) {
@@ -327,7 +339,27 @@ public final class PdPusher implements AutoCloseable {
                     List.of(2, metadata.numLayers(), chunkSize, metadata.numKvHeads() * metadata.headSize()),
                     metadata.kvDtype().keyName(), last.tokenCount());
             link.alloc.sendMessage(PdMessages.encode(request));
-            AllocResponse answer = PdMessages.decodeAllocResponse(message(link.alloc.receive()));
+            answer = PdMessages.decodeAllocResponse(message(link.alloc.receive()));
+        } catch (PdProtocolException e) {
+            closeLink(t.receiver);
+            t.stop("the receiver " + t.receiver + " answered out of protocol: " + e.getMessage());
+            batch.forEach(i -> done(i, Outcome.FAILED, 0));
+            return true;
+        } catch (IOException e) {
+            closeLink(t.receiver);
+            if (mayRetry) {
+                return false;
+            }
+            t.stop("push to " + t.receiver + " failed: " + e.getMessage());
+            batch.forEach(i -> done(i, Outcome.FAILED, 0));
+            return true;
+        }
+        write(t, batch, link, answer);
+        return true;
+    }
+
+    private void write(Transfer t, List<Item> batch, Link link, AllocResponse answer) {
+        try {
             if (!answer.error().isEmpty()) {
                 t.stop("the receiver refused the request: " + answer.error());
                 batch.forEach(i -> done(i, Outcome.REFUSED, 0));

@@ -175,6 +175,9 @@ final class ModelRuns {
                 r = PdBench.run(settings, source, model, scratch, err);
             } catch (IOException | IllegalStateException e) {
                 err.println("lmcache4j bench pd: " + CliText.oneLine(e));
+                if ("1".equals(System.getenv(CliMain.TRACES_VARIABLE))) {
+                    e.printStackTrace(err);
+                }
                 return EXIT_FAILED;
             } catch (IllegalArgumentException e) {
                 return CliMain.usageError(err, "bench pd", e.getMessage());

@@ -62,7 +62,7 @@ public final class PdRoleConfig {
                              List<String> filled) {
         if (given.source(key) instanceof ConfigSource.Default) {
             user.set(key, value);
-            filled.add(key + "=" + value);
+            filled.add(key + "=" + (value instanceof Double d ? String.valueOf(d.longValue()) : value));
         }
     }
 

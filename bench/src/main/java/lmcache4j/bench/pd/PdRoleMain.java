@@ -49,25 +49,43 @@ public final class PdRoleMain {
         LMCacheEngineConfig c = PdRoleConfig.build(role, b, host, System.err::println);
         ModelSource source = new ModelSource(Path.of((String) spec.get("model_dir")), (String) spec.get("model_name"), false);
         AbstractModel model = source.load();
+        JlamaPdWorker worker;
+        PdWorkerServer http;
+        try {
+            worker = JlamaPdWorker.start(role, model, source.name(), c);
+        } catch (IOException | RuntimeException e) {
+            e.printStackTrace();
+            out.println(Json.write(Map.of("event", "failed", "message", String.valueOf(e))));
+            model.close();
+            System.exit(1);
+            return;
+        }
+        try {
+            http = PdWorkerServer.start(new InetSocketAddress(host, ((Number) spec.get("port")).intValue()), 16, worker);
+        } catch (IOException | RuntimeException e) {
+            e.printStackTrace();
+            out.println(Json.write(Map.of("event", "failed", "message", String.valueOf(e))));
+            worker.close();
+            model.close();
+            System.exit(1);
+            return;
+        }
+        Map<String, Object> ready = new LinkedHashMap<>();
+        ready.put("event", "ready");
+        ready.put("http_port", (long) http.address().getPort());
+        out.println(Json.write(ready));
+        waitForEndOfInput(System.in);
         int status = 0;
-        try (JlamaPdWorker worker = JlamaPdWorker.start(role, model, source.name(), c)) {
-            try (PdWorkerServer http = PdWorkerServer.start(new InetSocketAddress(host, ((Number) spec.get("port")).intValue()),
-                    16, worker)) {
-                Map<String, Object> ready = new LinkedHashMap<>();
-                ready.put("event", "ready");
-                ready.put("http_port", (long) http.address().getPort());
-                out.println(Json.write(ready));
-                waitForEndOfInput(System.in);
-            }
+        http.close();
+        try {
+            worker.close(); // the engine's close: its allocators' leak checks
+            out.println(Json.write(Map.of("event", "closed")));
         } catch (RuntimeException e) {
             e.printStackTrace();
             out.println(Json.write(Map.of("event", "leak", "message", String.valueOf(e))));
             status = 3;
         } finally {
             model.close();
-        }
-        if (status == 0) {
-            out.println(Json.write(Map.of("event", "closed")));
         }
         System.exit(status);
     }

@@ -130,7 +130,7 @@ public final class PdTransferBench {
     /** The same bytes, chunk by chunk, over one plain loopback TCP connection into one receiving buffer. */
     private static double bare(Kv kv, long chunkBytes, int chunks) throws IOException {
         try (ServerSocketChannel server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(),
-                0)); Arena arena = Arena.ofConfined()) {
+                0)); Arena arena = Arena.ofShared()) { // the reading thread writes into it too
             MemorySegment into = arena.allocate(chunkBytes, 4096);
             CompletableFuture<Void> reader = CompletableFuture.runAsync(() -> {
                 try (SocketChannel c = server.accept()) {
@@ -161,7 +161,11 @@ public final class PdTransferBench {
                 }
                 c.read(ByteBuffer.allocate(1));
             }
-            reader.join();
+            try {
+                reader.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw new IOException("the bare stream's reader failed: " + e.getCause(), e.getCause());
+            }
             return chunkBytes * chunks / ((System.nanoTime() - t0) / 1e9) / 1e9;
         }
     }

@@ -9,6 +9,11 @@ module lmcache4j.bench {
     requires io.netty.common; // its version, for the report
     requires io.netty.buffer; // the allocator benchmark's baseline: Netty's pooled direct allocator
     requires lettuce.core; // the remote benchmark's baseline: raw Lettuce SET/GET
+    requires lmcache4j.s3; // bench s3: the S3 tier and s3proxy
+    requires jdk.management; // bench s3: the client process's CPU time per byte
+    // bench s3's baseline: the raw AWS SDK client (automatic modules)
+    requires software.amazon.awssdk.services.s3;
+    requires software.amazon.awssdk.core;
     requires java.management; // the controller benchmark reads the heap after GC (bytes per index entry)
     requires org.zeromq.jeromq; // the controller benchmark's baseline: a bare PULL socket
     requires java.logging; // the benchmarks quiet the engine's INFO logs while they measure
@@ -33,5 +38,6 @@ module lmcache4j.bench {
     exports lmcache4j.bench.p2p to lmcache4j.cli;
     exports lmcache4j.bench.pd to lmcache4j.cli;
     exports lmcache4j.bench.remote to lmcache4j.cli;
+    exports lmcache4j.bench.s3 to lmcache4j.cli;
     exports lmcache4j.bench.store to lmcache4j.cli;
 }

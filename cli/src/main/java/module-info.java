@@ -7,6 +7,7 @@ module lmcache4j.cli {
     requires lmcache4j.bench;
     requires lmcache4j.server;
     requires lmcache4j.engine;
+    requires lmcache4j.s3; // s3-server: s3proxy for the S3 tier
     requires java.logging; // the demo quiets the engine's INFO logs while it prints its own report
     // demo --model and bench ttft only; the launcher adds the module for those two commands.
     requires static lmcache4j.jlama;

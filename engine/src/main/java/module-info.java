@@ -19,6 +19,8 @@ module lmcache4j.engine {
     requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
 
+    uses lmcache4j.engine.remote.RemoteConnectorProvider; // remote_url schemes served by other modules (s3://: lmcache4j.s3)
+
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.controller;

@@ -28,4 +28,5 @@ module lmcache4j.server {
     exports lmcache4j.server.mp to lmcache4j.cli, lmcache4j.bench, lmcache4j.tests;
     // its frames, for the MP benchmark's client, which speaks them as LMCache's msgspec client does
     exports lmcache4j.server.mp.wire to lmcache4j.bench;
+    exports lmcache4j.server.net to lmcache4j.cli, lmcache4j.tests;
 }

@@ -53,6 +53,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new ConcurrentBenchCommand(out, err))
                 .addSubcommand(new DiskBenchCommand(out, err))
                 .addSubcommand(new RedisBenchCommand(out, err))
+                .addSubcommand(new S3BenchCommand(out, err))
                 .addSubcommand(new P2pBenchCommand(out, err))
                 .addSubcommand(new MpBenchCommand(out, err))
                 .addSubcommand(new ControllerBenchCommand(out, err))
@@ -75,12 +76,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, ttft, pd or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, ttft, pd or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, controller, p2p, mp, ttft, pd, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, ttft, pd, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -2,9 +2,11 @@ package lmcache4j.cli;
 
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.function.IntSupplier;
 
+import lmcache4j.server.net.AddressInUseException;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -87,7 +89,7 @@ final class CliMain {
         return status;
     }
 
-    /** The help layout every command shares: options in declared order, then {@code -h, --help}. */
+    /** The help layout every command shares: options in declared order, then {@code -h, --help} and {@code -V, --version}. */
     private static void decorate(CommandLine command) {
         CommandSpec spec = command.getCommandSpec();
         spec.usageMessage().synopsisHeading("usage: ./lmcache4j ").sortOptions(false).width(100)
@@ -95,7 +97,18 @@ final class CliMain {
         if (spec.optionsMap().get("--help") == null) {
             spec.addOption(OptionSpec.builder("-h", "--help").usageHelp(true).description("print this help and exit").build());
         }
+        if (spec.optionsMap().get("--version") == null) {
+            spec.version("lmcache4j " + spec.qualifiedName() + " " + version());
+            spec.addOption(OptionSpec.builder("-V", "--version").versionHelp(true)
+                    .description("print lmcache4j's version and exit").build());
+        }
         command.getSubcommands().values().forEach(CliMain::decorate);
+    }
+
+    /** lmcache4j's version: the cli module's, which the build sets from the project's (the launcher's --version reads the pom). */
+    static String version() {
+        return CliMain.class.getModule().getDescriptor() == null ? "(not run as a module)"
+                : CliMain.class.getModule().getDescriptor().rawVersion().orElse("(no version recorded in the module)");
     }
 
     /** {@code demo}, {@code bench hash}: the command as typed after {@code ./lmcache4j}. */
@@ -148,6 +161,22 @@ final class CliMain {
     static int failure(PrintStream err, String command, String what, Throwable e) {
         err.println("lmcache4j " + command + ": " + what + ": " + CliText.oneLine(e) + (outOfMemory(e) ? MachineMemory.note() : ""));
         return 1;
+    }
+
+    /**
+     * A server that could not start: as {@link #failure}, except that an address in use is said as
+     * {@code address H:P already in use (--option)}, naming the option that moves that socket
+     * ({@code optionOfSocket}: the server's socket name to the command's option).
+     */
+    static int startFailure(PrintStream err, String command, Throwable e, Map<String, String> optionOfSocket) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof AddressInUseException inUse) {
+                err.println("lmcache4j " + command + ": cannot start: " + CliText.escape(inUse.getMessage()) + " ("
+                        + optionOfSocket.getOrDefault(inUse.socket(), inUse.socket()) + ")");
+                return 1;
+            }
+        }
+        return failure(err, command, "cannot start", e);
     }
 
     /** Whether {@code e} (or a cause) is the machine or the JVM running out of memory. */

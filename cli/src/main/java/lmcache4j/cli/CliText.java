@@ -80,7 +80,7 @@ final class CliText {
         int depth = 0;
         for (Throwable t = failure; t != null && depth < 8; t = t.getCause(), depth++) {
             String message = message(t);
-            if (sb.indexOf(message) >= 0) {
+            if (sb.indexOf(message) >= 0 || namedAlready(t, sb)) {
                 continue; // a wrapper repeating its cause
             }
             if (!sb.isEmpty()) {
@@ -89,6 +89,12 @@ final class CliText {
             sb.append(message);
         }
         return escape(sb.toString());
+    }
+
+    /** A file system error about a file a wrapper named already, with its own reason (it said what happened). */
+    private static boolean namedAlready(Throwable t, StringBuilder line) {
+        return t instanceof FileSystemException fs && fs.getReason() == null && fs.getFile() != null
+                && line.indexOf(fs.getFile()) >= 0 && line.indexOf(fs.getFile() + ": ") >= 0;
     }
 
     /** A file system error names what happened, not only the file ({@code no such file: /x}, not {@code /x}). */

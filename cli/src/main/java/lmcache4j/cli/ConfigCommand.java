@@ -8,6 +8,7 @@ import java.util.Map;
 import lmcache4j.engine.config.ConfigException;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.security.DeploymentSecret;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -16,8 +17,8 @@ import picocli.CommandLine.Option;
  * {@code ./lmcache4j config [--file PATH] [--set key=value ...]}: loads the config exactly as the
  * engine would (file from {@code --file} or {@code LMCACHE_CONFIG_FILE}, then {@code LMCACHE_*}
  * variables, then the {@code --set} overrides) and prints every field as
- * {@code key = value  (source)}. Exit 0 when the config is valid, 2 when it is not or the
- * arguments are wrong.
+ * {@code key = value  (source)}. Exit 0 when the config is valid, 2 when it is not (a field, or a
+ * {@code deployment_secret_file} the engine could not use) or the arguments are wrong.
  */
 @Command(name = "config", description = {
         "Prints lmcache4j's effective config, one `key = value  (source)` line per field and per extra_config entry, then "
@@ -51,11 +52,6 @@ public final class ConfigCommand implements CliMain.Command {
         loader.setText(keyValue.substring(0, eq).strip(), keyValue.substring(eq + 1), "--set");
     }
 
-    @Override
-    public String unmatched(String arg) {
-        return "unexpected argument '" + CliText.echo(arg) + "'";
-    }
-
     public static void main(String[] args) {
         CliMain.exit("config", () -> run(List.of(args), System.getenv(), System.out, System.err));
     }
@@ -73,6 +69,13 @@ public final class ConfigCommand implements CliMain.Command {
         } catch (ConfigException e) {
             // One line per problem, each escaped: a value or key may carry control characters.
             e.getMessage().lines().map(CliText::escape).forEach(line -> err.println("lmcache4j config: " + line.strip()));
+            return 2;
+        }
+        // The one value an engine reads from elsewhere at start: a secret file it cannot use stops it then.
+        try {
+            config.deploymentSecretFile().ifPresent(f -> DeploymentSecret.fromFile(Path.of(f)));
+        } catch (IllegalArgumentException e) {
+            err.println("lmcache4j config: deployment_secret_file: " + CliText.escape(e.getMessage()));
             return 2;
         }
         out.println("# lmcache4j effective config; file: "

@@ -3,6 +3,7 @@ package lmcache4j.cli;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
@@ -216,8 +217,7 @@ public final class ControllerCommand implements CliMain.Command {
             throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage(), e);
         }
         if (printBearer) {
-            out.println(config.secret().orElseThrow(() -> new IllegalArgumentException(
-                    "--print-bearer needs --secret-file (or $" + DeploymentSecret.FILE_ENV + ")")).bearerToken());
+            out.println(config.secret().orElseThrow().bearerToken()); // secret() refused --print-bearer without one
             return 0;
         }
         if (insecure && !List.of(config.pull(), config.reply(), config.heartbeat(), config.http()).stream()
@@ -225,20 +225,20 @@ public final class ControllerCommand implements CliMain.Command {
             err.println("lmcache4j controller: warning: --insecure on a non-loopback address: anyone who reaches it can "
                     + "register workers, report chunks and command engines");
         }
-        if (config.hashSeed().isEmpty()) {
-            err.println("lmcache4j controller: warning: no --hash-seed and no PYTHONHASHSEED: lookups hash with a random "
-                    + "NONE_HASH and will match no engine; pass the engines' hash_seed");
-        }
         ControllerServer controller;
         try {
             controller = ControllerServer.start(config);
         } catch (RuntimeException e) {
-            return CliMain.failure(err, "controller", "cannot start", e);
+            return CliMain.startFailure(err, "controller", e,
+                    Map.of("pull", "--pull", "reply", "--reply", "heartbeat", "--heartbeat", "http", "--http"));
         }
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-controller-shutdown");
         out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
                 + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()
                 + "), http http://" + controller.httpEndpoint());
+        out.println("lmcache4j controller: " + (config.secret().isPresent()
+                ? "secured by the deployment secret " + secretSource() + ": CURVE on every ZeroMQ socket, a bearer token on HTTP"
+                : "--insecure: no authentication; anyone who reaches these ports can register workers and command engines"));
         out.println("lmcache4j controller: chunk size " + config.chunkSize() + (config.saveUnfullChunk() ? " (partial last chunk keyed)" : "")
                 + ", " + config.hashAlgorithm().lmcacheName() + ", hash seed " + (config.hashSeed().isPresent() ? "set" : "NOT set")
                 + ", chunk keys " + config.chunkKeys().configName()
@@ -252,16 +252,30 @@ public final class ControllerCommand implements CliMain.Command {
         return 0;
     }
 
+    /** The secret's file, from --secret-file or the environment. */
+    private Optional<Path> secretPath() {
+        return secretFile.or(() -> Optional.ofNullable(System.getenv(DeploymentSecret.FILE_ENV)).filter(f -> !f.isBlank())
+                .map(Path::of));
+    }
+
+    /** Where the secret came from, for the start line. */
+    private String secretSource() {
+        return secretFile.map(f -> "in " + f).orElseGet(() -> "in $" + DeploymentSecret.FILE_ENV + " (" + secretPath().orElseThrow() + ")");
+    }
+
     /** The deployment secret from --secret-file or the environment; none only with --insecure. */
     private Optional<DeploymentSecret> secret() {
-        Optional<Path> file = secretFile.or(() -> Optional.ofNullable(System.getenv(DeploymentSecret.FILE_ENV))
-                .filter(f -> !f.isBlank()).map(Path::of));
+        Optional<Path> file = secretPath();
+        if (printBearer && file.isEmpty()) {
+            throw new IllegalArgumentException("--print-bearer needs the controller's secret file: ./lmcache4j controller "
+                    + "--secret-file FILE --print-bearer");
+        }
         if (file.isPresent() && insecure) {
             throw new IllegalArgumentException("--insecure and a deployment secret exclude each other");
         }
         if (file.isEmpty() && !insecure) {
             throw new IllegalArgumentException("the controller needs a deployment secret: --secret-file FILE (or $"
-                    + DeploymentSecret.FILE_ENV + "; make one with: umask 077; head -c 32 /dev/urandom | base64 > FILE). "
+                    + DeploymentSecret.FILE_ENV + "; make one with: (umask 077; head -c 32 /dev/urandom | base64 > FILE)). "
                     + "For loopback development, or LMCache's Python workers, which cannot authenticate, pass --insecure");
         }
         return file.map(DeploymentSecret::fromFile);

@@ -62,7 +62,8 @@ public final class CudaCheckCommand implements CliMain.Command {
 
     @Override
     public String unmatched(String arg) {
-        return "takes no arguments besides its options, got '" + CliText.echo(arg) + "'";
+        return arg.startsWith("-") ? CliMain.Command.super.unmatched(arg)
+                : "takes no arguments besides its options, got '" + CliText.echo(arg) + "'";
     }
 
     @Override

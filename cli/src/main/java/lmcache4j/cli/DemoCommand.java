@@ -188,7 +188,9 @@ public final class DemoCommand implements CliMain.Command {
 
     @Option(names = "--remote", paramLabel = "URL", order = 7, description = "a remote tier shared with other processes: "
             + "redis://host:port (also rediss://, redis-sentinel://, redis-cluster://h:p,h:p), lm://host:port (./lmcache4j "
-            + "server) or fs:///shared/dir; a second demo pointed at the same remote hits what the first stored there")
+            + "server), fs:///shared/dir or s3://BUCKET / s3://HOST:PORT/BUCKET?disable_tls=true (./lmcache4j s3-server; "
+            + "credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); a second demo pointed at the same remote hits "
+            + "what the first stored there")
     private void remote(String value) {
         if (value.indexOf("://") <= 0) {
             throw new IllegalArgumentException("--remote needs a URL such as lm://127.0.0.1:65432 or "
@@ -250,6 +252,19 @@ public final class DemoCommand implements CliMain.Command {
     private void promptOut(String value) {
         if (value.isBlank()) {
             throw new IllegalArgumentException("--prompt-out needs a file name");
+        }
+        // Checked now, not after the whole run: the file is written at the end.
+        Path dir = Path.of(value).toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " does not exist; create it first or name a file in an existing one");
+        }
+        if (Files.isDirectory(Path.of(value))) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + " is a directory; name a file");
+        }
+        if (!Files.isWritable(dir)) {
+            throw new IllegalArgumentException("--prompt-out " + CliText.echo(value) + ": the directory " + dir
+                    + " is not writable");
         }
         promptOut = Path.of(value);
     }

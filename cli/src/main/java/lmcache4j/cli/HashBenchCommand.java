@@ -76,6 +76,8 @@ public final class HashBenchCommand implements CliMain.Command {
         return new ReportJson()
                 .number("hash_tokens_per_s", r.hashTokensPerSecond(), 0)
                 .number("hash_vs_raw_sha256", r.ratio(), 3)
+                .number("int_chain_tokens_per_s", r.intTokensPerSecond(), 0)
+                .number("int_chain_vs_raw_sha256", r.intRatio(), 3)
                 .number("raw_sha256_tokens_per_s", r.rawTokensPerSecond(), 0)
                 .number("raw_sha256_bytes_per_s", r.rawBytesPerSecond(), 0)
                 .number("target_ratio", TARGET_RATIO, 1)

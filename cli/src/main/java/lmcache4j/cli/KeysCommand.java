@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
@@ -15,20 +16,25 @@ import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.StorageKeys;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
  * {@code ./lmcache4j keys --model NAME [...]}: reads token ids on stdin and prints one line per
- * chunk, {@code start end key}, with the keys LMCache (sha256_cbor, same seed) would compute.
+ * chunk, {@code start end key digest-key}: the key in LMCache's current form (what
+ * {@code storage_chunk_keys: lmcache} stores under) and in the older digest form
+ * ({@code storage_chunk_keys: digest}), as LMCache (sha256_cbor, same seed) would compute them.
  * Exit status 0, or 2 for a bad argument or bad input (the message says which).
  */
 @Command(name = "keys", description = {
         "Reads token ids (non-negative integers separated by whitespace or commas; a surrounding [ ] is allowed, so a "
                 + "Python list pastes as is) on stdin and prints one line per chunk:",
-        "    start end key",
-        "keyed as LMCache's ChunkedTokenDatabase with pre_caching_hash_algorithm sha256_cbor keys it."},
+        "    start end key digest-key",
+        "keyed as LMCache's ChunkedTokenDatabase with pre_caching_hash_algorithm sha256_cbor keys it: key in LMCache's "
+                + "current form (its 64-bit integer chain in hex; storage_chunk_keys: lmcache, the default), digest-key in "
+                + "the older 64-hex-digit SHA-256 form (storage_chunk_keys: digest; LMCache before its PR #2999)."},
         footer = "Without --seed and without PYTHONHASHSEED, NONE_HASH is random: the keys match no other process.")
 public final class KeysCommand implements CliMain.Command {
     private final InputStream in;
@@ -127,11 +133,16 @@ public final class KeysCommand implements CliMain.Command {
                     + "(the PYTHONHASHSEED of the vLLM/LMCache processes to match)");
             hasher = ChunkHasher.withNoneHash(HashAlgorithm.SHA256_CBOR, ChunkHasher.randomNoneHash());
         }
-        ChunkedTokenDatabase db = new ChunkedTokenDatabase(chunkSize, saveUnfullChunk, hasher,
-                new KeyFactory(model, worldSize, workerId, dtype));
+        KeyFactory keys = new KeyFactory(model, worldSize, workerId, dtype);
+        List<ChunkRange> current = new ChunkedTokenDatabase(chunkSize, saveUnfullChunk, hasher, keys, StorageKeys.LMCACHE)
+                .processTokens(tokens);
+        List<ChunkRange> digest = new ChunkedTokenDatabase(chunkSize, saveUnfullChunk, hasher, keys, StorageKeys.DIGEST)
+                .processTokens(tokens);
         StringBuilder sb = new StringBuilder();
-        for (ChunkRange r : db.processTokens(tokens)) {
-            sb.append(r.start()).append(' ').append(r.end()).append(' ').append(r.key().toKeyString()).append('\n');
+        for (int i = 0; i < current.size(); i++) {
+            ChunkRange r = current.get(i);
+            sb.append(r.start()).append(' ').append(r.end()).append(' ').append(r.key().toKeyString()).append(' ')
+                    .append(digest.get(i).key().toKeyString()).append('\n');
         }
         out.print(sb);
         out.flush();

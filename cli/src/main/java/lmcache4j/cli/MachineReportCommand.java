@@ -26,7 +26,7 @@ public final class MachineReportCommand implements CliMain.Command {
 
     @Override
     public String unmatched(String arg) {
-        return "takes no arguments, got '" + CliText.echo(arg) + "'";
+        return arg.startsWith("-") ? CliMain.Command.super.unmatched(arg) : "takes no arguments, got '" + CliText.echo(arg) + "'";
     }
 
     @Override

@@ -72,7 +72,12 @@ final class ModelRuns {
         Level previous = lmcacheLogs.getLevel();
         lmcacheLogs.setLevel(Level.WARNING);
         try (TemporaryDirectory scratch = TemporaryDirectory.create("lmcache4j-model-", err, who)) {
-            AbstractModel model = source.load();
+            AbstractModel model;
+            try {
+                model = source.load();
+            } catch (IllegalArgumentException e) { // a config.json or weights Jlama cannot read
+                return CliMain.usageError(err, command, e.getMessage());
+            }
             try {
                 return body.run(source, model, scratch.path());
             } finally {

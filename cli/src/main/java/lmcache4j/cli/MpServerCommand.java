@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.server.mp.MpL2Settings;
@@ -48,6 +49,8 @@ public final class MpServerCommand implements CliMain.Command {
     private double l2StagingGb = 0.25;
     private int l2Queue = MpL2Settings.NONE.writeQueue();
     private Duration l2Timeout = MpL2Settings.NONE.prefetchTimeout();
+    /** The --l2-* options given that only shape a lower tier: an error without --l2-disk or --l2-remote. */
+    private final java.util.Set<String> l2Shaping = new java.util.LinkedHashSet<>();
 
     private MpServerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
         this.out = out;
@@ -106,6 +109,10 @@ public final class MpServerCommand implements CliMain.Command {
         if (value.isBlank()) {
             throw new IllegalArgumentException("--l2-disk needs a directory");
         }
+        if (java.nio.file.Files.exists(Path.of(value)) && !java.nio.file.Files.isDirectory(Path.of(value))) {
+            throw new IllegalArgumentException("--l2-disk " + CliText.echo(value) + " is a file; name a directory (it is "
+                    + "created when missing)");
+        }
         l2Disk = Path.of(value);
     }
 
@@ -113,6 +120,7 @@ public final class MpServerCommand implements CliMain.Command {
             + "least recently used files go first (default 10)")
     private void l2DiskSize(String value) {
         l2DiskGb = gigabytes("--l2-disk-size", value);
+        l2Shaping.add("--l2-disk-size");
     }
 
     @Option(names = "--l2-remote", paramLabel = "URL", order = 11, description = "a remote lower tier, written through "
@@ -129,6 +137,7 @@ public final class MpServerCommand implements CliMain.Command {
             + "through (never the pool), half for writes and half for loads (default 0.25)")
     private void l2StagingSize(String value) {
         l2StagingGb = gigabytes("--l2-staging-size", value);
+        l2Shaping.add("--l2-staging-size");
         if (l2StagingGb * (1L << 30) < MpL2Settings.MIN_STAGING_BYTES) {
             throw new IllegalArgumentException("--l2-staging-size must be at least 0.002 GB (2 MiB: half for writes, half"
                     + " for loads), got " + CliText.echo(value));
@@ -139,12 +148,14 @@ public final class MpServerCommand implements CliMain.Command {
             + "lower tiers' writer; beyond that writes are dropped and counted (default 1024)")
     private void l2WriteQueue(String value) {
         l2Queue = OptionValues.intInRange("--l2-write-queue", value, 1, 1 << 20);
+        l2Shaping.add("--l2-write-queue");
     }
 
     @Option(names = "--l2-timeout", paramLabel = "S", order = 14, description = "the longest a lookup's load from the "
             + "lower tiers runs; what is not loaded by then is a miss; at most half --lock-ttl (default 30)")
     private void l2Timeout(String value) {
         l2Timeout = OptionValues.seconds("--l2-timeout", value, 3_600);
+        l2Shaping.add("--l2-timeout");
     }
 
     private static double gigabytes(String option, String value) {
@@ -153,11 +164,6 @@ public final class MpServerCommand implements CliMain.Command {
             throw new IllegalArgumentException(option + " must be at least 0.001 GB (1 MiB), got " + CliText.echo(value));
         }
         return gb;
-    }
-
-    @Override
-    public String unmatched(String arg) {
-        return "unknown argument '" + CliText.echo(arg) + "'";
     }
 
     public static void main(String[] args) {
@@ -175,6 +181,11 @@ public final class MpServerCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        if (l2Disk == null && l2Remote == null && !l2Shaping.isEmpty()) {
+            return CliMain.usageError(err, "mp-server", String.join(", ", l2Shaping) + " shape" + (l2Shaping.size() == 1 ? "s" : "")
+                    + " a lower tier, but there is none: add --l2-disk DIR and/or --l2-remote URL, or leave "
+                    + (l2Shaping.size() == 1 ? "it" : "them") + " out");
+        }
         MpServerSettings settings;
         try {
             long poolBytes = (long) (gb * (1L << 30));
@@ -203,7 +214,7 @@ public final class MpServerCommand implements CliMain.Command {
         try {
             server = MpServer.start(settings);
         } catch (IOException | RuntimeException e) {
-            return CliMain.failure(err, "mp-server", "cannot start", e);
+            return CliMain.startFailure(err, "mp-server", e, Map.of("zmq", "--port", "http", "--http-port; -1: no HTTP"));
         }
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-mp-server-shutdown");
         out.println("mp-server listening on tcp://" + settings.host() + ":" + server.port() + " (chunk " + settings.chunkSize()

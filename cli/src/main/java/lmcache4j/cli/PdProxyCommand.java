@@ -132,10 +132,6 @@ public final class PdProxyCommand implements CliMain.Command {
         return value;
     }
 
-    @Override
-    public String unmatched(String arg) {
-        return "unknown argument '" + CliText.echo(arg) + "'";
-    }
 
     public static void main(String[] args) {
         CliMain.exit("pd-proxy", () -> run(args, System.out, System.err, null));

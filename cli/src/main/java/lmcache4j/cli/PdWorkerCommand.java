@@ -64,8 +64,8 @@ public final class PdWorkerCommand implements CliMain.Command {
                 .warnings(w -> err.println("lmcache4j pd-worker: warning: " + CliText.escape(w)));
     }
 
-    @Option(names = "--role", paramLabel = "R", order = 0, required = true,
-            description = "prefiller, decoder or colocated")
+    // Checked in call(), not by picocli's required: an unknown option is then named first, as in every command.
+    @Option(names = "--role", paramLabel = "R", order = 0, description = "prefiller, decoder or colocated (required)")
     private void role(String value) {
         role = JlamaPdWorker.Role.of(value);
     }
@@ -99,10 +99,6 @@ public final class PdWorkerCommand implements CliMain.Command {
         loader.setText(keyValue.substring(0, eq).strip(), keyValue.substring(eq + 1), "--set");
     }
 
-    @Override
-    public String unmatched(String arg) {
-        return "unknown argument '" + CliText.echo(arg) + "'";
-    }
 
     public static void main(String[] args) {
         CliMain.exit("pd-worker", () -> run(List.of(args), System.getenv(), System.out, System.err, null));
@@ -116,6 +112,9 @@ public final class PdWorkerCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        if (role == null) {
+            return CliMain.usageError(err, "pd-worker", "--role is required: prefiller, decoder or colocated");
+        }
         LMCacheEngineConfig config;
         try {
             config = PdRoleConfig.build(role, loader, host, note -> err.println("lmcache4j pd-worker: " + note));

@@ -99,11 +99,6 @@ public final class ServerCommand implements CliMain.Command {
         limits = limits.withStallTimeout(OptionValues.seconds("--stall-timeout", value, MAX_TIMEOUT_SECONDS));
     }
 
-    @Override
-    public String unmatched(String arg) {
-        return "unknown argument '" + CliText.echo(arg) + "'";
-    }
-
     public static void main(String[] args) {
         CliMain.exit("server", () -> run(args, System.out, System.err));
     }
@@ -139,7 +134,7 @@ public final class ServerCommand implements CliMain.Command {
         try {
             server = LmCacheServer.start(address, port, maxBytes, token, maxFrameBytes, limits);
         } catch (IOException | RuntimeException e) {
-            return CliMain.failure(err, "server", "cannot start", e);
+            return CliMain.startFailure(err, "server", e, java.util.Map.of("lm", "--port"));
         }
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-lm-server-shutdown");
         out.println("lm:// server listening on " + server.address().getAddress().getHostAddress() + ":" + server.port()

@@ -87,6 +87,8 @@ class BadArgumentsTest {
             "demo --kv-events nonsense",
             "demo --kv-events",
             "demo --no-disk --disk /tmp",
+            "demo --prompt-out /proc/lmcache4j-cannot-exist/prompt.json" + SMALL,
+            "demo --prompt-out /tmp" + SMALL,
             "demo extra",
             "demo --\u001b[2J",
             "server --max-size 1e-12",
@@ -176,6 +178,33 @@ class BadArgumentsTest {
         assertTrue(run("server --max-size 1e-12").err().contains("--max-size 1e-12 GB is less than 1 MiB"));
         assertTrue(run("server --max-size 100000").err().contains("more than this machine's"));
         assertTrue(run("demo --\u001b[2J").err().contains("unknown option '--\\x1b[2J'"));
+        // Said when parsed, not after the whole run that writes the file at its end.
+        assertTrue(run("demo --prompt-out /proc/lmcache4j-cannot-exist/prompt.json" + SMALL).err().startsWith("lmcache4j demo: "
+                + "--prompt-out /proc/lmcache4j-cannot-exist/prompt.json: the directory /proc/lmcache4j-cannot-exist does not exist"));
+    }
+
+    /** Every command words it alike (the MP and lm:// servers said "unknown argument", config "unexpected argument"). */
+    @Test
+    void everyCommandCallsAnUnknownDashedArgumentAnUnknownOption() {
+        Map<String, Command> all = new java.util.TreeMap<>(COMMANDS);
+        all.put("mp-server", MpServerCommand::run);
+        all.put("controller", ControllerCommand::run);
+        all.put("pd-worker", (args, out, err) -> PdWorkerCommand.run(List.of(args), Map.of(), out, err, null));
+        all.put("pd-proxy", (args, out, err) -> PdProxyCommand.run(args, out, err, null));
+        List<Executable> checks = new ArrayList<>();
+        for (String name : all.keySet()) {
+            String line = name + (name.equals("bench") ? " hash" : "") + " --bogus";
+            List<String> words = List.of(line.split(" "));
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int exit = all.get(name).run(words.subList(1, words.size()).toArray(String[]::new),
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                    new PrintStream(err, true, StandardCharsets.UTF_8));
+            String expected = "lmcache4j " + String.join(" ", words.subList(0, words.size() - 1)) + ": unknown option '--bogus' (./lmcache4j "
+                    + String.join(" ", words.subList(0, words.size() - 1)) + " --help lists the options)";
+            checks.add(() -> assertEquals(2, exit, line));
+            checks.add(() -> assertEquals(expected, err.toString(StandardCharsets.UTF_8).strip(), line));
+        }
+        assertAll(checks);
     }
 
     @Test

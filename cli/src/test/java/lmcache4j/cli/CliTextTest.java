@@ -31,4 +31,13 @@ class CliTextTest {
         assertEquals("outer: inner", CliText.oneLine(new RuntimeException("outer", new IllegalStateException("inner"))));
         assertEquals("StackOverflowError", CliText.oneLine(new StackOverflowError()));
     }
+
+    /** A wrapper that named the file and said why is not followed by the cause repeating the file. */
+    @Test
+    void aFileNamedByItsWrapperIsNotRepeatedByTheCause() {
+        assertEquals("cannot create the chunk directory /x/y: permission denied", CliText.oneLine(new UncheckedIOException(
+                "cannot create the chunk directory /x/y: permission denied", new java.nio.file.AccessDeniedException("/x/y"))));
+        assertEquals("cannot open the tier: no such file: /x/y", CliText.oneLine(new UncheckedIOException(
+                "cannot open the tier", new java.nio.file.NoSuchFileException("/x/y"))), "a cause naming a new file stays");
+    }
 }

@@ -125,4 +125,22 @@ class ConfigCommandTest {
         assertEquals(2, unknown.exit());
         assertTrue(unknown.err().contains("unknown config key 'bogus_key' (--set)"), unknown.err());
     }
+
+    /** The secret file is read at an engine's start; config says now what would stop it then (exit 2, as for any bad field). */
+    @Test
+    void aDeploymentSecretFileTheEngineCouldNotUseIsABadConfig(@TempDir Path dir) throws IOException {
+        Path missing = dir.resolve("nosuch");
+        Run none = run(Map.of(), "--set", "deployment_secret_file=" + missing);
+        assertEquals(2, none.exit(), none.out() + none.err());
+        assertTrue(none.err().contains("deployment_secret_file: the secret file " + missing + " does not exist"), none.err());
+        Path open = dir.resolve("open");
+        Files.writeString(open, "0123456789abcdef0123456789abcdef\n");
+        Files.setPosixFilePermissions(open, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        Run readable = run(Map.of(), "--set", "deployment_secret_file=" + open);
+        assertEquals(2, readable.exit(), readable.out() + readable.err());
+        assertTrue(readable.err().contains("readable by others") && readable.err().contains("chmod 600"), readable.err());
+        Files.setPosixFilePermissions(open, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Run good = run(Map.of(), "--set", "deployment_secret_file=" + open);
+        assertEquals(0, good.exit(), good.err());
+    }
 }

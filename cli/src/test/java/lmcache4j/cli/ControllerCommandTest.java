@@ -8,6 +8,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.HttpURLConnection;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -44,6 +45,24 @@ class ControllerCommandTest {
         }
     }
 
+    /** Each of the four addresses in use is named with its option, never as JeroMQ's "Errno 48". */
+    @Test
+    void aPortInUseIsNamedWithTheOptionThatMovesIt() throws Exception {
+        try (ServerSocket held = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String taken = "127.0.0.1:" + held.getLocalPort();
+            for (String option : List.of("--pull", "--reply", "--heartbeat", "--http")) {
+                List<String> args = new java.util.ArrayList<>(List.of(ANY_PORTS));
+                args.set(args.indexOf(option) + 1, taken);
+                args.addAll(List.of("--hash-seed", "0"));
+                ByteArrayOutputStream err = new ByteArrayOutputStream();
+                assertEquals(1, ControllerCommand.run(args.toArray(String[]::new), new PrintStream(new ByteArrayOutputStream()),
+                        new PrintStream(err, true, StandardCharsets.UTF_8), new CountDownLatch(0)), err.toString());
+                assertEquals("lmcache4j controller: cannot start: address " + taken + " already in use (" + option + ")",
+                        err.toString().strip());
+            }
+        }
+    }
+
     @Test
     void withoutASecretOnlyInsecureStartsAndWithOneTheHttpApiWantsTheBearer(@TempDir Path dir) throws Exception {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
@@ -51,6 +70,14 @@ class ControllerCommandTest {
         assertEquals(2, ControllerCommand.run(plain, new PrintStream(new ByteArrayOutputStream()), new PrintStream(err),
                 new CountDownLatch(0)));
         assertTrue(err.toString().contains("needs a deployment secret") && err.toString().contains("--insecure"), err.toString());
+        // The recipe in a subshell: pasted as it is, it leaves the user's shell at its own umask.
+        assertTrue(err.toString().contains("make one with: (umask 077; head -c 32 /dev/urandom | base64 > FILE)"), err.toString());
+        err.reset();
+        assertEquals(2, ControllerCommand.run(new String[] {"--print-bearer"}, new PrintStream(new ByteArrayOutputStream()),
+                new PrintStream(err)));
+        assertTrue(err.toString().startsWith("lmcache4j controller: --print-bearer needs the controller's secret file: "
+                + "./lmcache4j controller --secret-file FILE --print-bearer"), err.toString());
+        err.reset();
 
         Path file = dir.resolve("secret");
         DeploymentSecret secret = DeploymentSecret.createFile(file);
@@ -72,6 +99,14 @@ class ControllerCommandTest {
         Thread t = Thread.ofPlatform().start(() -> rc[0] = ControllerCommand.run(args, out, System.err, stop));
         try {
             String http = awaitHttp(bytes);
+            awaitText(bytes, "lmcache4j controller: secured by the deployment secret in " + file
+                    + ": CURVE on every ZeroMQ socket, a bearer token on HTTP");
+            HttpURLConnection refused = open(http + "/instances", null);
+            assertEquals(401, refused.getResponseCode());
+            try (InputStream body = refused.getErrorStream()) {
+                String text = new String(body.readAllBytes(), StandardCharsets.UTF_8);
+                assertTrue(text.contains("./lmcache4j controller --secret-file FILE --print-bearer"), "the whole command: " + text);
+            }
             for (String path : List.of("/instances", "/metrics")) {
                 HttpURLConnection anonymous = open(http + path, null);
                 assertEquals(401, anonymous.getResponseCode(), path);
@@ -125,6 +160,60 @@ class ControllerCommandTest {
         assertEquals(0, rc[0]);
         String text = bytes.toString(StandardCharsets.UTF_8);
         assertTrue(text.contains("lmcache4j controller: pull 127.0.0.1:") && text.contains("lmcache4j controller: stopped"), text);
+        assertTrue(text.contains("lmcache4j controller: --insecure: no authentication"), "the start says it is insecure: " + text);
+    }
+
+    /** Without a seed the controller warns once, in its own words (the command and the hasher both warned). */
+    @Test
+    void withoutAHashSeedTheWarningIsSaidOnce() throws Exception {
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger root = java.util.logging.Logger.getLogger("lmcache4j");
+        root.addHandler(capture);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        CountDownLatch stop = new CountDownLatch(1);
+        int[] rc = {-1};
+        Thread t = Thread.ofPlatform().start(() -> rc[0] = ControllerCommand.run(ANY_PORTS,
+                new PrintStream(bytes, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8), stop));
+        try {
+            awaitHttp(bytes);
+        } finally {
+            stop.countDown();
+            t.join(10_000);
+            root.removeHandler(capture);
+        }
+        assertEquals(0, rc[0], err.toString());
+        if (System.getenv("PYTHONHASHSEED") == null) {
+            List<String> seedWarnings = warnings.stream().filter(w -> w.toLowerCase(java.util.Locale.ROOT).contains("hash seed"))
+                    .toList();
+            assertEquals(1, seedWarnings.size(), "one warning: " + seedWarnings);
+            assertTrue(seedWarnings.getFirst().contains("--hash-seed"), seedWarnings.getFirst());
+            assertTrue(!err.toString().toLowerCase(java.util.Locale.ROOT).contains("hash seed"), "not again on stderr: " + err);
+        }
+    }
+
+    /** Waits for a start line after the address line (they are printed one after the other). */
+    private static void awaitText(ByteArrayOutputStream bytes, String text) throws InterruptedException {
+        for (int i = 0; i < 1000 && !bytes.toString(StandardCharsets.UTF_8).contains(text); i++) {
+            Thread.sleep(20);
+        }
+        assertTrue(bytes.toString(StandardCharsets.UTF_8).contains(text), bytes.toString(StandardCharsets.UTF_8));
     }
 
     private static String awaitHttp(ByteArrayOutputStream bytes) throws InterruptedException {

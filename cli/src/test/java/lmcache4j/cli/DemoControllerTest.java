@@ -9,12 +9,20 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import lmcache4j.bench.demo.ServingSimulator;
 import lmcache4j.engine.json.Json;
+import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerLookup;
 import lmcache4j.server.controller.ControllerServer;
@@ -48,6 +56,25 @@ class DemoControllerTest {
     void aLookupOfThePromptTheDemoWroteNamesItsInstanceWhileItHolds(@TempDir Path dir) throws Exception {
         // Every demo hashes with hash_seed "0", whatever its workload seed: the controller hashes the same way.
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED));
+        List<String> registrations = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                registrations.add(java.text.MessageFormat.format(record.getMessage(), record.getParameters()));
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger registryLog = Logger.getLogger("lmcache4j.server.controller.registry.WorkerRegistry");
+        Level registryLevel = registryLog.getLevel();
+        registryLog.setLevel(Level.INFO); // the demo quiets lmcache4j's INFO logs while it runs in this JVM
+        registryLog.addHandler(capture);
         try (ControllerServer controller = ControllerServer.start(config)) {
             Path prompt = dir.resolve("prompt.json");
             String link = controller.pullEndpoint() + "," + controller.replyEndpoint();
@@ -68,6 +95,12 @@ class DemoControllerTest {
             assertEquals(0, r.exit(), r.err());
             assertTrue(r.out().contains("\"controller_registered\": true"), r.out());
             assertTrue(r.err().contains("holding the engine 5 s (registered with the controller as demo-a)"), r.err());
+            // The worker's control port, a free one (five digits), as a port: "127.0.0.1:58002", never "58,002".
+            assertTrue(registrations.stream().anyMatch(l -> l.matches("worker demo-a:0 registered at 127\\.0\\.0\\.1:\\d+")),
+                    "the registration's log line: " + registrations);
+        } finally {
+            registryLog.removeHandler(capture);
+            registryLog.setLevel(registryLevel);
         }
     }
 
@@ -83,6 +116,49 @@ class DemoControllerTest {
         assertEquals(4, r.exit(), r.out() + r.err());
         assertTrue(r.err().contains("never acknowledged the registration"), r.err());
         assertTrue(r.out().contains("NOT registered"), r.out());
+    }
+
+    /**
+     * A demo without the secret against a secured controller: the demo's exit-4 reason says to pass the
+     * secret, and the controller counts the refused handshakes and logs them (CURVE alone says nothing).
+     */
+    @Test
+    void anEngineWithoutTheSecretIsToldToPassItAndTheControllerCountsAndLogsIt(@TempDir Path dir) throws Exception {
+        DeploymentSecret secret = DeploymentSecret.createFile(dir.resolve("secret"));
+        ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED))
+                .withSecret(Optional.of(secret));
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger gateLog = Logger.getLogger(CurveGate.class.getName());
+        gateLog.addHandler(capture);
+        try (ControllerServer controller = ControllerServer.start(config)) {
+            Run r = run("--controller", controller.pullEndpoint() + "," + controller.replyEndpoint());
+            assertEquals(4, r.exit(), r.out() + r.err());
+            assertTrue(r.err().contains("never acknowledged the registration") && r.err().contains("--secret-file FILE")
+                    && r.err().contains("deployment_secret_file"), "the reason says to pass the secret: " + r.err());
+            String refused = controller.metrics().render().lines()
+                    .filter(l -> l.startsWith("lmcache4j_controller_curve_handshakes_refused_total ")).findFirst().orElseThrow();
+            assertTrue(Double.parseDouble(refused.substring(refused.indexOf(' ') + 1)) >= 1, refused);
+            assertTrue(warnings.stream().anyMatch(w -> w.contains("does not speak CURVE") && w.contains("deployment_secret_file")),
+                    "the controller logs the refusal: " + warnings);
+        } finally {
+            gateLog.removeHandler(capture);
+        }
     }
 
     @Test

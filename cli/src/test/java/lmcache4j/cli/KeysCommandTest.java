@@ -35,11 +35,17 @@ class KeysCommandTest {
                 "--chunk-size", "4", "--world-size", "2", "--worker-id", "1", "--dtype", "half");
         assertEquals(0, r.exit(), r.err());
         assertEquals("", r.err());
-        List<ChunkHash> chain = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "12345")
-                .chain(new int[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 4, false);
-        // The golden vector "seed 12345, chunk 4, 10 small tokens" has the same first two hashes.
-        assertEquals("0 4 meta-llama/Llama-3.1-8B@2@1@" + chain.get(0).toHex() + "@half\n"
-                + "4 8 meta-llama/Llama-3.1-8B@2@1@" + chain.get(1).toHex() + "@half\n", r.out());
+        ChunkHasher hasher = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "12345");
+        int[] tokens = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+        List<ChunkHash> chain = hasher.chain(tokens, 4, false);
+        List<ChunkHash> ints = hasher.intChain(tokens, 4, false);
+        // Both forms: LMCache's current integer key (unpadded hex), then the older digest key. The golden
+        // vector "seed 12345, chunk 4, 10 small tokens" has the same first two digests.
+        assertEquals(64, chain.get(0).toHex().length());
+        assertEquals("0 4 meta-llama/Llama-3.1-8B@2@1@" + Long.toHexString(ints.get(0).asLong()) + "@half "
+                + "meta-llama/Llama-3.1-8B@2@1@" + chain.get(0).toHex() + "@half\n"
+                + "4 8 meta-llama/Llama-3.1-8B@2@1@" + Long.toHexString(ints.get(1).asLong()) + "@half "
+                + "meta-llama/Llama-3.1-8B@2@1@" + chain.get(1).toHex() + "@half\n", r.out());
     }
 
     @Test
@@ -53,6 +59,7 @@ class KeysCommandTest {
         assertEquals(without, with.subList(0, 2));
         assertTrue(with.get(2).startsWith("4 5 m@1@0@"), with.get(2));
         assertTrue(with.get(2).endsWith("@bfloat16"), "bfloat16 is the default dtype: " + with.get(2));
+        assertEquals(4, with.get(2).split(" ").length, "start, end, the key, the digest-form key");
     }
 
     @Test

@@ -136,7 +136,7 @@ class PdCommandsTest {
     void aWorkersBadRoleOrConfigIsAUsageErrorNamingWhatToSet() {
         Run noRole = worker(Map.of());
         assertEquals(2, noRole.exit(), noRole.err());
-        assertTrue(noRole.err().contains("--role"), noRole.err());
+        assertTrue(noRole.err().contains("--role is required: prefiller, decoder or colocated"), noRole.err());
         Run bogus = worker(Map.of(), "--role", "prefill");
         assertEquals(2, bogus.exit());
         assertTrue(bogus.err().contains("prefiller, decoder or colocated"), bogus.err());

@@ -44,6 +44,18 @@ class ServerCommandTest {
         assertEquals(1, err.toString().lines().count(), err.toString());
     }
 
+    /** As the MP server and the controller say it: the address, and the option that moves it. */
+    @Test
+    void aPortInUseIsNamedWithItsOption() throws Exception {
+        try (java.net.ServerSocket held = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(1, ServerCommand.run(new String[] {"--host", "127.0.0.1", "--port", Integer.toString(held.getLocalPort()),
+                    "--max-size", "0.01"}, new PrintStream(new ByteArrayOutputStream()), new PrintStream(err, true, StandardCharsets.UTF_8)));
+            assertEquals("lmcache4j server: cannot start: address 127.0.0.1:" + held.getLocalPort() + " already in use (--port)",
+                    err.toString(StandardCharsets.UTF_8).strip());
+        }
+    }
+
     @Test
     void nonsenseSizesAreOneLineAndExitTwo() {
         for (String size : new String[] {"1e-12", "0", "-1", "NaN", "abc", "1e300", "Infinity"}) {

@@ -7,6 +7,7 @@ import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.StorageKeys;
 import lmcache4j.engine.metrics.EngineMetrics;
 
 /** The parts an engine is assembled from that its config alone decides. */
@@ -32,7 +33,8 @@ final class EngineAssembly {
     static ChunkedTokenDatabase tokenDatabase(LMCacheEngineConfig config, ModelMetadata metadata) {
         ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
         KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
-        return new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys);
+        return new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys,
+                StorageKeys.fromName(config.storageChunkKeys()));
     }
 
     /** lmcache4j's own copy metrics, read from the connector when the metrics are scraped. */

@@ -23,7 +23,7 @@ final class EngineControlPlane implements AutoCloseable {
     void start(LMCacheEngine engine, Lookups lookups) {
         LMCacheEngineConfig config = engine.config();
         KvEventsSettings.from(config).ifPresent(settings -> {
-            events = KvEvents.start(settings, config.chunkSize());
+            events = KvEvents.start(settings, config.chunkSize(), engine.tokenDatabase().hasher());
             engine.storage().setResidencyListener(events);
         });
         if (config.enableController()) {

@@ -444,6 +444,11 @@ public final class LMCacheEngine implements AutoCloseable {
         return storage;
     }
 
+    /** The token database this engine keys requests with (its hasher gives KV events vLLM's block hashes). */
+    TokenDatabase tokenDatabase() {
+        return tokens;
+    }
+
     /** The effective configuration. */
     public LMCacheEngineConfig config() {
         return config;

@@ -35,12 +35,16 @@ class DiskTierEngineTest {
     }
 
     private static LMCacheEngine engine(Path dir, int diskChunks, Map<String, Object> extraConfig) {
+        return engine(dir, diskChunks, extraConfig, "lmcache");
+    }
+
+    private static LMCacheEngine engine(Path dir, int diskChunks, Map<String, Object> extraConfig, String storageKeys) {
         double chunkGb = SyntheticKv.model().chunkBytes(CHUNK) / (double) (1L << 30);
         double fileGb = (SyntheticKv.model().chunkBytes(CHUNK) + 4096) / (double) (1L << 30);
         LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
                 .set("max_local_cpu_size", 2 * chunkGb).set("local_disk", dir.toString())
                 .set("max_local_disk_size", diskChunks * fileGb).set("hash_seed", "0")
-                .set("extra_config", extraConfig).build();
+                .set("storage_chunk_keys", storageKeys).set("extra_config", extraConfig).build();
         return LMCacheEngine.create(config, SyntheticKv.model(), KvConnector.host(), List.of());
     }
 
@@ -101,6 +105,40 @@ class DiskTierEngineTest {
                 String text = restarted.metrics().toPrometheus();
                 assertTrue(text.contains("lmcache:local_disk_read_count{model_name=\"synthetic/model\",worker_id=\"0\"} "), text);
                 assertTrue(restarted.metrics().snapshot().tierReadings().get("lmcache:local_storage_usage") > 0);
+            }
+        }
+    }
+
+    /**
+     * A disk directory written in the older digest form survives the switch to LMCache's current keys:
+     * the restarted tier recovers every file (none is counted corrupt or deleted), the new form's keys
+     * miss them, and storage_chunk_keys: digest finds every chunk again with the same bytes.
+     */
+    @Test
+    void digestFormFilesAreRecoveredUnderTheNewFormAndHitAgainWithTheDigestSetting(@TempDir Path dir) throws Exception {
+        int[] tokens = SyntheticKv.tokens(256, 23); // 4 chunks
+        long[] slots = SyntheticKv.slots(256, BLOCKS, 23);
+        try (Arena arena = Arena.ofShared()) {
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            SyntheticKv.compute(kv, tokens, slots, 0, 256);
+            try (LMCacheEngine old = engine(dir, 64, Map.of(), "digest")) {
+                storeAll(old, tokens, kv, slots);
+            }
+            try (LMCacheEngine current = engine(dir, 64, Map.of(), "lmcache")) {
+                LocalDiskBackend tier = disk(current);
+                tier.awaitVerification();
+                assertEquals(4, tier.recovery().chunks().size(), "every digest-form file is recovered");
+                assertEquals(0, tier.recovery().removedCorrupt(), "none is taken for corrupt");
+                assertEquals(0, current.lookup(tokens, Map.of(), null), "the current form's keys name other files");
+                storeAll(current, tokens, kv, slots);
+            }
+            try (LMCacheEngine back = engine(dir, 64, Map.of(), "digest")) {
+                disk(back).awaitVerification();
+                assertEquals(8, disk(back).recovery().chunks().size(), "both forms' files side by side");
+                assertEquals(256, back.lookup(tokens, Map.of(), null), "the digest setting finds the old files");
+                PagedKvCache target = SyntheticKv.cache(arena, BLOCKS);
+                assertTrue(allTrue(back.retrieve(tokens, null, target, slots, Map.of(), null)));
+                assertEquals(0, SyntheticKv.mismatches(target, tokens, slots, 0, 256));
             }
         }
     }

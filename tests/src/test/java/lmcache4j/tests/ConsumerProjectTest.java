@@ -149,12 +149,14 @@ class ConsumerProjectTest {
             assertTrue(names.stream().noneMatch(n -> n.startsWith(forbidden)), forbidden + " leaks into the runtime path: " + names);
         }
         // The Netty a user gets is the Netty this build tests with (the reactor's own runtime jars).
+        // io.netty's jars only (netty-codec-http2-4.2.20.Final.jar), not the AWS SDK's netty-nio-client-2.57.8.jar.
+        java.util.regex.Pattern nettyJar = java.util.regex.Pattern.compile("netty-[a-z0-9-]+?-(\\d+\\.\\d+\\.\\d+\\.Final)\\.jar");
         Set<String> nettyVersions = new TreeSet<>();
-        names.stream().filter(n -> n.startsWith("netty-")).forEach(n -> nettyVersions.add(n.replaceAll("^netty-[a-z-]+-|\\.jar$", "")));
+        names.stream().map(nettyJar::matcher).filter(java.util.regex.Matcher::matches).forEach(m -> nettyVersions.add(m.group(1)));
         Set<String> reactorNetty = new TreeSet<>();
         try (Stream<Path> lib = Files.list(Path.of("..", "cli", "target", "lib"))) {
-            lib.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("netty-"))
-                    .forEach(n -> reactorNetty.add(n.replaceAll("^netty-[a-z-]+-|\\.jar$", "")));
+            lib.map(p -> nettyJar.matcher(p.getFileName().toString())).filter(java.util.regex.Matcher::matches)
+                    .forEach(m -> reactorNetty.add(m.group(1)));
         }
         if (nettyVersions.isEmpty() && absent.contains("lmcache4j-engine")) {
             return; // the allocator alone brings no Netty

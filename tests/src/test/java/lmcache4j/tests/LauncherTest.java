@@ -44,6 +44,62 @@ class LauncherTest {
     }
 
     @Test
+    void helpForNoSuchCommandIsAUsageErrorAndHelpForABenchmarkIsThatBenchmarks() throws Exception {
+        Result none = run(Map.of(), "help", "nosuch");
+        assertEquals(2, none.exit(), none.output());
+        assertEquals("lmcache4j: no command 'nosuch' to help with; ./lmcache4j --help lists the commands", none.output().strip());
+        Result mp = run(Map.of(), "help", "bench", "mp");
+        assertEquals(0, mp.exit(), mp.output());
+        assertTrue(mp.output().startsWith("usage: ./lmcache4j bench mp"), mp.output());
+        Result noBenchmark = run(Map.of(), "help", "bench", "nosuch");
+        assertEquals(2, noBenchmark.exit(), noBenchmark.output());
+        Result python = run(Map.of(), "help", "python");
+        assertTrue(python.output().startsWith("usage: ./lmcache4j python") && python.output().contains("mp_client.py"),
+                python.output());
+    }
+
+    /** Without a build: the version is the root pom's, the one every module's jar carries. */
+    @Test
+    void theVersionIsThePomsAndEveryJavaCommandSaysTheSame() throws Exception {
+        Result r = run(Map.of(), "--version");
+        assertEquals(0, r.exit(), r.output());
+        Matcher pom = Pattern.compile("(?m)^  <version>(.+)</version>").matcher(Files.readString(LAUNCHER.resolveSibling("pom.xml")));
+        assertTrue(pom.find());
+        assertTrue(r.output().startsWith("lmcache4j " + pom.group(1)), r.output());
+        Result demo = sourced("setup_java; run_cli lmcache4j.cli.DemoCommand --version");
+        assertEquals(0, demo.exit(), demo.output());
+        assertEquals("lmcache4j demo " + pom.group(1), demo.output().strip());
+    }
+
+    /** The MP client of the README runs in the tests' Python environment: the launcher runs that Python. */
+    @Test
+    void thePythonCommandRunsTheTestsEnvironment() throws Exception {
+        TestPython.require();
+        Result r = run(Map.of(), "python", "-c", "import sys, msgspec, zmq; print(sys.prefix)");
+        assertEquals(0, r.exit(), r.output());
+        assertEquals(LAUNCHER.resolveSibling(".cache/python").toString(), r.output().strip());
+    }
+
+    /** Commands started together (the controller walkthrough starts three with &) build once, one after the other. */
+    @Test
+    void concurrentBuildsTakeTurns() throws Exception {
+        Path stamp = tmp.resolve("stamp");
+        Path log = tmp.resolve("builds");
+        String script = "JAVA_HOME=/jdk; STAMP=\"$1\"; LOG=\"$2\"; mvn_run() { echo start >> \"$LOG\"; sleep 1; echo end >> \"$LOG\"; }; "
+                + "build_is_stale() { [[ ! -f \"$STAMP\" ]]; }; build 2>/dev/null";
+        List<Process> launchers = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            launchers.add(new ProcessBuilder("bash", "-c", "source \"$1\"; shift; " + script, "t", LAUNCHER.toString(),
+                    stamp.toString(), log.toString()).redirectErrorStream(true).start());
+        }
+        for (Process p : launchers) {
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        }
+        assertEquals(List.of("start", "end"), Files.readAllLines(log), "one build; the others found it fresh");
+    }
+
+    @Test
     void anUnknownCommandFailsAndSaysSo() throws Exception {
         Result r = run(Map.of(), "frobnicate");
         assertEquals(2, r.exit(), "a bad argument, as every command's: " + r.output());
@@ -170,7 +226,8 @@ class LauncherTest {
         assertTrue(lines.containsAll(List.of("python3-venv", "redis-server")), r.output());
         Path requirements = Path.of(lines.getLast());
         List<String> pins = Files.readAllLines(requirements).stream().filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
-        assertEquals(List.of("msgspec", "pyzmq", "msgpack", "cbor2"), pins.stream().map(l -> l.substring(0, l.indexOf("=="))).toList(),
+        assertEquals(List.of("msgspec", "pyzmq", "msgpack", "cbor2", "boto3", "botocore", "s3transfer", "jmespath",
+                "python-dateutil", "six", "urllib3"), pins.stream().map(l -> l.substring(0, l.indexOf("=="))).toList(),
                 "every package pinned with ==: " + pins);
     }
 

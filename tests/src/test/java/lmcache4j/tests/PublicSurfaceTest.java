@@ -32,7 +32,7 @@ class PublicSurfaceTest {
     private static final Map<String, String> MODULES = Map.of(
             "cuda-bindings", "lmcache4j.cuda", "allocator", "lmcache4j.allocator", "engine", "lmcache4j.engine",
             "server", "lmcache4j.server", "integrations/jlama", "lmcache4j.jlama", "bench", "lmcache4j.bench",
-            "cli", "lmcache4j.cli");
+            "cli", "lmcache4j.cli", "s3", "lmcache4j.s3");
 
     /** Packages exported to every module. */
     private static final Map<String, Set<String>> PUBLIC_PACKAGES = Map.of(
@@ -44,7 +44,9 @@ class PublicSurfaceTest {
             "lmcache4j.server", Set.of("lmcache4j.server.lm", "lmcache4j.server.controller", "lmcache4j.server.router"),
             "lmcache4j.jlama", Set.of("lmcache4j.jlama"),
             "lmcache4j.bench", Set.of(),
-            "lmcache4j.cli", Set.of());
+            "lmcache4j.cli", Set.of(),
+            // Users reach the S3 tier through remote_url s3:// (ServiceLoader), never through its classes.
+            "lmcache4j.s3", Set.of());
 
     /** Packages exported to named sibling modules only (the targets are in each module-info). */
     private static final Map<String, Set<String>> QUALIFIED_PACKAGES = Map.of(
@@ -58,18 +60,19 @@ class PublicSurfaceTest {
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
                     "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.mp",
-                    "lmcache4j.server.mp.wire", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
+                    "lmcache4j.server.mp.wire", "lmcache4j.server.net", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
             "lmcache4j.jlama", Set.of(),
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
                     "lmcache4j.bench.disk", "lmcache4j.bench.gpu", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model", "lmcache4j.bench.mp",
-                    "lmcache4j.bench.p2p", "lmcache4j.bench.pd", "lmcache4j.bench.remote", "lmcache4j.bench.store"),
-            "lmcache4j.cli", Set.of());
+                    "lmcache4j.bench.p2p", "lmcache4j.bench.pd", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store"),
+            "lmcache4j.cli", Set.of(),
+            "lmcache4j.s3", Set.of("lmcache4j.s3", "lmcache4j.s3.proxy"));
 
     /** Public top-level types in each module's public packages. */
     private static final Map<String, Integer> PUBLIC_TYPES = Map.of(
-            "lmcache4j.cuda", 18, "lmcache4j.allocator", 12, "lmcache4j.engine", 67, "lmcache4j.server", 15,
-            "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0);
+            "lmcache4j.cuda", 18, "lmcache4j.allocator", 12, "lmcache4j.engine", 70, "lmcache4j.server", 15,
+            "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0, "lmcache4j.s3", 0);
 
     private static Path classes(String folder) {
         return Path.of("..", folder, "target", "classes").toAbsolutePath().normalize();

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * The Python the tests' Python side (tests/python/) runs on: the virtual environment
  * {@code ./lmcache4j test} creates in {@code .cache/python} from tests/python/requirements.txt
- * (the real msgspec, pyzmq, msgpack and cbor2, pinned). The launcher passes its interpreter as
+ * (the real msgspec, pyzmq, msgpack, cbor2 and boto3, pinned). The launcher passes its interpreter as
  * {@code -Dlmcache4j.python}; a plain Maven run finds it in the checkout. Never the first
  * {@code python3} on the PATH: that one has none of the pinned packages.
  */
@@ -21,7 +21,7 @@ public final class TestPython {
     public static final Path GOLDEN = Path.of("..", "engine", "src", "test", "resources", "golden", "controller",
             "controller-messages.json").toAbsolutePath().normalize();
     static final Path VENV_PYTHON = Path.of("..", ".cache", "python", "bin", "python").toAbsolutePath().normalize();
-    private static final String IMPORTS = "import msgspec, zmq, msgpack, cbor2";
+    private static final String IMPORTS = "import msgspec, zmq, msgpack, cbor2, boto3";
 
     private static volatile Boolean usable;
 
@@ -37,7 +37,7 @@ public final class TestPython {
     /** Skips the test (fails it in CI) unless the interpreter runs and imports the pinned packages. */
     public static void require() {
         TestPrerequisites.require(usable(), "the tests' Python environment " + interpreter() + " with msgspec, pyzmq, "
-                + "msgpack and cbor2 (./lmcache4j test creates it from tests/python/requirements.txt)");
+                + "msgpack, cbor2 and boto3 (./lmcache4j test creates it from tests/python/requirements.txt)");
     }
 
     /** The command line running {@code tests/python/<script>} with {@code args}. */

@@ -57,13 +57,19 @@ public record DemoReport(ServingSimulator.Settings settings, int conversations, 
      * @param opsReported       admits and evictions pushed to the controller
      * @param opsDropped        reports dropped because the bounded queue was full (a full sync follows)
      * @param fullSyncs         full syncs of every key held
+     * @param secured           whether this engine had a deployment secret (CURVE); a secured controller
+     *                          drops the handshake of an engine without it, or with another, without a word
      */
     public record Controller(String controllerAddress, String instanceId, boolean registered, long opsReported,
-                             long opsDropped, long fullSyncs) {
-        /** Why the link failed its purpose, in one sentence. */
+                             long opsDropped, long fullSyncs, boolean secured) {
+        /** Why the link failed its purpose, and what to check, in one sentence. */
         public String failure() {
             return "the cache controller at " + controllerAddress + " never acknowledged the registration of instance "
-                    + instanceId + ", so nothing this run cached can be found through it";
+                    + instanceId + ", so nothing this run cached can be found through it. Is it running there, "
+                    + (secured ? "with --secret-file naming the same secret as this engine's --secret-file (a controller "
+                            + "with another secret, or --insecure, drops the handshake)?"
+                            : "and with --insecure? A controller started with --secret-file refuses an engine without the "
+                            + "secret: pass the same file here (demo --secret-file FILE; engines: deployment_secret_file)");
         }
     }
 

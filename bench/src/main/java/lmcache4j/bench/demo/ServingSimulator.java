@@ -425,7 +425,7 @@ public final class ServingSimulator implements AutoCloseable {
             ControllerLink link = settings.controller();
             return new DemoReport.Controller(link.pullUrl() + "," + link.replyUrl(), link.instanceId(), worker.registered(),
                     c.getOrDefault("lmcache:controller_ops_reported", 0L), c.getOrDefault("lmcache:controller_ops_dropped", 0L),
-                    c.getOrDefault("lmcache:controller_full_syncs", 0L));
+                    c.getOrDefault("lmcache:controller_full_syncs", 0L), link.secretFile().isPresent());
         });
     }
 

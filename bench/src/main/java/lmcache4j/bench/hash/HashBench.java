@@ -54,9 +54,16 @@ public final class HashBench {
      * @param rawTokensPerSecond  tokens per second of bare SHA-256 over the pre-encoded chunks, median run
      * @param cborBytes           the CBOR bytes of one pass (what SHA-256 digests)
      * @param chunks              chunks per pass
+     * @param intTokensPerSecond  tokens per second through {@link ChunkHasher#intChain} (LMCache's integer chain,
+     *                            the default storage keys), median run
      */
     public record Result(Settings settings, double hashTokensPerSecond, double rawTokensPerSecond, long cborBytes,
-                         int chunks) {
+                         int chunks, double intTokensPerSecond) {
+        /** {@code int chain / raw}: LMCache's integer chain against the same bare SHA-256 runs. */
+        public double intRatio() {
+            return intTokensPerSecond / rawTokensPerSecond;
+        }
+
         /** {@code hash / raw}: 1.0 means encoding and chaining are free. */
         public double ratio() {
             return hashTokensPerSecond / rawTokensPerSecond;
@@ -93,6 +100,10 @@ public final class HashBench {
             List<ChunkHash> hashes = hasher.chain(tokens, s.chunkSize(), true);
             return hashes.getLast().byteAt(0);
         };
+        Pass intPass = () -> {
+            List<ChunkHash> hashes = hasher.intChain(tokens, s.chunkSize(), true);
+            return hashes.getLast().byteAt(7);
+        };
         Pass rawPass = () -> {
             int sink = 0;
             for (byte[] input : inputs) {
@@ -107,6 +118,7 @@ public final class HashBench {
                 s.tokens(), inputs.length, s.chunkSize(), cborBytes, passes, s.warmup(), s.runs());
         long[] hashNanos = new long[s.runs()];
         long[] rawNanos = new long[s.runs()];
+        long[] intNanos = new long[s.runs()];
         int sink = 0;
         for (int r = -s.warmup(); r < s.runs(); r++) {
             long t0 = System.nanoTime();
@@ -118,9 +130,14 @@ public final class HashBench {
                 sink += rawPass.run();
             }
             long t2 = System.nanoTime();
+            for (int p = 0; p < passes; p++) {
+                sink += intPass.run();
+            }
+            long t3 = System.nanoTime();
             if (r >= 0) {
                 hashNanos[r] = t1 - t0;
                 rawNanos[r] = t2 - t1;
+                intNanos[r] = t3 - t2;
             }
         }
         if (sink == 42_424_242) {
@@ -128,7 +145,7 @@ public final class HashBench {
         }
         double tokensPerRun = (double) s.tokens() * passes;
         return new Result(s, tokensPerRun / median(hashNanos) * 1e9, tokensPerRun / median(rawNanos) * 1e9,
-                cborBytes, inputs.length);
+                cborBytes, inputs.length, tokensPerRun / median(intNanos) * 1e9);
     }
 
     /** One pass over all tokens; returns something derived from the output so it cannot be skipped. */

@@ -5,6 +5,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.model.ModelSupport;
@@ -26,6 +28,13 @@ public record ModelSource(Path directory, String name, boolean synthetic) {
     public static ModelSource resolve(Optional<Path> userDirectory) {
         if (userDirectory.isPresent()) {
             Path dir = userDirectory.get().toAbsolutePath().normalize();
+            if (!Files.exists(dir)) {
+                throw new IllegalArgumentException("--model " + dir + " does not exist; name a Hugging Face model directory "
+                        + "(config.json, tokenizer.json, *.safetensors), or leave DIR out for the synthetic model");
+            }
+            if (!Files.isDirectory(dir)) {
+                throw new IllegalArgumentException("--model " + dir + " is a file; name the model's directory");
+            }
             if (!Files.isRegularFile(dir.resolve("config.json"))) {
                 throw new IllegalArgumentException("--model " + dir + " is not a Hugging Face model directory (no config.json)");
             }
@@ -42,8 +51,34 @@ public record ModelSource(Path directory, String name, boolean synthetic) {
         return new ModelSource(dir, "lmcache4j/synthetic-llama-256x4", true);
     }
 
-    /** Loads it with F32 working memory (Jlama's KV is then F32). */
+    /**
+     * Loads it with F32 working memory (Jlama's KV is then F32).
+     *
+     * @throws IllegalArgumentException when Jlama cannot load the directory, saying why in one line
+     */
     public AbstractModel load() {
-        return ModelSupport.loadModel(directory.toFile(), DType.F32, DType.F32);
+        try {
+            return ModelSupport.loadModel(directory.toFile(), DType.F32, DType.F32);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("--model " + directory + ": Jlama cannot load it: " + why(e), e);
+        }
+    }
+
+    /**
+     * What made a load fail, in one line: the first line of the innermost message (Jackson's second
+     * line says where in the file: kept as "line L, column C"), without the class names Jlama's
+     * wrappers put in front.
+     */
+    static String why(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String message = root.getMessage() == null ? "" : root.getMessage();
+        String first = message.lines().findFirst().orElse("").replaceAll("^([a-z][\\w$]*\\.)+[A-Z][\\w$]*(Exception|Error): ", "")
+                .strip();
+        Matcher where = Pattern.compile("line: (\\d+), column: (\\d+)").matcher(message);
+        return (first.isEmpty() ? root.getClass().getSimpleName() : first)
+                + (where.find() ? " (line " + where.group(1) + ", column " + where.group(2) + ")" : "");
     }
 }

@@ -91,7 +91,7 @@ public final class PdBench {
         double loadBefore = loadAverage();
         log.println("bench pd: the transfer alone (one process, loopback)");
         PdTransferBench.Result transfer = PdTransferBench.run(CachedPrefill.metadata(model, source.name()), s.transferChunks(),
-                3, log);
+                5, log);
         int vocabulary = model.getConfig().vocabularySize;
         SplittableRandom random = new SplittableRandom(s.seed());
         List<TtftRow> rows = new ArrayList<>();

@@ -122,6 +122,23 @@ class ModelDemoTest {
         assertTrue(e.getMessage().contains("no config.json"), e.getMessage());
     }
 
+    /** Not "no config.json" for a directory that is not there, nor Jackson's class name and a literal backslash-n for a bad file. */
+    @Test
+    void aMissingOrUnreadableModelSaysWhatIsWrongWithIt() throws IOException {
+        Path none = dir.resolve("no-such-model");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ModelSource.resolve(Optional.of(none))).getMessage()
+                .startsWith("--model " + none + " does not exist; name a Hugging Face model directory"));
+        Path file = Files.writeString(dir.resolve("a-file"), "x");
+        assertEquals("--model " + file + " is a file; name the model's directory",
+                assertThrows(IllegalArgumentException.class, () -> ModelSource.resolve(Optional.of(file))).getMessage());
+        Path bad = Files.createDirectories(dir.resolve("bad-model"));
+        Files.writeString(bad.resolve("config.json"), "{bad\n");
+        ModelSource source = ModelSource.resolve(Optional.of(bad));
+        String why = assertThrows(IllegalArgumentException.class, source::load).getMessage();
+        assertTrue(why.startsWith("--model " + bad + ": Jlama cannot load it: Unexpected character"), why);
+        assertTrue(why.endsWith("(line 1, column 3)") && !why.contains("\\n") && !why.contains("\n") && !why.contains("com.fasterxml"), why);
+    }
+
     @Test
     void theWorkloadIsSeededAndItsFamiliesSharePrefixes() {
         List<ModelWorkload.Request> a = ModelWorkload.requests(ModelWorkload.Shape.demo(), 1_000, 9);

@@ -107,8 +107,10 @@ final class DerivedRules {
             String name = (String) e.getKey();
             Optional<ExtraConfigKey<?>> key = ExtraConfigKeys.named(name);
             if (key.isPresent()) {
+                // A secret's value is never echoed, not even a malformed one.
+                String shown = ExtraConfigKeys.SECRET.contains(name) ? "(hidden)" : Json.write(e.getValue());
                 key.get().problem(e.getValue()).ifPresent(expected -> problems.add("extra_config." + name + " = "
-                        + Json.write(e.getValue()) + " (" + where + ") is not valid: " + expected));
+                        + shown + " (" + where + ") is not valid: " + expected));
             } else {
                 warnings.add("extra_config." + name + " (" + where + ") is not a key lmcache4j reads; it is kept and "
                         + "ignored" + closest(name).map(c -> " (did you mean " + c + "?)").orElse("")

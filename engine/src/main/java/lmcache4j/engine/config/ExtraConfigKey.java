@@ -72,6 +72,12 @@ public final class ExtraConfigKey<T> {
                 String.class::cast, Optional.empty(), description);
     }
 
+    /** A key whose value is a string, the empty string meaning unset (as LMCache's S3 credentials read); no default. */
+    static ExtraConfigKey<String> textOrEmpty(String name, String description) {
+        return new ExtraConfigKey<>(name, "a string", String.class::isInstance, String.class::cast, Optional.empty(),
+                description);
+    }
+
     /** A key whose value is a mapping, checked by the rule that reads it. */
     static ExtraConfigKey<Map<?, ?>> mapping(String name, String description) {
         return new ExtraConfigKey<>(name, "a mapping", v -> true, v -> (Map<?, ?>) v, Optional.empty(), description);

@@ -83,10 +83,39 @@ public final class ExtraConfigKeys {
     public static final ExtraConfigKey<Boolean> SAVE_CHUNK_META = ExtraConfigKey.bool("save_chunk_meta",
             Optional.empty(), "LMCache's; type-checked, lmcache4j does not act on it");
 
+    public static final ExtraConfigKey<String> S3_REGION = ExtraConfigKey.text("s3_region",
+            "LMCache's: the region s3:// requests are signed for; unset: the region in an AWS endpoint's host name, else "
+                    + "the AWS SDK's region chain (AWS_REGION, the profile), else us-east-1");
+    public static final ExtraConfigKey<Integer> S3_NUM_IO_THREADS = ExtraConfigKey.countIn("s3_num_io_threads", 1, 1024, 64,
+            "LMCache's: the S3 client's I/O threads (lmcache4j: its Netty event loops, at most twice the machine's cores)");
+    public static final ExtraConfigKey<Integer> S3_MAX_INFLIGHT_REQS = ExtraConfigKey.countIn("s3_max_inflight_reqs", 1, 4096, 64,
+            "LMCache's (its earlier S3 connector): S3 requests (connections) in flight at once; more wait for one");
+    public static final ExtraConfigKey<Integer> S3_PART_SIZE = ExtraConfigKey.countIn("s3_part_size", 0, Integer.MAX_VALUE,
+            0, // one GET: faster than ranged parts against the servers measured (docs/performance.md, bench s3)
+            "lmcache4j: bytes of each ranged GET when an S3 object larger than this is read in parallel parts; 0 (the "
+                    + "default): one GET per object, as LMCache reads (its earlier connector named its part size so)");
+    public static final ExtraConfigKey<Boolean> DISABLE_TLS = ExtraConfigKey.bool("disable_tls", Optional.of(false),
+            "LMCache's: plain HTTP to an s3:// endpoint (a local MinIO or s3proxy); false: HTTPS");
+    public static final ExtraConfigKey<String> AWS_ACCESS_KEY_ID = ExtraConfigKey.textOrEmpty("aws_access_key_id",
+            "LMCache's: the S3 access key id, with aws_secret_access_key; unset or empty: the AWS SDK's default "
+                    + "credentials chain (environment, profile, container or instance role). Never printed");
+    public static final ExtraConfigKey<String> AWS_SECRET_ACCESS_KEY = ExtraConfigKey.textOrEmpty("aws_secret_access_key",
+            "LMCache's: the S3 secret key, with aws_access_key_id. Never printed");
+    public static final ExtraConfigKey<Boolean> S3_PREFER_HTTP2 = ExtraConfigKey.bool("s3_prefer_http2",
+            Optional.empty(), "LMCache's; type-checked, lmcache4j does not act on it (S3 answers over HTTP/1.1)");
+    public static final ExtraConfigKey<Boolean> S3_ENABLE_S3EXPRESS = ExtraConfigKey.bool("s3_enable_s3express",
+            Optional.of(false), "LMCache's: S3 Express One Zone signing; lmcache4j refuses true (not supported)");
+
+    /** Keys whose values are secrets: the effective config shows them as {@code "<hidden>"}. */
+    public static final java.util.Set<String> SECRET = java.util.Set.of(P2P_TOKEN.name(), AWS_ACCESS_KEY_ID.name(),
+            AWS_SECRET_ACCESS_KEY.name());
+
     /** Every declared key, in the order {@code ./lmcache4j config} lists them. */
     public static final List<ExtraConfigKey<?>> ALL = List.of(USE_ODIRECT, DISK_FSYNC, DISK_IO_THREADS,
             DISK_MAX_QUEUED_PUTS, DISK_CLAIM_NONEMPTY_DIR, DISK_VERIFY_IN_BACKGROUND, PING_INTERVAL, PING_TIMEOUT,
-            REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, PD_TIMEOUT_MS,
+            REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, S3_REGION, S3_NUM_IO_THREADS,
+            S3_MAX_INFLIGHT_REQS, S3_PART_SIZE, DISABLE_TLS, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_PREFER_HTTP2,
+            S3_ENABLE_S3EXPRESS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, PD_TIMEOUT_MS,
             PD_UNCLAIMED_TTL_MS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
             SAVE_CHUNK_META);
 

@@ -269,6 +269,14 @@ public final class LMCacheEngineConfig {
         return str("controller_chunk_keys").orElse("lmcache");
     }
 
+    /**
+     * {@code storage_chunk_keys} (lmcache4j only, default {@code lmcache}): the hash form of the
+     * chunks' storage keys ({@code lmcache4j.engine.key.StorageKeys} by that name).
+     */
+    public String storageChunkKeys() {
+        return str("storage_chunk_keys").orElse("lmcache");
+    }
+
     // --- KV events ----------------------------------------------------------------------------
 
     /** {@code kv_events_endpoint} (lmcache4j only): where KV events are published; empty: none. */
@@ -616,7 +624,8 @@ public final class LMCacheEngineConfig {
             rows.add(new String[] {f.name(), shown, sources.get(f.name()).describe()});
             if (f.kind() == FieldKind.JSON_OBJECT && v instanceof Map<?, ?> m) {
                 for (Map.Entry<?, ?> e : m.entrySet()) {
-                    rows.add(new String[] {f.name() + "." + e.getKey(), Json.write(e.getValue()),
+                    boolean secret = ExtraConfigKeys.SECRET.contains(String.valueOf(e.getKey()));
+                    rows.add(new String[] {f.name() + "." + e.getKey(), secret ? "\"<hidden>\"" : Json.write(e.getValue()),
                             sources.get(f.name()).describe()});
                 }
                 if (f.name().equals("extra_config")) {

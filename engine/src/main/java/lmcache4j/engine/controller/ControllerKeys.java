@@ -98,13 +98,34 @@ public final class ControllerKeys {
         return keys;
     }
 
-    /** The keys of a prepared prompt's chunks ({@code tokens} is the prompt they were cut from). */
+    /**
+     * The keys of a prepared prompt's chunks ({@code tokens} is the prompt they were cut from).
+     * Chunks keyed in LMCache's current form ({@code storage_chunk_keys: lmcache}) already carry
+     * LMCache's integers, so that scheme takes them as they are; vLLM's scheme then hashes the
+     * prompt's digest chain itself.
+     */
     public static long[] of(Scheme scheme, ChunkHasher hasher, int[] tokens, List<ChunkRange> chunks) {
+        boolean integers = !chunks.isEmpty() && chunks.getFirst().key().chunkHash().isInteger();
+        long[] keys = new long[chunks.size()];
+        if (integers && scheme == Scheme.LMCACHE) {
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = chunks.get(i).key().chunkHash().asLong();
+            }
+            return keys;
+        }
         List<ChunkHash> digests = new ArrayList<>(chunks.size());
         int[] ends = new int[chunks.size()];
+        ChunkHash parent = hasher.noneHash();
+        int start = 0;
         for (int i = 0; i < ends.length; i++) {
-            digests.add(chunks.get(i).key().chunkHash());
             ends[i] = chunks.get(i).end();
+            if (integers) {
+                parent = hasher.next(parent, tokens, start, ends[i]);
+                digests.add(parent);
+            } else {
+                digests.add(chunks.get(i).key().chunkHash());
+            }
+            start = ends[i];
         }
         return keys(scheme, hasher, tokens, digests, ends);
     }

@@ -343,8 +343,8 @@ public final class Json {
             case null -> sb.append("null");
             case String s -> quote(s, sb);
             case Boolean b -> sb.append(b);
-            case Double d -> sb.append(Double.isFinite(d) ? d.toString() : "null"); // "5.0", "0.1", "1.0E20": all valid JSON
-            case Float f -> sb.append(Float.isFinite(f) ? f.toString() : "null");
+            case Double d -> sb.append(Double.isFinite(d) ? decimal(d) : "null");
+            case Float f -> sb.append(Float.isFinite(f) ? decimal(Double.parseDouble(f.toString())) : "null");
             case BigDecimal d -> sb.append(d.toPlainString()); // fixed(): exactly its decimals, never an exponent
             case Number n -> sb.append(n);
             case Map<?, ?> m -> {
@@ -373,6 +373,21 @@ public final class Json {
             }
             default -> quote(value.toString(), sb);
         }
+    }
+
+    /**
+     * A finite double as Python's {@code json.dumps} writes it (its {@code repr}): the shortest digits
+     * that read back to it, positionally from 1e-4 up to 1e16 ({@code 1795815023.922}, {@code 5.0},
+     * {@code 0.0001}), where Java's {@code toString} already switches to {@code 1.795815023922E9}.
+     * Outside that range Java's form, valid JSON too.
+     */
+    static String decimal(double d) {
+        double a = Math.abs(d);
+        if (a == 0 || a < 1e-4 || a >= 1e16) {
+            return Double.toString(d);
+        }
+        String plain = new BigDecimal(Double.toString(d)).stripTrailingZeros().toPlainString();
+        return plain.indexOf('.') >= 0 ? plain : plain + ".0";
     }
 
     /**

@@ -27,7 +27,7 @@ public final class CacheKeys {
         ChunkHash hash;
         DType dtype;
         try {
-            hash = ChunkHash.fromHex(f[3]);
+            hash = ChunkHash.parseKeyHex(f[3]);
             dtype = DType.fromKeyName(f[4]);
         } catch (IllegalArgumentException e) {
             throw malformed(keyString, e.getMessage());

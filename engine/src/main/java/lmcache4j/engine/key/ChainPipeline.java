@@ -48,6 +48,8 @@ final class ChainPipeline {
     /** The slot's fixed head: array of 3, then a 32-byte byte string (the parent). */
     private static final byte ARRAY_OF_3 = (byte) (CborEncoder.MAJOR_ARRAY << 5 | 3);
     private static final byte BYTES_1 = (byte) (CborEncoder.MAJOR_BYTES << 5 | 24);
+    /** LMCache's integer chain ends a slot with an empty tuple (its canonical extra keys), vLLM's with None. */
+    private static final byte EMPTY_ARRAY = (byte) (CborEncoder.MAJOR_ARRAY << 5);
     static final int PARENT_BYTES = 32;
     private static final int PARENT_AT = 3;
     static final int TOKENS_AT = PARENT_AT + PARENT_BYTES;
@@ -62,7 +64,12 @@ final class ChainPipeline {
 
     /** Whether a chain of {@code chunks} chunks with this {@code noneHash} takes the pipeline. */
     static boolean worthIt(int chunks, ChunkHash noneHash) {
-        return MIN_CHUNKS > 0 && chunks >= MIN_CHUNKS && noneHash.length() == PARENT_BYTES && MULTI_CORE;
+        return worthIt(chunks) && noneHash.length() == PARENT_BYTES;
+    }
+
+    /** Whether a chain of {@code chunks} chunks takes the pipeline (LMCache's integer chain: any parent fits). */
+    static boolean worthIt(int chunks) {
+        return MIN_CHUNKS > 0 && chunks >= MIN_CHUNKS && MULTI_CORE;
     }
 
     /** Bytes of the scratch buffer {@link #chain} needs for {@code chunks} chunks of {@code chunkSize}. */
@@ -83,7 +90,7 @@ final class ChainPipeline {
     static void chain(ChunkHash noneHash, int[] tokens, int end, int chunkSize, ChunkHash[] out, byte[] buf,
                       MessageDigest sha256) {
         int n = out.length;
-        Job job = new Job(tokens, end, chunkSize, n, buf);
+        Job job = new Job(tokens, end, chunkSize, n, buf, CborEncoder.NULL);
         Helpers.offer(job); // when every helper is busy this thread encodes everything itself
         ChunkHash parent = noneHash;
         for (int c = 0; c < n; c++) {
@@ -97,6 +104,43 @@ final class ChainPipeline {
             parent = ChunkHash.wrap(sha256.digest());
             out[c] = parent;
         }
+    }
+
+    /**
+     * As {@link #chain}, for LMCache's integer chain ({@link ChunkHasher#nextIntKey}): each slot's
+     * parent is the previous key as a CBOR unsigned integer, written just in front of the tokens
+     * (so the slot's hashed bytes start where that head starts), and the slot ends in an empty array.
+     */
+    static void intChain(long noneKey, int[] tokens, int end, int chunkSize, ChunkHash[] out, byte[] buf,
+                         MessageDigest sha256) {
+        int n = out.length;
+        Job job = new Job(tokens, end, chunkSize, n, buf, EMPTY_ARRAY);
+        Helpers.offer(job);
+        long parent = noneKey;
+        for (int c = 0; c < n; c++) {
+            int length = job.awaitOrEncode(c);
+            int at = c * job.slot;
+            int start = at + TOKENS_AT - 1 - unsignedHeadBytes(parent);
+            buf[start] = ARRAY_OF_3;
+            CborEncoder.headAt(buf, start + 1, CborEncoder.MAJOR_UNSIGNED, parent);
+            sha256.update(buf, start, length - (start - at));
+            parent = ChunkHasher.firstEightBytes(sha256.digest());
+            out[c] = ChunkHash.ofLong(parent);
+        }
+    }
+
+    /** Bytes of the shortest CBOR head of the unsigned 64-bit {@code value}. */
+    static int unsignedHeadBytes(long value) {
+        if (value >= 0 && value < 24) {
+            return 1;
+        } else if (value >= 0 && value < 0x100) {
+            return 2;
+        } else if (value >= 0 && value < 0x1_0000) {
+            return 3;
+        } else if (value >= 0 && value < 0x1_0000_0000L) {
+            return 5;
+        }
+        return 9;
     }
 
     /** The helper threads, started on first use. */
@@ -177,10 +221,13 @@ final class ChainPipeline {
         final AtomicInteger next = new AtomicInteger();
         /** Per chunk: 0 until encoded, then the slot's byte length (release-stored), or {@link #FAILED}. */
         final int[] published;
+        /** The byte after each chunk's tokens: the extra keys (None, or an empty tuple). */
+        final byte tail;
         /** The helper could not encode the chunk: the caller encodes it, and meets the failure itself. */
         static final int FAILED = -1;
 
-        Job(int[] tokens, int end, int chunkSize, int chunks, byte[] buf) {
+        Job(int[] tokens, int end, int chunkSize, int chunks, byte[] buf, byte tail) {
+            this.tail = tail;
             this.tokens = tokens;
             this.end = end;
             this.chunkSize = chunkSize;
@@ -230,7 +277,7 @@ final class ChainPipeline {
             int to = Math.min(from + chunkSize, end);
             int at = k * slot;
             int p = CborEncoder.intArrayAt(buf, at + TOKENS_AT, tokens, from, to);
-            buf[p++] = CborEncoder.NULL; // extra keys (multimodal, LoRA): always None in LMCache
+            buf[p++] = tail; // extra keys (multimodal, LoRA): None for vLLM's chain, () for LMCache's
             PUBLISHED.setRelease(published, k, p - at);
         }
     }

@@ -198,7 +198,52 @@ public final class ChunkHasher {
         return firstEightBytes(noneHash.toBytes());
     }
 
-    private static long firstEightBytes(byte[] digest) {
+    /**
+     * The chain of {@code form} over {@code tokens}: LMCache's integer keys ({@link #intChain}) or
+     * vLLM's digests ({@link #chain(int[], int, boolean)}).
+     */
+    public List<ChunkHash> chain(int[] tokens, int chunkSize, boolean includePartial, StorageKeys form) {
+        return form == StorageKeys.LMCACHE ? intChain(tokens, chunkSize, includePartial) : chain(tokens, chunkSize, includePartial);
+    }
+
+    /**
+     * LMCache's current chain over {@code tokens} ({@link #nextIntKey} from {@link #noneIntKey}), one
+     * integer-form {@link ChunkHash} per consecutive {@code chunkSize}-token chunk; a final shorter
+     * chunk only if {@code includePartial}. Long chains take the same two-thread pipeline as
+     * {@link #chain(int[], int, boolean)}.
+     */
+    public List<ChunkHash> intChain(int[] tokens, int chunkSize, boolean includePartial) {
+        if (chunkSize < 1) {
+            throw new IllegalArgumentException("chunk size must be at least 1, was " + chunkSize);
+        }
+        int end = includePartial ? tokens.length : tokens.length - tokens.length % chunkSize;
+        ChunkHash[] hashes = new ChunkHash[(int) (((long) end + chunkSize - 1) / chunkSize)];
+        Scratch s = SCRATCH.get();
+        long parent = noneIntKey();
+        if (ChainPipeline.worthIt(hashes.length)) {
+            ChainPipeline.intChain(parent, tokens, end, chunkSize, hashes, s.pipelineBuffer(hashes.length, chunkSize), s.sha256);
+            return List.of(hashes);
+        }
+        for (int c = 0; c < hashes.length; c++) {
+            int start = c * chunkSize;
+            parent = nextIntKey(parent, tokens, start, Math.min(start + chunkSize, end));
+            hashes[c] = ChunkHash.ofLong(parent);
+        }
+        return List.of(hashes);
+    }
+
+    /**
+     * The hash of a segment {@code tokens[from, to)} in {@code form} (LMCache's segment database
+     * hashes each segment without a parent): LMCache's current form canonicalises that missing
+     * parent to {@code NONE_HASH}, so the key is {@link #nextIntKey} after {@link #noneIntKey};
+     * the digest form is {@link #unchained}.
+     */
+    public ChunkHash segment(int[] tokens, int from, int to, StorageKeys form) {
+        return form == StorageKeys.LMCACHE ? ChunkHash.ofLong(nextIntKey(noneIntKey(), tokens, from, to))
+                : unchained(tokens, from, to);
+    }
+
+    static long firstEightBytes(byte[] digest) {
         long bits = 0;
         for (int i = 0; i < Long.BYTES; i++) {
             bits = (bits << 8) | (digest[i] & 0xff);

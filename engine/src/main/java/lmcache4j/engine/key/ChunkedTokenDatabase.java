@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * LMCache's {@code ChunkedTokenDatabase} (spec §5.1): tokens in consecutive chunks of
  * {@code chunkSize}, each keyed by the prefix hash chain, so a chunk's key names the whole prefix
- * up to its end and a lookup can stop at the first miss.
+ * up to its end and a lookup can stop at the first miss. The chain is LMCache's current integer
+ * chain or the older digest chain, as {@link StorageKeys} says.
  *
  * <ul>
  *   <li>The final shorter chunk is kept only with {@code saveUnfullChunk}; otherwise trailing
@@ -21,13 +22,23 @@ public final class ChunkedTokenDatabase extends TokenDatabase {
     private final boolean saveUnfullChunk;
 
     /**
+     * A database whose keys carry LMCache's current integer hashes ({@link StorageKeys#LMCACHE}).
+     *
      * @param chunkSize       tokens per chunk, at least 1 (LMCache's default is 256)
      * @param saveUnfullChunk whether a final chunk shorter than {@code chunkSize} is kept
      * @param hasher          the hash function and seed
      * @param keys            the engine identity the keys carry
      */
     public ChunkedTokenDatabase(int chunkSize, boolean saveUnfullChunk, ChunkHasher hasher, KeyFactory keys) {
-        super(hasher, keys);
+        this(chunkSize, saveUnfullChunk, hasher, keys, StorageKeys.defaultForm());
+    }
+
+    /**
+     * As above, with the keys' hash form: {@code storage_chunk_keys}.
+     */
+    public ChunkedTokenDatabase(int chunkSize, boolean saveUnfullChunk, ChunkHasher hasher, KeyFactory keys,
+                                StorageKeys form) {
+        super(hasher, keys, form);
         if (chunkSize < 1) {
             throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
         }
@@ -59,7 +70,7 @@ public final class ChunkedTokenDatabase extends TokenDatabase {
         int end = saveUnfullChunk ? tokens.length : tokens.length - tokens.length % chunkSize;
         // The whole chain at once: a long prompt's chain is hashed on two threads (ChainPipeline).
         // Skipped chunks still feed the chain; only their ranges are left out.
-        List<ChunkHash> chain = hasher().chain(tokens, chunkSize, saveUnfullChunk);
+        List<ChunkHash> chain = hasher().chain(tokens, chunkSize, saveUnfullChunk, storageKeys());
         List<HashRange> ranges = new ArrayList<>(Math.max(0, (end - skipBefore + chunkSize - 1) / chunkSize));
         for (int c = skipBefore / chunkSize; c < chain.size(); c++) {
             int start = c * chunkSize;
@@ -71,6 +82,6 @@ public final class ChunkedTokenDatabase extends TokenDatabase {
     @Override
     public String toString() {
         return "ChunkedTokenDatabase[chunk " + chunkSize + (saveUnfullChunk ? ", partial last chunk kept" : "")
-                + ", " + hasher() + "]";
+                + ", " + hasher() + ", " + storageKeys().configName() + " keys]";
     }
 }

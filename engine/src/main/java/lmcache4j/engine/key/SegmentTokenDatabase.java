@@ -8,8 +8,8 @@ import java.util.List;
  * every occurrence of a separator sequence, each segment keyed by a hash of its own tokens alone,
  * so the same document yields the same key wherever it appears in a prompt.
  *
- * <p>As in LMCache, a segment is hashed with no parent at all ({@link ChunkHasher#unchained}:
- * CBOR null where a chunk's parent hash goes), its range is its true position in the input (after
+ * <p>As in LMCache, a segment is hashed without a parent ({@link ChunkHasher#segment}: LMCache's
+ * current form puts {@code NONE_HASH} there, the older digest form CBOR null), its range is its true position in the input (after
  * the separator that precedes it), and with a mask, segments that start inside the {@code False}
  * prefix are left out. There is no chunk size, so the prefix need not be a multiple of anything.
  *
@@ -33,13 +33,20 @@ public final class SegmentTokenDatabase extends TokenDatabase {
     private final int[] separator;
 
     /**
+     * A database whose keys carry LMCache's current integer hashes ({@link StorageKeys#LMCACHE}).
+     *
      * @param separator the separator's token ids (LMCache: the tokenizer's encoding of
      *                  {@code blend_special_str}, default {@code " # # "}, without the leading BOS)
-     * @param hasher    the hash function (segments do not use its seed)
+     * @param hasher    the hash function and seed (the digest form does not use the seed)
      * @param keys      the engine identity the keys carry
      */
     public SegmentTokenDatabase(int[] separator, ChunkHasher hasher, KeyFactory keys) {
-        super(hasher, keys);
+        this(separator, hasher, keys, StorageKeys.defaultForm());
+    }
+
+    /** As above, with the keys' hash form: {@code storage_chunk_keys}. */
+    public SegmentTokenDatabase(int[] separator, ChunkHasher hasher, KeyFactory keys, StorageKeys form) {
+        super(hasher, keys, form);
         this.separator = separator.clone();
     }
 
@@ -85,7 +92,7 @@ public final class SegmentTokenDatabase extends TokenDatabase {
 
     private void add(List<HashRange> ranges, int[] tokens, int from, int to, int skipBefore) {
         if (to > from && from >= skipBefore) {
-            ranges.add(new HashRange(from, to, hasher().unchained(tokens, from, to)));
+            ranges.add(new HashRange(from, to, hasher().segment(tokens, from, to, storageKeys())));
         }
     }
 

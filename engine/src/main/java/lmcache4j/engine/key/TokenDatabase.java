@@ -18,10 +18,17 @@ import java.util.Objects;
 public abstract sealed class TokenDatabase permits ChunkedTokenDatabase, SegmentTokenDatabase {
     private final ChunkHasher hasher;
     private final KeyFactory keys;
+    private final StorageKeys form;
 
-    TokenDatabase(ChunkHasher hasher, KeyFactory keys) {
+    TokenDatabase(ChunkHasher hasher, KeyFactory keys, StorageKeys form) {
         this.hasher = Objects.requireNonNull(hasher, "hasher");
         this.keys = Objects.requireNonNull(keys, "keys");
+        this.form = Objects.requireNonNull(form, "form");
+    }
+
+    /** Which hash the keys carry ({@code storage_chunk_keys}). */
+    public final StorageKeys storageKeys() {
+        return form;
     }
 
     /** The hash function and seed. */

@@ -29,6 +29,7 @@ import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.key.HashRange;
 import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.StorageKeys;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
@@ -129,7 +130,7 @@ public final class LookupClient implements AutoCloseable {
     /**
      * A client for the deployment a config describes: the endpoints of {@link LookupEndpoints#of},
      * the engine's chunking and hashing ({@code chunk_size}, {@code save_unfull_chunk},
-     * {@code pre_caching_hash_algorithm}, {@code hash_seed}, {@code controller_chunk_keys}) so its
+     * {@code pre_caching_hash_algorithm}, {@code hash_seed}, {@code storage_chunk_keys}, {@code controller_chunk_keys}) so its
      * keys are the workers', and {@code lookup_timeout_ms}.
      */
     public static LookupClient open(LMCacheEngineConfig config, ModelMetadata model) {
@@ -140,7 +141,8 @@ public final class LookupClient implements AutoCloseable {
         ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
         KeyFactory keys = new KeyFactory(model.modelName(), model.worldSize(), model.workerId(), model.kvDtype());
         return open(LookupEndpoints.of(config, model.worldSize(), model.mla()),
-                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys),
+                new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys,
+                        StorageKeys.fromName(config.storageChunkKeys())),
                 ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), Duration.ofMillis(config.lookupTimeoutMs()),
                 ControllerWorkerSettings.secret(config));
     }

@@ -457,6 +457,8 @@ public final class RemoteBackend implements StorageBackend {
                 "Remote puts in flight", false, putsInFlight::size));
         metrics.bindTierMetric(new EngineMetrics.TierMetric("lmcache:remote_healthy",
                 "1 while the remote answers, 0 while a blackhole stands in (lmcache4j)", false, () -> healthy() ? 1 : 0));
+        remote.counters().forEach((name, counter) -> metrics.bindTierMetric(new EngineMetrics.TierMetric(
+                "lmcache4j:remote_" + name, "The remote connector's " + name.replace('_', ' ') + " (lmcache4j)", true, counter)));
     }
 
     /** The serde this tier stores through. */

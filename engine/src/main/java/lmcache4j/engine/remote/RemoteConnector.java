@@ -1,9 +1,11 @@
 package lmcache4j.engine.remote;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
@@ -43,6 +45,14 @@ public interface RemoteConnector extends AutoCloseable {
 
     /** Removes {@code key}; completes with whether it was stored. */
     CompletableFuture<Boolean> remove(CacheKey key);
+
+    /**
+     * The connector's own counters (corrupt objects, objects of another shape, ...), which the remote
+     * tier publishes as {@code lmcache4j:remote_<name>}; none by default.
+     */
+    default Map<String, LongSupplier> counters() {
+        return Map.of();
+    }
 
     /** Completes normally when the store answers; used by the health monitor. */
     CompletableFuture<Void> ping();

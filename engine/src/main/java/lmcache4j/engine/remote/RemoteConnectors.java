@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.Locale;
+import java.util.ServiceLoader;
 
 import lmcache4j.engine.remote.fs.FsConnector;
 import lmcache4j.engine.remote.redis.RedisLayout;
@@ -35,6 +36,17 @@ public final class RemoteConnectors {
      */
     @SuppressWarnings("exports") // the Redis layout is lmcache4j-internal: exported to its benchmark and commands only
     public static RemoteConnector create(String url, RedisLayout redisLayout) {
+        return create(url, redisLayout, RemoteConnectorSettings.none());
+    }
+
+    /**
+     * As {@link #create(String, RedisLayout)}; a scheme the engine has no client for ({@code s3://})
+     * is opened by the {@link RemoteConnectorProvider} that serves it, told {@code settings}.
+     *
+     * @throws BadRemoteUrlException as above, and for a scheme whose module is not on the module path (naming it)
+     */
+    @SuppressWarnings("exports") // the Redis layout is lmcache4j-internal: exported to its benchmark and commands only
+    public static RemoteConnector create(String url, RedisLayout redisLayout, RemoteConnectorSettings settings) {
         int colon = url.indexOf("://");
         if (colon <= 0) {
             throw new BadRemoteUrlException("remote_url has no scheme:// (for example lm://host:port, redis://host:port "
@@ -52,9 +64,7 @@ public final class RemoteConnectors {
                 case "lm" -> lmcache4j.engine.remote.lm.LmConnector.connect(uri(url));
                 case "redis", "rediss", "redis-sentinel", "redis-cluster" ->
                         lmcache4j.engine.remote.redis.RedisConnector.connect(uri(url), redisLayout);
-                default -> throw new BadRemoteUrlException("remote_url scheme '" + scheme + "://' is not served by this "
-                        + "build of lmcache4j; available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, "
-                        + "redis-cluster://", null);
+                default -> provided(scheme, url, settings);
             };
         } catch (BadRemoteUrlException e) {
             throw e;
@@ -63,6 +73,22 @@ public final class RemoteConnectors {
         } catch (IOException e) {
             throw new RemoteUnavailableException("cannot open remote store " + url + ": " + e.getMessage(), e);
         }
+    }
+
+    /** The connector of the provider that serves {@code scheme}: {@code s3://} from module lmcache4j.s3. */
+    private static RemoteConnector provided(String scheme, String url, RemoteConnectorSettings settings) throws IOException {
+        for (RemoteConnectorProvider p : ServiceLoader.load(RemoteConnectorProvider.class, RemoteConnectors.class.getClassLoader())) {
+            if (p.schemes().contains(scheme)) {
+                return p.open(url, settings);
+            }
+        }
+        if (scheme.equals("s3")) {
+            throw new BadRemoteUrlException("remote_url s3:// needs the module lmcache4j.s3 (artifact lmcache4j-s3, with "
+                    + "the AWS SDK) on the module path; ./lmcache4j puts it there", null);
+        }
+        throw new BadRemoteUrlException("remote_url scheme '" + scheme + "://' is not served by this build of lmcache4j; "
+                + "available: blackhole://, fs://, lm://, redis://, rediss://, redis-sentinel://, redis-cluster://, "
+                + "s3:// (module lmcache4j.s3)", null);
     }
 
     /** {@code url} as a URI; a syntax error names the position, not the URL (it may hold a password). */

@@ -1,7 +1,13 @@
 package lmcache4j.engine.security;
 
+import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 import org.zeromq.SocketType;
@@ -11,11 +17,17 @@ import org.zeromq.ZMQException;
 import org.zeromq.ZMsg;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The ZeroMQ authentication handler (ZAP, RFC 27) of one context: every CURVE handshake on the
  * context's server sockets ({@link DeploymentSecret#serve}) asks it, and it admits only the
  * deployment's client key. Without a handler a CURVE server would admit any key.
+ *
+ * <p>A peer without the secret never reaches the handler: its NULL greeting is dropped by JeroMQ
+ * before any ZAP request. Server sockets {@linkplain #watch watched} through their monitor count
+ * and log those too, so the operator of a secured server sees an engine configured without the
+ * secret instead of silence.
  */
 public final class CurveGate implements AutoCloseable {
     static final String DOMAIN = "lmcache4j";
@@ -24,14 +36,26 @@ public final class CurveGate implements AutoCloseable {
     private static final int POLL_MILLIS = 100;
     /** The gate's thread polls every {@value #POLL_MILLIS} ms: it ends well within this. */
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
+    /** A peer without the secret retries about ten times a second: it is logged at most this often. */
+    private static final long WARNING_INTERVAL_NANOS = Duration.ofSeconds(60).toNanos();
+    private static final AtomicInteger WATCH_IDS = new AtomicInteger();
 
+    private final ZContext context;
     private final DeploymentSecret secret;
     private final ZMQ.Socket socket;
     private final OwnedThreads threads = new OwnedThreads();
     private final LongAdder refused = new LongAdder();
+    /** Monitors of watched server sockets, handed to the gate's thread, which owns them from then on. */
+    private final ConcurrentLinkedQueue<Watched> newWatches = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
+    private long nextGreetingWarning = System.nanoTime();
+
+    /** A watched server socket: its monitor's PAIR socket, what the log calls it, its greetings. */
+    private record Watched(ZMQ.Socket monitor, String name, GreetingWatch greetings) {
+    }
 
     private CurveGate(ZContext context, DeploymentSecret secret, String name) {
+        this.context = context;
         this.secret = secret;
         this.socket = context.createSocket(SocketType.REP);
         socket.setLinger(0);
@@ -45,17 +69,62 @@ public final class CurveGate implements AutoCloseable {
         return new CurveGate(context, secret, name);
     }
 
-    /** Handshakes refused: a wrong key, or a mechanism other than CURVE. */
+    /**
+     * Handshakes refused: a wrong key, or a mechanism other than CURVE; and connections to
+     * {@linkplain #watch watched} sockets that closed in the ZeroMQ greeting (a peer without the secret).
+     */
     public long refused() {
         return refused.sum();
     }
 
+    /**
+     * Watches {@code server}, a socket of this gate's context that {@link DeploymentSecret#serve}
+     * protects, for peers that do not speak CURVE: each is counted in {@link #refused()} and logged
+     * (at most once a minute) with its address. Call before {@code server} binds.
+     *
+     * @param name what the log calls the socket, e.g. {@code "the controller's reply socket"}
+     */
+    public void watch(ZMQ.Socket server, String name) {
+        String address = "inproc://lmcache4j-curve-watch-" + WATCH_IDS.incrementAndGet();
+        server.monitor(address, ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.HANDSHAKE_FAILED_PROTOCOL
+                | ZMQ.EVENT_DISCONNECTED);
+        ZMQ.Socket monitor = context.createSocket(SocketType.PAIR);
+        monitor.setLinger(0);
+        ZmqConnect.connect(monitor, address); // here, before the server binds: no connection's events are missed
+        newWatches.add(new Watched(monitor, name, new GreetingWatch()));
+    }
+
     private void serve() {
+        List<Watched> watched = new ArrayList<>();
+        ZMQ.Poller poller = null;
         try {
             while (running) {
-                ZMsg request = ZMsg.recvMsg(socket, true);
-                if (request != null) {
-                    reply(request).send(socket);
+                if (poller == null || !newWatches.isEmpty()) {
+                    for (Watched w; (w = newWatches.poll()) != null; ) {
+                        watched.add(w);
+                    }
+                    if (poller != null) {
+                        poller.close();
+                    }
+                    poller = context.createPoller(1 + watched.size());
+                    poller.register(socket, ZMQ.Poller.POLLIN);
+                    for (Watched w : watched) {
+                        poller.register(w.monitor(), ZMQ.Poller.POLLIN);
+                    }
+                }
+                if (poller.poll(POLL_MILLIS) <= 0) {
+                    continue;
+                }
+                if (poller.pollin(0)) {
+                    ZMsg request = ZMsg.recvMsg(socket, ZMQ.DONTWAIT);
+                    if (request != null) {
+                        reply(request).send(socket);
+                    }
+                }
+                for (int i = 0; i < watched.size(); i++) {
+                    if (poller.pollin(i + 1)) {
+                        drain(watched.get(i));
+                    }
                 }
             }
         } catch (ZMQException e) {
@@ -63,8 +132,64 @@ public final class CurveGate implements AutoCloseable {
                 LOG.log(Level.ERROR, "the CURVE gate stopped; new connections will not authenticate: " + e);
             }
         } finally {
+            if (poller != null) {
+                poller.close();
+            }
+            for (Watched w; (w = newWatches.poll()) != null; ) {
+                watched.add(w);
+            }
+            watched.forEach(w -> w.monitor().close());
             socket.close();
         }
+    }
+
+    /** Reads the monitor events waiting on {@code w}: a connection that closed in its greeting is refused. */
+    private void drain(Watched w) {
+        for (ZMQ.Event e; (e = ZMQ.Event.recv(w.monitor(), ZMQ.DONTWAIT)) != null; ) {
+            Object channel = e.resolveValue(); // the connection's SocketChannel, the same object in each of its events
+            switch (e.getEvent()) {
+                case ZMQ.EVENT_ACCEPTED -> {
+                    if (channel != null) {
+                        w.greetings().accepted(channel, peer(channel));
+                    }
+                }
+                case ZMQ.EVENT_HANDSHAKE_PROTOCOL -> w.greetings().greeted();
+                // CURVE that fails its cryptography: a client of another deployment (another secret).
+                case ZMQ.HANDSHAKE_FAILED_PROTOCOL -> refusedHandshake(w, "a peer", "its CURVE handshake failed, so it has "
+                        + "another deployment secret than this process");
+                case ZMQ.EVENT_DISCONNECTED -> {
+                    if (channel != null) {
+                        w.greetings().disconnected(channel).ifPresent(p -> refusedHandshake(w, p, "it does not speak CURVE, "
+                                + "so it has no deployment secret"));
+                    }
+                }
+                default -> {
+                }
+            }
+        }
+    }
+
+    private void refusedHandshake(Watched w, String peer, String why) {
+        refused.increment();
+        long now = System.nanoTime();
+        if (now - nextGreetingWarning >= 0) {
+            nextGreetingWarning = now + WARNING_INTERVAL_NANOS;
+            LOG.log(Level.WARNING, "refused a connection from " + peer + " to " + w.name() + ": " + why + " (engines: "
+                    + "deployment_secret_file; demo: --secret-file; the same file as this process's). " + refused.sum()
+                    + " handshakes refused so far; this is said at most once a minute");
+        }
+    }
+
+    /** The address of the peer on {@code channel}, or "a peer" when it is gone already. */
+    private static String peer(Object channel) {
+        try {
+            if (channel instanceof SocketChannel c && c.getRemoteAddress() != null) {
+                return c.getRemoteAddress().toString().replaceFirst("^/", "");
+            }
+        } catch (IOException e) {
+            // closed meanwhile
+        }
+        return "a peer";
     }
 
     /** RFC 27: version, request id, domain, address, identity, mechanism, credentials → version, id, status, text, user, metadata. */

@@ -84,6 +84,14 @@ public final class DeploymentSecret {
      */
     public static DeploymentSecret fromFile(Path file) {
         try {
+            if (!Files.exists(file)) {
+                throw new IllegalArgumentException("the secret file " + file + " does not exist; make one with: (umask 077; "
+                        + "head -c 32 /dev/urandom | base64 > " + file + ")");
+            }
+            if (!Files.isRegularFile(file)) {
+                throw new IllegalArgumentException("the secret file " + file + " is " + (Files.isDirectory(file) ? "a directory"
+                        : "not a regular file") + "; name the file that holds the secret");
+            }
             Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(file);
             if (permissions.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
                 throw new IllegalArgumentException("the secret file " + file + " is readable by others ("
@@ -98,8 +106,11 @@ public final class DeploymentSecret {
                 end--;
             }
             return new DeploymentSecret(Arrays.copyOf(bytes, end));
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new IllegalArgumentException("cannot read the secret file " + file + ": permission denied (it must be "
+                    + "readable by the user this process runs as)", e);
         } catch (IOException e) {
-            throw new IllegalArgumentException("cannot read the secret file " + file + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException("cannot read the secret file " + file + ": " + e, e);
         } catch (UnsupportedOperationException e) { // a file system without POSIX permissions
             throw new IllegalArgumentException("cannot tell who may read the secret file " + file
                     + ": keep it on a file system with POSIX permissions", e);

@@ -24,9 +24,12 @@ import zmq.msg.MsgAllocator;
  * one, whose bytes the socket then reads as frames of the same bounded size.
  *
  * <p>Messages of at most {@value #UNTRACKED_BYTES} bytes are not tracked (every ordinary control
- * message). A tracked message's reservation is returned once its buffer has been collected (the
- * message was taken by the application, or its connection was dropped): the next reservation, or
- * {@link #heldBytes()}, finds it in a reference queue. No thread of its own.
+ * message). A tracked message's reservation is returned once its bytes (the array behind the
+ * message's buffer) have been collected: the message was taken by the application and dropped, or
+ * its connection was dropped. The array is what is tracked, not the buffer handed to the message:
+ * JeroMQ's message keeps a duplicate of that buffer, so the buffer itself is garbage at once while
+ * the message still holds every byte. The next reservation, or {@link #heldBytes()}, finds returned
+ * reservations in a reference queue. No thread of its own.
  */
 public final class ReceiveBudget implements MsgAllocator {
     /** Messages this small are not counted: LMCache's control messages are. */
@@ -34,16 +37,16 @@ public final class ReceiveBudget implements MsgAllocator {
     private final long budgetBytes;
     private final AtomicLong held = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
-    private final ReferenceQueue<ByteBuffer> collected = new ReferenceQueue<>();
-    /** Keeps each reservation's reference reachable until its buffer has been collected. */
+    private final ReferenceQueue<byte[]> collected = new ReferenceQueue<>();
+    /** Keeps each reservation's reference reachable until its bytes have been collected. */
     private final Set<Reservation> live = ConcurrentHashMap.newKeySet();
 
-    private static final class Reservation extends PhantomReference<ByteBuffer> {
+    private static final class Reservation extends PhantomReference<byte[]> {
         final long bytes;
 
-        Reservation(ByteBuffer buffer, ReferenceQueue<ByteBuffer> queue) {
-            super(buffer, queue);
-            this.bytes = buffer.capacity();
+        Reservation(byte[] array, ReferenceQueue<byte[]> queue) {
+            super(array, queue);
+            this.bytes = array.length;
         }
     }
 
@@ -74,13 +77,13 @@ public final class ReceiveBudget implements MsgAllocator {
             refused.incrementAndGet();
             return new Msg(0);
         }
-        ByteBuffer buffer = ByteBuffer.allocate(size);
-        live.add(new Reservation(buffer, collected));
-        return new Msg(buffer);
+        byte[] array = new byte[size];
+        live.add(new Reservation(array, collected));
+        return new Msg(ByteBuffer.wrap(array));
     }
 
     private void returnCollected() {
-        Reference<? extends ByteBuffer> r;
+        Reference<? extends byte[]> r;
         while ((r = collected.poll()) != null) {
             if (live.remove(r)) {
                 held.addAndGet(-((Reservation) r).bytes);

@@ -134,4 +134,12 @@ class JsonTest {
         assertEquals(v, Json.parse(Json.write(v)));
         assertEquals("{\"a\": [1, 2.0], \"b\": null}", Json.write(Json.parse("{\"a\":[1,2.0],\"b\":null}")));
     }
+
+    /** Times since the epoch as Python's json.dumps writes them (LMCache's API), not as 1.795815023922E9. */
+    @Test
+    void doublesAreWrittenAsPythonWritesThem() {
+        assertEquals("[1795815023.922, 5.0, 0.0001, 0.1, -2.5, 1000000000000000.0, 1.0E16, 1.0E-5, 0.0]",
+                Json.write(java.util.List.of(1.795815023922E9, 5.0, 1e-4, 0.1, -2.5, 1e15, 1e16, 1e-5, 0.0)));
+        assertEquals(1.795815023922E9, ((Number) Json.parse(Json.write(1.795815023922E9))).doubleValue());
+    }
 }

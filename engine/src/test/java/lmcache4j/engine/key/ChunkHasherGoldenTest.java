@@ -138,7 +138,7 @@ class ChunkHasherGoldenTest {
 
             // The chunked database gives the same hashes over the same ranges.
             ChunkedTokenDatabase db = new ChunkedTokenDatabase(chunkSize, saveUnfull, hasher,
-                    new KeyFactory("m", 1, 0, lmcache4j.allocator.DType.BFLOAT16));
+                    new KeyFactory("m", 1, 0, lmcache4j.allocator.DType.BFLOAT16), StorageKeys.DIGEST);
             List<String> ranges = new ArrayList<>();
             for (HashRange r : db.hashTokens(tokens)) {
                 ranges.add(r.start() + " " + r.end() + " " + r.hash().toHex());

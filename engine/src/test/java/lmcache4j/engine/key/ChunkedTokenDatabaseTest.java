@@ -21,6 +21,17 @@ class ChunkedTokenDatabaseTest {
         return new ChunkedTokenDatabase(chunkSize, saveUnfull, HASHER, KEYS);
     }
 
+    @Test
+    void theDigestFormKeysChunksByVllmsDigestChain() {
+        ChunkedTokenDatabase digest = new ChunkedTokenDatabase(4, true, HASHER, KEYS, StorageKeys.DIGEST);
+        List<ChunkHash> chain = HASHER.chain(TOKENS, 4, true);
+        List<ChunkRange> ranges = digest.processTokens(TOKENS);
+        assertEquals(chain, ranges.stream().map(r -> r.key().chunkHash()).toList());
+        assertEquals("meta-llama/Llama-3.1-8B@2@1@" + chain.getFirst().toHex() + "@bfloat16", ranges.getFirst().key().toKeyString());
+        assertEquals(64, chain.getFirst().toHex().length());
+        assertEquals(StorageKeys.LMCACHE, db(4, true).storageKeys(), "LMCache's current form is the default");
+    }
+
     private static List<String> spans(List<? extends Record> ranges) {
         return ranges.stream().map(r -> switch (r) {
             case ChunkRange c -> c.start() + "-" + c.end();
@@ -50,7 +61,7 @@ class ChunkedTokenDatabaseTest {
     @Test
     void keysCarryTheChainHashAndTheEngineIdentity() {
         List<ChunkRange> ranges = db(4, true).processTokens(TOKENS);
-        List<ChunkHash> chain = HASHER.chain(TOKENS, 4, true);
+        List<ChunkHash> chain = HASHER.intChain(TOKENS, 4, true);
         for (int i = 0; i < ranges.size(); i++) {
             CacheEngineKey key = ranges.get(i).key();
             assertEquals(new CacheEngineKey("meta-llama/Llama-3.1-8B", 2, 1, chain.get(i), DType.BFLOAT16), key);
@@ -94,7 +105,7 @@ class ChunkedTokenDatabaseTest {
     void makeKeyFalseGivesTheRawHashes() {
         ChunkedTokenDatabase db = db(4, false);
         List<HashRange> hashes = db.hashTokens(TOKENS);
-        assertEquals(HASHER.chain(TOKENS, 4, false), hashes.stream().map(HashRange::hash).toList());
+        assertEquals(HASHER.intChain(TOKENS, 4, false), hashes.stream().map(HashRange::hash).toList());
         assertEquals(spans(db.processTokens(TOKENS)), spans(hashes));
         assertEquals(List.of("4-8"), spans(db.hashTokens(TOKENS, mask(4, 10))));
     }

@@ -37,7 +37,7 @@ class SegmentTokenDatabaseTest {
         int[] tokens = join(new int[] {1, 2, 3}, SEP, new int[] {4, 5}, SEP, new int[] {6});
         List<HashRange> ranges = db(SEP).hashTokens(tokens);
         assertEquals(List.of("0-3", "6-8", "11-12"), spans(ranges));
-        assertEquals(HASHER.unchained(tokens, 6, 8), ranges.get(1).hash());
+        assertEquals(HASHER.segment(tokens, 6, 8, StorageKeys.LMCACHE), ranges.get(1).hash());
     }
 
     @Test
@@ -48,9 +48,13 @@ class SegmentTokenDatabaseTest {
         ChunkHash a = db(SEP).hashTokens(first).get(0).hash();
         ChunkHash b = db(SEP).hashTokens(later).get(1).hash();
         assertEquals(a, b);
-        assertEquals(HASHER.unchained(doc, 0, doc.length), a, "no parent: CBOR null, as LMCache's _hash_tokens(segment)");
-        assertEquals(a, new SegmentTokenDatabase(SEP, ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "other"), KEYS)
-                .hashTokens(first).get(0).hash(), "the seed does not enter a segment's hash");
+        assertEquals(ChunkHash.ofLong(HASHER.nextIntKey(HASHER.noneIntKey(), doc, 0, doc.length)), a,
+                "no parent: NONE_HASH in its place, as LMCache's current _hash_tokens(segment)");
+        // The older digest form: CBOR null in the parent's place, so the seed does not enter it.
+        ChunkHash digest = new SegmentTokenDatabase(SEP, HASHER, KEYS, StorageKeys.DIGEST).hashTokens(first).get(0).hash();
+        assertEquals(HASHER.unchained(doc, 0, doc.length), digest, "no parent: CBOR null, as LMCache's _hash_tokens(segment) before PR #2999");
+        assertEquals(digest, new SegmentTokenDatabase(SEP, ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "other"), KEYS,
+                StorageKeys.DIGEST).hashTokens(first).get(0).hash(), "the seed does not enter a digest-form segment's hash");
     }
 
     @Test
@@ -79,7 +83,7 @@ class SegmentTokenDatabaseTest {
         int[] tokens = {1, 2, 3};
         assertEquals(List.of("0-3"), spans(db().hashTokens(tokens)));
         assertEquals(List.of("0-3"), spans(db(1, 2, 3, 4).hashTokens(tokens)));
-        assertEquals(HASHER.unchained(tokens, 0, 3), db().hashTokens(tokens).get(0).hash());
+        assertEquals(HASHER.segment(tokens, 0, 3, StorageKeys.LMCACHE), db().hashTokens(tokens).get(0).hash());
     }
 
     @Test
@@ -100,7 +104,7 @@ class SegmentTokenDatabaseTest {
         assertEquals(9, db.separator()[0], "the separator was copied");
         List<ChunkRange> keyed = db.processTokens(new int[] {1, 9, 2});
         assertEquals(2, keyed.size());
-        assertEquals(new CacheEngineKey("m", 1, 0, HASHER.unchained(new int[] {2}, 0, 1), DType.FLOAT16), keyed.get(1).key());
+        assertEquals(new CacheEngineKey("m", 1, 0, HASHER.segment(new int[] {2}, 0, 1, StorageKeys.LMCACHE), DType.FLOAT16), keyed.get(1).key());
         assertTrue(db.toString().contains("separator of 1 tokens"));
     }
 }

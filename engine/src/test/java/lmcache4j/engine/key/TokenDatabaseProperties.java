@@ -54,7 +54,7 @@ class TokenDatabaseProperties {
         int previousEnd = 0;
         for (HashRange r : ranges) {
             assertTrue(r.start() >= previousEnd && r.end() > r.start() && r.end() <= tokens.length);
-            assertEquals(HASHER.unchained(tokens, r.start(), r.end()), r.hash());
+            assertEquals(HASHER.segment(tokens, r.start(), r.end(), StorageKeys.LMCACHE), r.hash());
             // Between segments there are only whole separators.
             int gap = r.start() - previousEnd;
             if (separator.length > 0) {

@@ -44,7 +44,11 @@ class PdBackendTest {
     private PdBackend tier = tier(4);
 
     private PdBackend tier(int chunks) {
-        return new PdBackend(TensorMemoryAllocator.strict(PdBackend.NAME, chunks * 4096L, 4096), MODEL, CHUNK,
+        return tier(chunks * 4096L, 4096);
+    }
+
+    private PdBackend tier(long bytes, long alignment) {
+        return new PdBackend(TensorMemoryAllocator.strict(PdBackend.NAME, bytes, alignment), MODEL, CHUNK,
                 (shape, dtype, format, mode) -> cpu.allocate(shape, dtype, format), TIMEOUT, TTL, now::get, Duration.ZERO);
     }
 
@@ -109,6 +113,17 @@ class PdBackendTest {
         AllocResponse b = tier.allocate(request(keys(0, 6), 3));
         assertEquals(List.of(0, 1, 2, 3), b.alreadySentIndexes());
         assertEquals(List.of(AllocResponse.REFUSED, AllocResponse.REFUSED), b.remoteIndexes());
+    }
+
+    @Test
+    void afterTheFirstRefusalAChunkThatWouldStillFitIsRefusedToo() {
+        tier.close();
+        // Four whole chunks and 512 bytes more: the partial last chunk (3 tokens, 384 bytes) would fit after the
+        // fifth is refused, but a retrieve stops at the first missing chunk, so that room would serve nothing.
+        tier = tier(4 * CHUNK_BYTES + 512, 128);
+        AllocResponse a = tier.allocate(request(keys(0, 6), 3));
+        assertEquals(List.of(1L, 2L, 3L, 4L, AllocResponse.REFUSED, AllocResponse.REFUSED), a.remoteIndexes());
+        assertEquals(4, tier.stats().heldChunks());
     }
 
     @Test

@@ -142,6 +142,39 @@ class CachedPrefillTest {
     }
 
     @Test
+    void atChunkSize128TheReusedPrefixEndsOnJlamasBatch() {
+        assertEquals(256, CachedPrefill.JLAMA_BATCH, "Jlama's default batch");
+        try (LMCacheEngine engine = engine(Map.of("chunk_size", 128)); CachedPrefill prefill = new CachedPrefill(engine, model)) {
+            int[] prompt = prompt(700, 7);
+            Outputs cold = cold(prefill, prompt);
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                assertEquals(640, p.storedTokens(), "five chunks of 128 stored");
+            }
+            // 640 tokens are cached, but Jlama computes [512, 700) in one batch when cold: reusing up to 640 would
+            // compute [640, 700) in a batch of its own, so the prefix reused ends at 512, a multiple of both.
+            assertWarm(prefill, prompt, 512, cold);
+        }
+    }
+
+    @Test
+    void aChunkAcrossTwoOfJlamasKvPagesComesBackWhole() {
+        try (LMCacheEngine engine = engine(Map.of("chunk_size", 768)); CachedPrefill prefill = new CachedPrefill(engine, model)) {
+            int perPage;
+            try (CachedPrefill.Prefill probe = prefill.prefillWithoutCache(new int[] {3})) {
+                perPage = probe.kv().buffer().getKeyTensorsUptoPosition(0, probe.kv().capacity() - 1)[0].shape().first();
+            }
+            assertTrue(perPage % 768 != 0 && perPage < 3 * 768, "chunk 2, [1536, 2304), must cross the page that ends at "
+                    + perPage);
+            int[] prompt = prompt(3 * 768 + 6, 8);
+            Outputs cold = cold(prefill, prompt);
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                assertEquals(3 * 768, p.storedTokens(), "three chunks stored, the last gathered from two pages");
+            }
+            assertWarm(prefill, prompt, 3 * 768, cold); // and scattered back into two pages
+        }
+    }
+
+    @Test
     void warmFromTheDiskTierGivesTheColdOutputs() {
         Map<String, Object> disk = Map.of("local_disk", dir.resolve("disk").toString(), "max_local_disk_size", 0.05);
         try (LMCacheEngine engine = engine(disk); CachedPrefill prefill = new CachedPrefill(engine, model)) {

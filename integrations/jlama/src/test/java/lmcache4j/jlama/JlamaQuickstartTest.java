@@ -6,11 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.jlama.quickstart.JlamaQuickstart;
 
 /**
@@ -34,6 +40,21 @@ class JlamaQuickstartTest {
         assertEquals(1_064, r.promptTokens());
         assertEquals(1_024, r.cachedTokens(), "the document's four chunks came from the cache");
         assertTrue(r.firstToken() >= 0 && r.firstToken() < SyntheticLlama.VOCAB_SIZE);
+    }
+
+    /** What the doc promises, another process reading this KV, needs the same keys in every process: a fixed seed. */
+    @Test
+    void twoEnginesOfTheExamplesConfigKeyAPromptAlike() {
+        ModelMetadata model = new ModelMetadata("my-org/my-model", 1, 0, lmcache4j.allocator.DType.FLOAT32, 2, 2, 32, false);
+        int[] tokens = new Random(5).ints(512, 3, SyntheticLlama.VOCAB_SIZE).toArray();
+        List<List<ChunkRange>> keys = new java.util.ArrayList<>();
+        for (int process = 0; process < 2; process++) {
+            try (LMCacheEngine engine = LMCacheEngine.create(JlamaQuickstart.config(), model, KvConnector.host(), List.of())) {
+                keys.add(engine.prepare(tokens, Map.of()).chunks());
+            }
+        }
+        assertEquals(2, keys.getFirst().size());
+        assertEquals(keys.get(0), keys.get(1), "a second engine finds the first one's chunks under the same keys");
     }
 
     @Test

@@ -31,6 +31,7 @@ import lmcache4j.server.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
 import lmcache4j.server.http.JsonBody;
 import lmcache4j.server.http.JsonHttpServer;
+import lmcache4j.server.net.AddressInUseException;
 import lmcache4j.server.controller.index.ChunkIndex;
 import lmcache4j.server.controller.net.WorkerConnections;
 import lmcache4j.server.controller.registry.FullSyncTracker;
@@ -93,15 +94,15 @@ public final class ControllerServer implements AutoCloseable {
         index = new ChunkIndex(config.expectedEntries(), config.caps().maxEntries());
         sync = new FullSyncTracker(index);
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
-        ChunkHasher hasher = ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
+        ChunkHasher hasher = hasher(config);
         lookup = new ControllerLookup(new PromptKeys(config.chunkSize(), config.saveUnfullChunk(), hasher, config.chunkKeys()), index, metrics);
         context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
             gate = config.secret().map(s -> CurveGate.open(context, s, "controller")).orElse(null);
-            ZMQ.Socket pull = bind(SocketType.PULL, config.pull());
-            ZMQ.Socket reply = bind(SocketType.ROUTER, config.reply());
-            ZMQ.Socket heartbeat = bind(SocketType.ROUTER, config.heartbeat());
+            ZMQ.Socket pull = bind(SocketType.PULL, "pull", config.pull());
+            ZMQ.Socket reply = bind(SocketType.ROUTER, "reply", config.reply());
+            ZMQ.Socket heartbeat = bind(SocketType.ROUTER, "heartbeat", config.heartbeat());
             pullEndpoint = config.pull().withPortOf(pull.getLastEndpoint());
             replyEndpoint = config.reply().withPortOf(reply.getLastEndpoint());
             heartbeatEndpoint = config.heartbeat().withPortOf(heartbeat.getLastEndpoint());
@@ -123,7 +124,8 @@ public final class ControllerServer implements AutoCloseable {
             registerGauges();
             started = true;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot bind the HTTP API on " + config.http() + ": " + e.getMessage(), e);
+            IOException failure = AddressInUseException.of(e, "http", "the HTTP API", config.http().host(), config.http().port());
+            throw new UncheckedIOException(failure.getMessage(), failure);
         } finally {
             if (!started) {
                 closeGate();
@@ -135,9 +137,26 @@ public final class ControllerServer implements AutoCloseable {
                 pullEndpoint, replyEndpoint, heartbeatEndpoint, advertisedHeartbeat, httpEndpoint());
     }
 
-    private ZMQ.Socket bind(SocketType type, Endpoint at) {
+    /** {@code name} says which socket an {@link AddressInUseException} is about: pull, reply or heartbeat. */
+    /**
+     * The lookups' hasher. Without a seed its NONE_HASH is random, as LMCache's is: the controller says
+     * so in its own words (what to pass), once, instead of the engine's generic warning.
+     */
+    private static ChunkHasher hasher(ControllerConfig config) {
+        if (config.hashSeed().isPresent()) {
+            return ChunkHasher.of(config.hashAlgorithm(), config.hashSeed());
+        }
+        LOG.log(System.Logger.Level.WARNING, "controller: no hash seed (--hash-seed, or PYTHONHASHSEED): lookups hash "
+                + "with a random NONE_HASH and match no engine; give it the engines' hash_seed");
+        return ChunkHasher.seeded(config.hashAlgorithm(), "random " + java.util.UUID.randomUUID()); // random, as unseeded is
+    }
+
+    private ZMQ.Socket bind(SocketType type, String name, Endpoint at) {
         ZMQ.Socket s = context.createSocket(type);
         config.secret().ifPresent(secret -> secret.serve(s));
+        if (gate != null) {
+            gate.watch(s, "the controller's " + name + " socket"); // an engine without the secret: counted and logged
+        }
         s.setLinger(0);
         // Larger messages disconnect their sender; all together, messages being received hold at most the budget.
         receiveBudget.apply(s, config.maxFrameBytes());
@@ -145,7 +164,8 @@ public final class ControllerServer implements AutoCloseable {
         try {
             s.bind(at.bindAddress());
         } catch (org.zeromq.ZMQException e) {
-            throw new IllegalStateException("cannot bind " + type + " on " + at + ": " + e.getMessage(), e);
+            IOException failure = AddressInUseException.of(e, name, "the " + name + " socket (" + type + ")", at.host(), at.port());
+            throw new UncheckedIOException(failure.getMessage(), failure);
         }
         return s;
     }

@@ -185,14 +185,25 @@ final class IngestHandler {
         metrics.malformed(socket);
     }
 
+    /**
+     * A heartbeat: a worker the controller does not know (it restarted) is registered and asked for
+     * a full sync, again in every reply until it starts one (a reply can be lost: see FullSyncTracker).
+     */
     private ControllerMessage heartbeat(WorkerReqMsg.HeartbeatMsg h) {
-        return switch (registry.heartbeat(new WorkerKey(h.instanceId(), h.workerId()), h.ip(), h.port(), h.peerInitUrl())) {
-            case NEW -> new WorkerReqRetMsg.HeartbeatRetMsg(
-                    List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")));
-            case KNOWN -> new WorkerReqRetMsg.HeartbeatRetMsg(List.of());
+        WorkerKey w = new WorkerKey(h.instanceId(), h.workerId());
+        return switch (registry.heartbeat(w, h.ip(), h.port(), h.peerInitUrl())) {
+            case NEW -> {
+                sync.request(w);
+                yield fullSyncAsked();
+            }
+            case KNOWN -> sync.requested(w) ? fullSyncAsked() : new WorkerReqRetMsg.HeartbeatRetMsg(List.of());
             case FULL -> workersFull();
             case TAKEN -> identityTaken(h.instanceId(), h.workerId());
         };
+    }
+
+    private static WorkerReqRetMsg.HeartbeatRetMsg fullSyncAsked() {
+        return new WorkerReqRetMsg.HeartbeatRetMsg(List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")));
     }
 
     private ErrorMsg identityTaken(String instanceId, int workerId) {

@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -117,6 +118,8 @@ public final class JsonHttpServer implements AutoCloseable {
     private final Set<String> bodyless = new HashSet<>();
     /** method → path prefix → handler, for paths that name a resource. */
     private final Map<String, Map<String, ResourceHandler>> resources = new LinkedHashMap<>();
+    /** A resource prefix → what to say when a request names nothing after it. */
+    private final Map<String, String> emptyNameHints = new HashMap<>();
     /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
     private volatile Predicate<String> authorization;
 
@@ -184,6 +187,15 @@ public final class JsonHttpServer implements AutoCloseable {
     }
 
     /**
+     * What a request to {@code prefix} itself, naming no resource, is told besides the route's form
+     * ({@code /api/quota/NAME}): for example which name stands for an empty one.
+     */
+    public JsonHttpServer emptyNameHint(String prefix, String hint) {
+        emptyNameHints.put(prefix, Objects.requireNonNull(hint));
+        return this;
+    }
+
+    /**
      * Requires every request's {@code Authorization} header to pass {@code accepts}; others are
      * answered 401 before their body is read.
      */
@@ -212,8 +224,9 @@ public final class JsonHttpServer implements AutoCloseable {
             Predicate<String> auth = authorization;
             if (auth != null && !auth.test(exchange.getRequestHeaders().getFirst("Authorization"))) {
                 exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"lmcache4j\"");
-                throw new BadRequestException(401, "this controller needs the deployment's bearer token "
-                        + "(Authorization: Bearer <token>, from ./lmcache4j controller --print-bearer)");
+                throw new BadRequestException(401, "this controller needs the deployment's bearer token: send "
+                        + "Authorization: Bearer TOKEN, where ./lmcache4j controller --secret-file FILE --print-bearer prints "
+                        + "TOKEN from the controller's secret file FILE");
             }
             if (resource.isPresent() && !(gets.containsKey(path) && method.equals("GET"))) {
                 String name = path.substring(resource.get().getKey().length()); // getPath() has decoded it already
@@ -255,9 +268,18 @@ public final class JsonHttpServer implements AutoCloseable {
                 JsonBody body = new JsonBody(bodyless.contains(path) ? Map.of() : readObject(exchange));
                 yield send(exchange, 200, inSlot(() -> p.handle(body)));
             }
-            default -> throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
-                    + " not allowed on " + path);
+            default -> {
+                if (isResourcePrefix(path)) {
+                    throw refusal(path);
+                }
+                throw new BadRequestException(405, "method " + method.substring(0, Math.min(method.length(), 16))
+                        + " not allowed on " + path);
+            }
         };
+    }
+
+    private boolean isResourcePrefix(String path) {
+        return resources.values().stream().anyMatch(byPrefix -> byPrefix.containsKey(path));
     }
 
     private Optional<Map.Entry<String, ResourceHandler>> resourceFor(String method, String path) {
@@ -313,7 +335,17 @@ public final class JsonHttpServer implements AutoCloseable {
 
     private BadRequestException refusal(String path) {
         if (posts.containsKey(path)) {
-            return new BadRequestException(405, path + " takes POST with a JSON object");
+            return new BadRequestException(405, path + (bodyless.contains(path) ? " takes POST (no body)" : " takes POST with a JSON object"));
+        }
+        if (isResourcePrefix(path)) {
+            List<String> methods = new ArrayList<>();
+            resources.forEach((m, byPrefix) -> {
+                if (byPrefix.containsKey(path)) {
+                    methods.add(m);
+                }
+            });
+            return new BadRequestException(404, path + " names nothing: " + String.join(", ", methods) + " " + path + "NAME"
+                    + Optional.ofNullable(emptyNameHints.get(path)).map(h -> " (" + h + ")").orElse(""));
         }
         if (gets.containsKey(path)) {
             return new BadRequestException(405, path + " takes GET");

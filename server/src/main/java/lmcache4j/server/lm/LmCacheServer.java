@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicLong;
 
+import lmcache4j.server.net.AddressInUseException;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
@@ -84,7 +85,8 @@ public final class LmCacheServer implements AutoCloseable {
     private final Optional<byte[]> token;
     private final int maxFrameBytes;
     private final LmServerLimits limits;
-    private final AuthThrottle authThrottle;
+    /** The token's handshake; null on a server without a token. */
+    private final LmServerHandshake handshake;
     private final Thread acceptor;
     private final Thread reaper;
     private final Set<ServerConnection> open = ConcurrentHashMap.newKeySet();
@@ -102,12 +104,10 @@ public final class LmCacheServer implements AutoCloseable {
     private final AtomicLong refusedConnections = new AtomicLong();
     private final AtomicLong reclaimedConnections = new AtomicLong();
     private final AtomicLong timedOutConnections = new AtomicLong();
-    private final AtomicLong authFailures = new AtomicLong();
     private final AtomicLong acceptErrors = new AtomicLong();
     private final RateLimitedLog acceptErrorLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
     private final RateLimitedLog refusalLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
     private final RateLimitedLog protocolErrorLog = new RateLimitedLog(LOG, Level.WARNING, 1_000);
-    private final RateLimitedLog authFailureLog = new RateLimitedLog(LOG, Level.WARNING, 5_000);
 
     private LmCacheServer(ServerSocketChannel server, long maxBytes, LmChunkStore store, Optional<String> token,
                           int maxFrameBytes, LmServerLimits limits) {
@@ -117,7 +117,8 @@ public final class LmCacheServer implements AutoCloseable {
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
         this.maxFrameBytes = maxFrameBytes;
         this.limits = limits;
-        this.authThrottle = new AuthThrottle(limits.authFailureDelay(), limits.authFailuresPerSecond());
+        this.handshake = this.token.map(t -> new LmServerHandshake(t, new AuthThrottle(limits.authFailureDelay(),
+                limits.authFailuresPerSecond()), new RateLimitedLog(LOG, Level.WARNING, 5_000))).orElse(null);
         this.acceptor = threads.platform("lm-server-accept-" + port(), this::acceptLoop);
         this.reaper = threads.platform("lm-server-reaper-" + port(), this::reapLoop);
     }
@@ -203,7 +204,7 @@ public final class LmCacheServer implements AutoCloseable {
             ch.bind(new InetSocketAddress(host, port));
         } catch (IOException e) {
             ch.close();
-            throw new IOException("cannot bind lm:// server to " + host.getHostAddress() + ":" + port + ": " + e.getMessage(), e);
+            throw AddressInUseException.of(e, "lm", "the lm:// server", host.getHostAddress(), port);
         }
         LmCacheServer s = new LmCacheServer(ch, maxBytes, store, token, maxFrameBytes, limits);
         s.acceptor.start();
@@ -267,7 +268,8 @@ public final class LmCacheServer implements AutoCloseable {
         LmChunkStore.Occupancy o = store.occupancy();
         return new Stats(connections.get(), puts.get(), gets.get(), hits.get(), o.evictions(), refusedPuts.get(),
                 protocolErrors.get(), o.entries(), o.bytes(), o.poolUsedBytes(), o.chargedBytes(), open.size(),
-                refusedConnections.get(), reclaimedConnections.get(), timedOutConnections.get(), authFailures.get(),
+                refusedConnections.get(), reclaimedConnections.get(), timedOutConnections.get(),
+                handshake == null ? 0 : handshake.failures(),
                 acceptErrors.get());
     }
 
@@ -440,10 +442,11 @@ public final class LmCacheServer implements AutoCloseable {
                 LmProtocol.readFully(c, hb);
                 ClientHeader h = LmProtocol.decodeClient(hb.array());
                 if (!authenticated) {
-                    session = handshake(c, h);
-                    if (session == null) {
-                        return;
+                    Optional<LmSession> established = handshake.perform(c, h);
+                    if (established.isEmpty()) {
+                        return; // a wrong proof: FAIL was sent, the connection closes unserved
                     }
+                    session = established.get();
                     authenticated = true;
                     continue;
                 }
@@ -465,7 +468,7 @@ public final class LmCacheServer implements AutoCloseable {
                         if (token.isPresent()) {
                             throw new ProtocolException("command " + h.command() + " after the handshake");
                         }
-                        refuseHandshake(c, h);
+                        LmServerHandshake.refuse(c, h);
                     }
                     default -> throw new ProtocolException("unknown command " + h.command());
                 }
@@ -491,49 +494,6 @@ public final class LmCacheServer implements AutoCloseable {
     private long frameDeadline(long payloadBytes) {
         long allowance = limits.stallTimeout().toNanos() + payloadBytes * 1_000_000_000L / MIN_FRAME_BYTES_PER_SECOND;
         return System.nanoTime() + allowance;
-    }
-
-    /**
-     * {@link LmSession}'s challenge-response, server side: this server proves it holds the token,
-     * then checks the client's proof. The session, or null when the proof is wrong (answered FAIL
-     * after the throttle; the caller closes).
-     */
-    private LmSession handshake(ServerConnection c, ClientHeader hello) throws IOException, InterruptedException {
-        if (hello.command() == LmProtocol.AUTH_RETIRED) {
-            throw new ProtocolException("AUTH with the token in clear is retired: the client predates lmcache4j's"
-                    + " AUTH_HELLO handshake");
-        }
-        if (hello.command() != LmProtocol.AUTH_HELLO || hello.length() != LmSession.NONCE_BYTES) {
-            throw new ProtocolException("command " + hello.command() + " (length " + hello.length()
-                    + ") where a server with a token expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce");
-        }
-        byte[] cn = LmProtocol.readFully(c, LmSession.NONCE_BYTES);
-        byte[] sn = LmSession.nonce();
-        LmProtocol.writeFully(c, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeServer(LmProtocol.SUCCESS,
-                LmSession.NONCE_BYTES + LmSession.PROOF_BYTES), sn, LmSession.serverProof(token.orElseThrow(), cn, sn))));
-        ClientHeader proof = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
-        if (proof.command() != LmProtocol.AUTH_PROOF || proof.length() != LmSession.PROOF_BYTES) {
-            throw new ProtocolException("command " + proof.command() + " (length " + proof.length()
-                    + ") where AUTH_PROOF with a " + LmSession.PROOF_BYTES + "-byte proof was expected");
-        }
-        byte[] presented = LmProtocol.readFully(c, LmSession.PROOF_BYTES);
-        boolean ok = LmSession.matches(LmSession.clientProof(token.get(), cn, sn), presented);
-        if (!ok) {
-            long n = authFailures.incrementAndGet();
-            authThrottle.awaitFailureSlot(); // guesses cost time, whatever the number of connections
-            authFailureLog.log("lm:// server: wrong token from " + c + "; closing (wrong tokens so far: " + n + ")");
-        }
-        reply(c, ok ? LmProtocol.SUCCESS : LmProtocol.FAIL);
-        return ok ? LmSession.established(token.get(), cn, sn) : null;
-    }
-
-    /** A handshake sent to a server without a token: FAIL, so the client says this server takes none. */
-    private static void refuseHandshake(ServerConnection c, ClientHeader h) throws IOException {
-        if (h.length() < 0 || h.length() > LmSession.NONCE_BYTES) {
-            throw new ProtocolException("command " + h.command() + " with length " + h.length());
-        }
-        LmProtocol.skipFully(c, h.length());
-        reply(c, LmProtocol.FAIL);
     }
 
     private static void requireKey(ClientHeader h) throws ProtocolException {

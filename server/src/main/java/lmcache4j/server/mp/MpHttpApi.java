@@ -44,6 +44,7 @@ final class MpHttpApi implements AutoCloseable {
             http.get(prefix + "/quota", () -> Map.of("users", server.onLoop(() -> server.quotas().all())));
             http.resource("GET", prefix + "/quota/", (salt, body) -> server.onLoop(() -> server.quotas().describe(salt(salt))));
             http.resource("PUT", prefix + "/quota/", (salt, body) -> setQuota(server, salt(salt), body));
+            http.emptyNameHint(prefix + "/quota/", "the salt \"\" is named _default: " + prefix + "/quota/_default");
             http.resource("DELETE", prefix + "/quota/", (salt, body) -> {
                 boolean removed = server.onLoop(() -> server.quotas().remove(salt(salt)));
                 Map<String, Object> out = new LinkedHashMap<>();

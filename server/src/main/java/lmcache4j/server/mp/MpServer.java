@@ -18,6 +18,7 @@ import org.zeromq.ZMQ;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ReceiveBudget;
+import lmcache4j.server.net.AddressInUseException;
 
 /**
  * lmcache4j as LMCache's multiprocess (MP) server: the process vLLM's LMCache MP connector sends
@@ -71,10 +72,13 @@ public final class MpServer implements AutoCloseable {
                 String bound = router.getLastEndpoint();
                 port = Integer.parseInt(bound.substring(bound.lastIndexOf(':') + 1));
             } catch (RuntimeException e) {
-                throw new IOException("cannot bind the MP server's socket on " + settings.host() + ":" + settings.port()
-                        + ": " + e.getMessage(), e);
+                throw AddressInUseException.of(e, "zmq", "the MP server's socket", settings.host(), settings.port());
             }
-            http = settings.httpPort() < 0 ? null : MpHttpApi.start(settings, this);
+            try {
+                http = settings.httpPort() < 0 ? null : MpHttpApi.start(settings, this);
+            } catch (IOException e) {
+                throw AddressInUseException.of(e, "http", "the MP server's HTTP port", settings.httpHost(), settings.httpPort());
+            }
             loop = threads.platform("mp-server-loop", this::loop);
             loop.start();
             started = true;

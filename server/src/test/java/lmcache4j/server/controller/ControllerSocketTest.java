@@ -101,20 +101,24 @@ class ControllerSocketTest {
     }
 
     @Test
-    void pushesOfAnUnregisteredWorkerAreDiscardedAndAHeartbeatMakesItFullSync() throws Exception {
+    void pushesOfAnUnregisteredWorkerAreDiscardedAndHeartbeatsAskItToFullSyncUntilItStarts() throws Exception {
         start(Duration.ofSeconds(30), Duration.ofSeconds(2));
         try (FakeWorker w = new FakeWorker(controller, "engine-a", 1)) {
             w.push(w.admits("LocalCPUBackend", 1, 2, 3));
             await("discard counted", () -> controller.metrics().value("lmcache4j_controller_ops_discarded_total{reason=\"unregistered\"}") == 3);
             assertEquals(0, controller.index().entries());
 
-            WorkerReqRetMsg.HeartbeatRetMsg hb = w.heartbeat(); // as after a controller restart
-            assertEquals(List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered")), hb.commands());
-            assertEquals(List.of(), w.heartbeat().commands());
+            List<HeartbeatCommand> fullSync = List.of(HeartbeatCommand.FullSyncCommand.because("worker_re_registered"));
+            assertEquals(fullSync, w.heartbeat().commands(), "as after a controller restart");
+            // That reply may never have reached the worker (it stopped waiting for a controller busy starting up):
+            // the next heartbeat asks again, and so on until the worker starts its sync.
+            assertEquals(fullSync, w.heartbeat().commands(), "asked again");
+            assertEquals(fullSync, w.heartbeat().commands(), "and again");
 
             var start = (WorkerReqRetMsg.FullSyncStartRetMsg) w.ask(w.dealer,
                     new WorkerReqMsg.FullSyncStartMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 5, 3));
             assertTrue(start.accepted());
+            assertEquals(List.of(), w.heartbeat().commands(), "the sync started: no more asking");
             w.push(new WorkerMsg.FullSyncBatchMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 0, new long[]{10, 11}),
                     w.admits("LocalCPUBackend", 99), // incremental while syncing: discarded
                     new WorkerMsg.FullSyncBatchMsg("engine-a", 1, "LocalCPUBackend", "sync-1", 2, new long[]{14}),

@@ -72,4 +72,22 @@ class MpHttpApiTest {
             assertEquals(400, send(server, "GET", "/api/quota/" + "s".repeat(200), null).statusCode(), "a salt too long");
         }
     }
+
+    /** The refusals say what to send: the empty salt's name, and that clear-cache takes no body. */
+    @Test
+    void refusalsNameTheRequestToSendInstead() throws Exception {
+        try (MpServer server = MpServer.start(MpServerSettings.loopback(8L << 20))) {
+            for (String prefix : new String[] {"/api", ""}) {
+                for (String method : new String[] {"PUT", "GET", "DELETE"}) {
+                    HttpResponse<String> empty = send(server, method, prefix + "/quota/", "PUT".equals(method) ? "{\"limit_gb\": 1}" : null);
+                    assertEquals(404, empty.statusCode(), method + " " + empty.body());
+                    assertTrue(empty.body().contains(prefix + "/quota/NAME") && empty.body().contains(prefix + "/quota/_default"),
+                            method + " " + prefix + "/quota/: " + empty.body());
+                }
+                HttpResponse<String> get = send(server, "GET", prefix + "/clear-cache", null);
+                assertEquals(405, get.statusCode(), get.body());
+                assertEquals(Map.of("error", prefix + "/clear-cache takes POST (no body)"), json(get));
+            }
+        }
+    }
 }

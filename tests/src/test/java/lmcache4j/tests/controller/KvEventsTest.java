@@ -26,7 +26,9 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.controller.ControllerKeys;
+import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.tests.TestPython;
 
 /**
@@ -65,7 +67,10 @@ class KvEventsTest {
                 kv.layers().forEach(layer -> layer.fill((byte) 0x5a));
                 assertEquals(3 * CHUNK, engine.store(tokens, null, kv, slots, Map.of()));
                 List<ChunkRange> chunks = engine.prepare(tokens, Map.of()).chunks();
-                long[] hashes = chunks.stream().mapToLong(r -> ControllerKeys.vllmFold(r.key().chunkHash())).toArray();
+                assertTrue(chunks.getFirst().key().chunkHash().isInteger(), "storage keys in LMCache's current form");
+                // Events carry vLLM's block hash (the digest chain at block size = chunk size), not the storage key's integer.
+                long[] hashes = ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0").chain(tokens, CHUNK, false).stream()
+                        .mapToLong(ControllerKeys::vllmFold).toArray();
 
                 // The replay socket has every batch, as a router that joined late asks for it.
                 List<Map<String, Object>> stored = replayUntil(subscriber,

@@ -142,6 +142,13 @@ public final class LMCacheFieldTable {
                         + "ints from the same seed), so lmcache4j and LMCache workers share a controller; vllm: the "
                         + "chunk's vLLM block hash folded to its low 64 bits, as vLLM's KV events carry it. Every "
                         + "engine, scheduler and controller of a deployment must use the same.").build());
+        f.add(define("storage_chunk_keys", CHOICE).defaultValue("lmcache").allowed("lmcache", "digest").lmcache4jOnly()
+                .description("lmcache4j only: the hash in a chunk's storage key, which names its disk file, Redis "
+                        + "keys, fs:// file, lm:// entry and S3 object. lmcache: LMCache's current keys (its token "
+                        + "database's 64-bit integer chain, written in hex without padding), so a store is shared with "
+                        + "today's LMCache; digest: the 64-hex-digit SHA-256 digests of LMCache before its PR #2999 and of "
+                        + "lmcache4j stores written before this setting, for a store written in that form (see "
+                        + "docs/operations.md, migrating a store).").build());
     }
 
     /** KV events (vLLM's format, for KV-aware routers). */

@@ -5,16 +5,17 @@ package lmcache4j.engine.controller.message;
  * Without it, the first message on Java 24+ prints the JDK's "terminally deprecated method in
  * sun.misc.Unsafe" warning, and a JVM run with {@code --sun-misc-unsafe-memory-access=deny}
  * fails. msgpack-core reads the property once, when its {@code MessageBuffer} class loads, so
- * this runs in the static initializers of the only two classes that touch msgpack-core. A value
- * the user set is left alone.
+ * this runs in the static initializers of every class that touches msgpack-core (the controller's
+ * messages here, the MP server's frames in lmcache4j.server). A value the user set is left alone.
  */
-final class UniversalBuffer {
+public final class UniversalBuffer {
     private static final String PROPERTY = "msgpack.universal-buffer";
 
     private UniversalBuffer() {
     }
 
-    static void select() {
+    /** Selects msgpack-core's ByteBuffer-backed buffers unless the user chose; call before msgpack-core's first use. */
+    public static void select() {
         if (System.getProperty(PROPERTY) == null) {
             System.setProperty(PROPERTY, "true");
         }

@@ -131,7 +131,7 @@ public final class ChunkFiles {
         try {
             Files.createDirectories(this.directory);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot create the chunk directory " + this.directory + ": " + describe(e), e);
+            throw new UncheckedIOException("cannot create the chunk directory " + this.directory + ": " + reason(e), e);
         }
         if (!Files.isDirectory(this.directory)) {
             throw new UncheckedIOException(new IOException("the chunk directory " + this.directory + " is not a directory"));
@@ -671,6 +671,17 @@ public final class ChunkFiles {
     }
 
     /** An exception as "Type: message", which for file-system errors names the file and the errno text. */
+    /** Why creating a directory failed, in words, without repeating the path the message already names. */
+    private static String reason(IOException e) {
+        return switch (e) {
+            case java.nio.file.FileAlreadyExistsException x -> "a file is in the way";
+            case java.nio.file.NoSuchFileException x -> "no such file or directory (can a directory be made there?)";
+            case java.nio.file.AccessDeniedException x -> "permission denied";
+            case java.nio.file.FileSystemException x when x.getReason() != null -> x.getReason();
+            default -> describe(e);
+        };
+    }
+
     private static String describe(Throwable e) {
         String msg = e.getMessage();
         return e.getClass().getSimpleName() + (msg == null ? "" : ": " + msg);

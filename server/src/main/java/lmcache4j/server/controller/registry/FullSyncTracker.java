@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import lmcache4j.server.controller.index.ChunkIndex;
@@ -18,6 +19,12 @@ import lmcache4j.server.controller.index.Holder;
  * leave its freeze and which batches never arrived. While a sync runs, incremental admits and
  * evicts of that worker and location are discarded (the sync's snapshot supersedes them).
  *
+ * <p>A worker the controller learned of from a heartbeat (it restarted and forgot the worker) is
+ * asked for a full sync in every heartbeat reply until it starts one ({@link #request},
+ * {@link #requested}), as LMCache's controller asks every worker that is neither syncing nor synced:
+ * a reply the worker never received (it gave up waiting, the controller was slow to answer its
+ * first request) must not leave the index empty for good.
+ *
  * <p>Used from the controller's ingestion thread; {@link #isSyncing} is also read by it only.
  */
 public final class FullSyncTracker {
@@ -26,6 +33,8 @@ public final class FullSyncTracker {
 
     private final ChunkIndex index;
     private final Map<Target, Sync> syncs = new ConcurrentHashMap<>();
+    /** Workers asked for a full sync that have not started one: registered workers only, so as many at most. */
+    private final Set<WorkerKey> requested = ConcurrentHashMap.newKeySet();
 
     private record Target(WorkerKey worker, String location) {
     }
@@ -74,7 +83,18 @@ public final class FullSyncTracker {
         }
         syncs.put(new Target(worker, location), new Sync(syncId, batchCount, totalKeys));
         index.removeHolder(new Holder(worker.instanceId(), worker.workerId(), location));
+        requested.remove(worker);
         return Optional.empty();
+    }
+
+    /** Asks {@code worker} (registered) for a full sync: {@link #requested} holds until it starts one or leaves. */
+    public void request(WorkerKey worker) {
+        requested.add(Objects.requireNonNull(worker, "worker"));
+    }
+
+    /** Whether {@code worker} was asked for a full sync and has not started one. */
+    public boolean requested(WorkerKey worker) {
+        return requested.contains(worker);
     }
 
     /**
@@ -162,8 +182,9 @@ public final class FullSyncTracker {
         return (int) syncs.values().stream().filter(s -> !s.complete()).count();
     }
 
-    /** Forgets every sync of a worker that left. */
+    /** Forgets every sync of a worker that left, and any request for one. */
     public void forget(WorkerKey worker) {
         syncs.keySet().removeIf(t -> t.worker().equals(worker));
+        requested.remove(worker);
     }
 }

@@ -88,7 +88,7 @@ public final class WorkerRegistry {
         }
         if (current != null && !(current.at(ip, port) && current.peerInitUrl().equals(peerInitUrl))) {
             LOG.log(System.Logger.Level.WARNING, "refused a registration of {0} from {1}:{2}: it is registered at {3}",
-                    key, ip, port, current.replyAddress());
+                    key, ip, Integer.toString(port), current.replyAddress()); // a port as text: MessageFormat writes 58002 as 58,002
             return Outcome.TAKEN;
         }
         WorkerInfo old = workers.put(key, new WorkerInfo(key, ip, port, peerInitUrl, now, now));
@@ -96,9 +96,9 @@ public final class WorkerRegistry {
             long dropped = index.removeWorker(key.instanceId(), key.workerId());
             sync.forget(key);
             LOG.log(System.Logger.Level.INFO, "worker {0} registered again at {1}:{2}; dropped its {3} entries",
-                    key, ip, port, dropped);
+                    key, ip, Integer.toString(port), dropped);
         } else {
-            LOG.log(System.Logger.Level.INFO, "worker {0} registered at {1}:{2}", key, ip, port);
+            LOG.log(System.Logger.Level.INFO, "worker {0} registered at {1}:{2}", key, ip, Integer.toString(port));
         }
         return old == null ? Outcome.NEW : Outcome.KNOWN;
     }
@@ -126,7 +126,7 @@ public final class WorkerRegistry {
         }
         workers.put(key, new WorkerInfo(key, ip, port, peerInitUrl, now, now));
         LOG.log(System.Logger.Level.INFO, "heartbeat from unknown worker {0} at {1}:{2}: registered it and asked for a full sync",
-                key, ip, port);
+                key, ip, Integer.toString(port));
         return Outcome.NEW;
     }
 
@@ -148,7 +148,7 @@ public final class WorkerRegistry {
         }
         if (!known.at(ip, port)) {
             LOG.log(System.Logger.Level.WARNING, "refused a deregistration of {0} from {1}:{2}: it is registered at {3}",
-                    key, ip, port, known.replyAddress());
+                    key, ip, Integer.toString(port), known.replyAddress());
             return -1;
         }
         WorkerInfo gone = workers.remove(key);

@@ -12,6 +12,8 @@ import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
 import org.msgpack.value.ValueType;
 
+import lmcache4j.engine.controller.message.UniversalBuffer;
+
 /**
  * Every operation of LMCache's multiprocess protocol, with the frozen wire id a client sends for
  * it, its snake_case name, whether lmcache4j serves it and how many argument frames it accepts.
@@ -68,6 +70,7 @@ public enum MpOperation {
     private static final Map<String, MpOperation> BY_NAME = new HashMap<>();
 
     static {
+        UniversalBuffer.select(); // before msgpack-core's first use: no sun.misc.Unsafe (decode)
         for (MpOperation op : values()) {
             BY_ID[op.id] = op;
             BY_NAME.put(op.wireName, op);

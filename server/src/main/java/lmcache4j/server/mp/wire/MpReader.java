@@ -13,6 +13,8 @@ import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
 import org.msgpack.value.ValueType;
 
+import lmcache4j.engine.controller.message.UniversalBuffer;
+
 /**
  * A bounded msgpack reader over one argument frame. Every length a frame declares is checked
  * against the bytes the frame still holds before anything is allocated or skipped (an array
@@ -21,6 +23,10 @@ import org.msgpack.value.ValueType;
  * {@link MpProtocolException} with reason {@link MpDropReason#BAD_ARGUMENT}.
  */
 final class MpReader implements AutoCloseable {
+    static {
+        UniversalBuffer.select(); // before msgpack-core's first use: no sun.misc.Unsafe
+    }
+
     private final MessageUnpacker in;
     private final long size;
 

@@ -6,6 +6,8 @@ import java.io.UncheckedIOException;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
+import lmcache4j.engine.controller.message.UniversalBuffer;
+
 /**
  * Writes msgpack the way msgspec 0.22.0 does (docs/design/mp-server.md §4): the smallest int
  * encoding, float64 for floats, the smallest str/bin/array/map header. msgpack-core's packer
@@ -13,6 +15,10 @@ import org.msgpack.core.MessagePack;
  * buffer never throws.
  */
 final class MpWriter {
+    static {
+        UniversalBuffer.select(); // before msgpack-core's first use: no sun.misc.Unsafe
+    }
+
     private final MessageBufferPacker out = MessagePack.newDefaultBufferPacker();
 
     MpWriter mapHeader(int entries) {

@@ -16,7 +16,7 @@ supporting reads) with the real msgspec and pyzmq of tests/python/requirements.t
 
 LMCache's own client classes cannot run here (the lmcache package is not installable on these
 machines, and its client imports a dozen of its modules), so this file writes the same frames
-from the documented field lists; the golden frames under server/src/test/resources/golden/mp/ pin
+from the documented field lists; the golden frames under mp-server/src/test/resources/golden/mp/ pin
 them byte for byte.
 
 Usage: mp_client.py --port N SCENARIO [options]; prints one JSON object on stdout, exit 0 when

@@ -9,11 +9,11 @@ module lmcache4j.allocator {
     requires transitive lmcache4j.cuda;
 
     exports lmcache4j.allocator;
-    exports lmcache4j.allocator.host to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.cli;
-    exports lmcache4j.allocator.tensor to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.allocator.host to lmcache4j.engine, lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli;
+    exports lmcache4j.allocator.tensor to lmcache4j.engine, lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.allocator.tensor.internal to lmcache4j.bench;
     exports lmcache4j.allocator.paged to lmcache4j.server, lmcache4j.bench;
     exports lmcache4j.allocator.pool to lmcache4j.engine, lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     // every thread lmcache4j starts is made, named and joined through OwnedThreads
-    exports lmcache4j.allocator.internal.threads to lmcache4j.engine, lmcache4j.server;
+    exports lmcache4j.allocator.internal.threads to lmcache4j.engine, lmcache4j.server, lmcache4j.server.mp;
 }

@@ -6,6 +6,7 @@
  */
 module lmcache4j.bench {
     requires transitive lmcache4j.server;
+    requires lmcache4j.server.mp; // LMCache's multiprocess server
     requires io.netty.common; // its version, for the report
     requires io.netty.buffer; // the allocator benchmark's baseline: Netty's pooled direct allocator
     requires lettuce.core; // the remote benchmark's baseline: raw Lettuce SET/GET

@@ -6,6 +6,7 @@
 module lmcache4j.cli {
     requires lmcache4j.bench;
     requires lmcache4j.server;
+    requires lmcache4j.server.mp; // LMCache's multiprocess server
     requires lmcache4j.engine;
     requires lmcache4j.s3; // s3-server: s3proxy for the S3 tier
     requires java.logging; // the demo quiets the engine's INFO logs while it prints its own report

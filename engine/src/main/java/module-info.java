@@ -24,9 +24,9 @@ module lmcache4j.engine {
     exports lmcache4j.engine;
     exports lmcache4j.engine.config;
     exports lmcache4j.engine.controller;
-    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.engine.controller.message to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.connector;
-    exports lmcache4j.engine.json to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    exports lmcache4j.engine.json to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.key;
     exports lmcache4j.engine.lookup to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.metrics;
@@ -38,7 +38,7 @@ module lmcache4j.engine {
     exports lmcache4j.engine.remote.redis to lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
-    exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.security to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
-    exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
+    exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
 }

@@ -6,6 +6,7 @@
 module lmcache4j.tests {
     requires lmcache4j.engine;
     requires lmcache4j.server;
+    requires lmcache4j.server.mp; // LMCache's multiprocess server
     requires lmcache4j.s3; // the s3:// tier: its interop, demo and module-graph tests
     // SoakTest: heap, direct-buffer and thread gauges, and the engine's log records counted instead of printed.
     requires java.management;

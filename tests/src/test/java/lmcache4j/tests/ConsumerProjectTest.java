@@ -41,7 +41,7 @@ class ConsumerProjectTest {
     /** The consumer build's own local repository, kept between runs so that it works offline once filled. */
     private static final Path CONSUMER_LOCAL_REPOSITORY = Path.of("target", "consumer-local-repository").toAbsolutePath();
     private static final List<String> PUBLISHED = List.of("lmcache4j-cuda-bindings", "lmcache4j-allocator",
-            "lmcache4j-engine", "lmcache4j-server", "lmcache4j-bench", "lmcache4j-cli");
+            "lmcache4j-engine", "lmcache4j-server", "lmcache4j-mp-server", "lmcache4j-bench", "lmcache4j-cli");
 
     private static String property(String name) {
         String value = System.getProperty(name);
@@ -145,7 +145,7 @@ class ConsumerProjectTest {
             assertTrue(Path.of(jar).startsWith(CONSUMER_LOCAL_REPOSITORY), jar + " was not resolved from the installed artifacts");
         }
         for (String forbidden : List.of("junit", "jqwik", "opentest4j", "apiguardian", "jmh", "svm-configure",
-                "lmcache4j-bench", "lmcache4j-server", "lmcache4j-cli", "lmcache4j-tests")) {
+                "lmcache4j-bench", "lmcache4j-server", "lmcache4j-mp-server", "lmcache4j-cli", "lmcache4j-tests")) {
             assertTrue(names.stream().noneMatch(n -> n.startsWith(forbidden)), forbidden + " leaks into the runtime path: " + names);
         }
         // The Netty a user gets is the Netty this build tests with (the reactor's own runtime jars).

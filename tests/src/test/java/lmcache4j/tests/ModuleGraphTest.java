@@ -47,7 +47,7 @@ class ModuleGraphTest {
 
     /** The descriptor of every lmcache4j module, read from each module's compiled classes (cli and bench are not in this layer). */
     private static final Map<String, ModuleDescriptor> DESCRIPTORS = ModuleFinder.of(
-                    Stream.of("cuda-bindings", "allocator", "engine", "s3", "server", "integrations/jlama", "bench", "cli")
+                    Stream.of("cuda-bindings", "allocator", "engine", "s3", "server", "mp-server", "integrations/jlama", "bench", "cli")
                             .map(folder -> Path.of("..", folder, "target", "classes")).toArray(Path[]::new))
             .findAll().stream().map(ModuleReference::descriptor)
             .collect(Collectors.toMap(ModuleDescriptor::name, d -> d));
@@ -66,14 +66,17 @@ class ModuleGraphTest {
         assertEquals(Set.of("lmcache4j.cuda"), requires("lmcache4j.allocator"));
         assertEquals(Set.of("lmcache4j.allocator"), requires("lmcache4j.engine"), "the engine knows no server and no command");
         assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.server"));
+        assertEquals(Set.of("lmcache4j.engine", "lmcache4j.server"), requires("lmcache4j.server.mp"),
+                "the MP server: the engine's tiers, and the HTTP server and bind failure of lmcache4j.server");
+        assertFalse(requires("lmcache4j.server").contains("lmcache4j.server.mp"), "the other servers know nothing of the MP server");
         assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.s3"), "the S3 tier plugs into the engine's remote seam, nothing more");
         assertFalse(requires("lmcache4j.engine").contains("lmcache4j.s3"), "the engine finds the S3 tier through ServiceLoader");
         assertEquals(Set.of("lmcache4j.engine"), requires("lmcache4j.jlama"), "an integration uses the engine's API only");
-        for (String core : List.of("lmcache4j.cuda", "lmcache4j.allocator", "lmcache4j.engine", "lmcache4j.server")) {
+        for (String core : List.of("lmcache4j.cuda", "lmcache4j.allocator", "lmcache4j.engine", "lmcache4j.server", "lmcache4j.server.mp")) {
             assertFalse(requires(core).contains("lmcache4j.jlama"), core + " depends on an inference engine");
         }
-        assertEquals(Set.of("lmcache4j.server", "lmcache4j.jlama", "lmcache4j.s3"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
-        assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.engine", "lmcache4j.jlama", "lmcache4j.s3"),
+        assertEquals(Set.of("lmcache4j.server", "lmcache4j.server.mp", "lmcache4j.jlama", "lmcache4j.s3"), requires("lmcache4j.bench"), "benchmarks and the demo workload");
+        assertEquals(Set.of("lmcache4j.bench", "lmcache4j.server", "lmcache4j.server.mp", "lmcache4j.engine", "lmcache4j.jlama", "lmcache4j.s3"),
                 requires("lmcache4j.cli"));
         for (String app : List.of("lmcache4j.bench", "lmcache4j.cli")) {
             assertTrue(DESCRIPTORS.get(app).requires().stream().anyMatch(r -> r.name().equals("lmcache4j.jlama")

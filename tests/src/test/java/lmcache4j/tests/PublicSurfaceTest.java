@@ -31,8 +31,8 @@ class PublicSurfaceTest {
     /** Module folder → JPMS name. */
     private static final Map<String, String> MODULES = Map.of(
             "cuda-bindings", "lmcache4j.cuda", "allocator", "lmcache4j.allocator", "engine", "lmcache4j.engine",
-            "server", "lmcache4j.server", "integrations/jlama", "lmcache4j.jlama", "bench", "lmcache4j.bench",
-            "cli", "lmcache4j.cli", "s3", "lmcache4j.s3");
+            "server", "lmcache4j.server", "mp-server", "lmcache4j.server.mp", "integrations/jlama", "lmcache4j.jlama",
+            "bench", "lmcache4j.bench", "cli", "lmcache4j.cli", "s3", "lmcache4j.s3");
 
     /** Packages exported to every module. */
     private static final Map<String, Set<String>> PUBLIC_PACKAGES = Map.of(
@@ -42,6 +42,8 @@ class PublicSurfaceTest {
                     "lmcache4j.engine.controller", "lmcache4j.engine.key", "lmcache4j.engine.metrics",
                     "lmcache4j.engine.pd", "lmcache4j.engine.remote", "lmcache4j.engine.storage"),
             "lmcache4j.server", Set.of("lmcache4j.server.lm", "lmcache4j.server.controller", "lmcache4j.server.router"),
+            // A process, not a library: run by ./lmcache4j mp-server, its classes reached by siblings only.
+            "lmcache4j.server.mp", Set.of(),
             "lmcache4j.jlama", Set.of("lmcache4j.jlama"),
             "lmcache4j.bench", Set.of(),
             "lmcache4j.cli", Set.of(),
@@ -59,8 +61,9 @@ class PublicSurfaceTest {
                     "lmcache4j.engine.storage.disk",
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
-                    "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.mp",
-                    "lmcache4j.server.mp.wire", "lmcache4j.server.net", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
+                    "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.http",
+                    "lmcache4j.server.net", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
+            "lmcache4j.server.mp", Set.of("lmcache4j.server.mp", "lmcache4j.server.mp.wire"),
             "lmcache4j.jlama", Set.of(),
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
@@ -72,7 +75,7 @@ class PublicSurfaceTest {
     /** Public top-level types in each module's public packages. */
     private static final Map<String, Integer> PUBLIC_TYPES = Map.of(
             "lmcache4j.cuda", 18, "lmcache4j.allocator", 12, "lmcache4j.engine", 70, "lmcache4j.server", 15,
-            "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0, "lmcache4j.s3", 0);
+            "lmcache4j.server.mp", 0, "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0, "lmcache4j.s3", 0);
 
     private static Path classes(String folder) {
         return Path.of("..", folder, "target", "classes").toAbsolutePath().normalize();

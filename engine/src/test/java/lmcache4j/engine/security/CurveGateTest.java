@@ -19,6 +19,8 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMsg;
 
+import lmcache4j.engine.zmq.ZmqConnect;
+
 /**
  * The gate as the ZAP handler RFC 27 describes, asked directly on its in-process endpoint as
  * JeroMQ asks it during a handshake: only a CURVE request in lmcache4j's domain with the
@@ -68,7 +70,7 @@ class CurveGateTest {
         try (ZContext context = new ZContext(1); CurveGate gate = CurveGate.open(context, SECRET, "test")) {
             ZMQ.Socket zap = context.createSocket(SocketType.REQ);
             zap.setReceiveTimeOut(5_000);
-            zap.connect(ZAP);
+            ZmqConnect.connect(zap, ZAP);
             byte[] member = memberKey(context);
             byte[] foreign = member.clone();
             foreign[0] ^= 1;

@@ -94,7 +94,7 @@ class ReceiveBudgetTest {
             int port = pull.bindToRandomPort("tcp://127.0.0.1");
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(0);
-            push.connect("tcp://127.0.0.1:" + port);
+            ZmqConnect.connect(push, "tcp://127.0.0.1:" + port);
             for (int i = 0; i < 24; i++) { // twelve budgets' worth
                 byte[] sent = new byte[MIB / 2];
                 Arrays.fill(sent, (byte) i);

@@ -20,6 +20,7 @@ record LmcacheModules(String folder, String artifactId, String moduleName) {
             new LmcacheModules("allocator", "lmcache4j-allocator", "lmcache4j.allocator"),
             new LmcacheModules("engine", "lmcache4j-engine", "lmcache4j.engine"),
             new LmcacheModules("server", "lmcache4j-server", "lmcache4j.server"),
+            new LmcacheModules("mp-server", "lmcache4j-mp-server", "lmcache4j.server.mp"),
             new LmcacheModules("bench", "lmcache4j-bench", "lmcache4j.bench"),
             new LmcacheModules("cli", "lmcache4j-cli", "lmcache4j.cli"));
 

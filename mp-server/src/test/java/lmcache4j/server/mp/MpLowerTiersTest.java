@@ -220,7 +220,7 @@ class MpLowerTiersTest {
             assertEquals(1, server.status().prefetchJobs(), "an active prefetch job");
             // More waits than the server parks: the excess is answered at once (None, as at a timeout),
             // the parked ones when the load ends, long before their own 30 s.
-            int waits = MpService.MAX_WAITERS + 5;
+            int waits = MpLookups.MAX_WAITERS + 5;
             long t0 = System.nanoTime();
             for (int i = 0; i < waits; i++) {
                 c.sendRaw(List.of(MpScalars.encodeInt(1_000_000 + i), MpScalars.encodeInt(10), MpScalars.encodeString("slow"),
@@ -229,9 +229,9 @@ class MpLowerTiersTest {
             List<List<byte[]>> atOnce = replies(c, 5, 2_000);
             assertEquals(5, atOnce.size(), "the waits past the cap are answered at once");
             assertTrue(atOnce.stream().allMatch(r -> r.size() == 2), "with None: [uid, op] and no result frame");
-            List<List<byte[]>> whenLoaded = replies(c, MpService.MAX_WAITERS, 20_000);
+            List<List<byte[]>> whenLoaded = replies(c, MpLookups.MAX_WAITERS, 20_000);
             long waitedMillis = (System.nanoTime() - t0) / 1_000_000;
-            assertEquals(MpService.MAX_WAITERS, whenLoaded.size(), "every parked wait is answered when the load ends");
+            assertEquals(MpLookups.MAX_WAITERS, whenLoaded.size(), "every parked wait is answered when the load ends");
             assertTrue(whenLoaded.stream().allMatch(r -> r.size() == 3 && r.get(2).length == 1 && r.get(2)[0] == 0),
                     "with the count: 0, a miss");
             assertTrue(waitedMillis >= 200 && waitedMillis < 20_000, "they waited for the load, not for their 30 s: "

@@ -3,6 +3,7 @@ package lmcache4j.server.mp.store;
 import lmcache4j.server.mp.wire.MpObjectKey;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -92,10 +93,8 @@ public final class MpObjectStore implements AutoCloseable {
     private final List<Entry> orphans = new ArrayList<>();
     /** The last {@link Entry#generation} handed out. */
     private long generations;
-    private final Map<String, Map<Long, WriteReservation>> pendingByOwner = new HashMap<>();
+    private final PendingWrites pending;
     private final Map<String, Long> bytesBySalt = new HashMap<>();
-    private long pendingTotal;
-    private long nextReservationId = 1;
     private long usedBytes;
     private long writing;
     private long evictions;
@@ -115,6 +114,7 @@ public final class MpObjectStore implements AutoCloseable {
     public MpObjectStore(HostArena arena, MpStoreOptions options, LongSupplier nanoClock) {
         this.arena = Objects.requireNonNull(arena, "arena");
         this.options = Objects.requireNonNull(options, "options");
+        this.pending = new PendingWrites(options.maxPendingPerOwner(), options.maxPendingTotal());
         this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
         this.allocator = TensorMemoryAllocator.create("mp-l1", arena, TensorMemoryAllocator.DEFAULT_ALIGNMENT);
         this.capacity = arena.byteSize();
@@ -159,8 +159,7 @@ public final class MpObjectStore implements AutoCloseable {
         synchronized (mutex) {
             ensureOpen();
             long now = nanoClock.getAsLong();
-            Map<Long, WriteReservation> mine = pendingByOwner.get(owner);
-            if (pendingTotal >= options.maxPendingTotal() || (mine != null && mine.size() >= options.maxPendingPerOwner())) {
+            if (!pending.admits(owner)) {
                 refusedPendingCap++;
                 return new WriteReservation(0, owner, List.of(), List.of(), now);
             }
@@ -199,11 +198,7 @@ public final class MpObjectStore implements AutoCloseable {
             if (entries.isEmpty()) {
                 return new WriteReservation(0, owner, List.of(), List.of(), now);
             }
-            WriteReservation reservation = new WriteReservation(nextReservationId++, owner, slots, entries,
-                    now + options.writeTtl().toNanos());
-            pendingByOwner.computeIfAbsent(owner, o -> new LinkedHashMap<>()).put(reservation.id(), reservation);
-            pendingTotal++;
-            return reservation;
+            return pending.add(owner, slots, entries, now + options.writeTtl().toNanos());
         }
     }
 
@@ -255,12 +250,8 @@ public final class MpObjectStore implements AutoCloseable {
     /** Aborts every pending reservation of {@code owner} (an instance that went away); returns how many. */
     public int abortAll(String owner) {
         synchronized (mutex) {
-            Map<Long, WriteReservation> mine = pendingByOwner.remove(owner);
-            if (mine == null) {
-                return 0;
-            }
-            for (WriteReservation reservation : mine.values()) {
-                pendingTotal--;
+            Collection<WriteReservation> mine = pending.takeAll(owner);
+            for (WriteReservation reservation : mine) {
                 dropEntries(reservation);
             }
             return mine.size();
@@ -530,7 +521,7 @@ public final class MpObjectStore implements AutoCloseable {
     public MpStoreStats stats() {
         synchronized (mutex) {
             return new MpStoreStats(index.size() - writing, writing, orphans.size(), locked.size(), usedBytes, capacity,
-                    pendingTotal, evictions, refusedNoMemory, refusedPendingCap, expiredReadLocks, expiredWrites,
+                    pending.size(), evictions, refusedNoMemory, refusedPendingCap, expiredReadLocks, expiredWrites,
                     releaseUnderflows, staleReservations);
         }
     }
@@ -556,9 +547,8 @@ public final class MpObjectStore implements AutoCloseable {
             lru.clear();
             locked.clear();
             orphans.clear();
-            pendingByOwner.clear();
+            pending.clear();
             bytesBySalt.clear();
-            pendingTotal = 0;
             writing = 0;
             usedBytes = 0;
             allocator.close();
@@ -610,18 +600,12 @@ public final class MpObjectStore implements AutoCloseable {
 
     private boolean takePending(WriteReservation reservation) {
         Objects.requireNonNull(reservation, "reservation");
-        Map<Long, WriteReservation> mine = pendingByOwner.get(reservation.owner());
-        if (mine == null || mine.get(reservation.id()) != reservation) {
+        if (!pending.take(reservation)) {
             if (!reservation.isEmpty()) {
                 staleReservations++;
             }
             return false;
         }
-        mine.remove(reservation.id());
-        if (mine.isEmpty()) {
-            pendingByOwner.remove(reservation.owner());
-        }
-        pendingTotal--;
         return true;
     }
 
@@ -643,15 +627,7 @@ public final class MpObjectStore implements AutoCloseable {
                 expired++;
             }
         }
-        List<WriteReservation> late = new ArrayList<>();
-        for (Map<Long, WriteReservation> mine : pendingByOwner.values()) {
-            for (WriteReservation reservation : mine.values()) {
-                if (now - reservation.deadlineNanos >= 0) {
-                    late.add(reservation);
-                }
-            }
-        }
-        for (WriteReservation reservation : late) {
+        for (WriteReservation reservation : pending.due(now)) {
             takePending(reservation);
             expiredWrites++;
             dropEntries(reservation);
@@ -755,18 +731,13 @@ public final class MpObjectStore implements AutoCloseable {
             require(sum == allocator.stats().usedBytes(), "allocator holds " + allocator.stats().usedBytes() + ", store " + sum);
             require(writingCount == writing, "writing count " + writing + " != " + writingCount);
             require(salts.equals(bytesBySalt), "salt usage " + bytesBySalt + " != " + salts);
-            long pending = 0;
-            for (Map<Long, WriteReservation> mine : pendingByOwner.values()) {
-                require(!mine.isEmpty(), "empty owner table");
-                pending += mine.size();
-                for (WriteReservation reservation : mine.values()) {
-                    for (Entry entry : reservation.entries) {
-                        require(entry.state == State.WRITING, "pending reservation holds a published object");
-                    }
+            List<WriteReservation> reservations = pending.checkedAll();
+            for (WriteReservation reservation : reservations) {
+                for (Entry entry : reservation.entries) {
+                    require(entry.state == State.WRITING, "pending reservation holds a published object");
                 }
             }
-            require(pending == pendingTotal, "pending count wrong");
-            require(pending == 0 || writingCount > 0, "pending reservations without writing objects");
+            require(reservations.isEmpty() || writingCount > 0, "pending reservations without writing objects");
             allocator.memcheck();
         }
     }

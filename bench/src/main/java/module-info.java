@@ -1,5 +1,5 @@
 /**
- * The benchmarks (allocator, hash, store, concurrent, disk, remote, MP server, and the JMH benchmarks) and the demo
+ * The benchmarks (allocator, hash, store, concurrent, disk, remote, MP server, ZeroMQ libraries, and the JMH benchmarks) and the demo
  * workload: a serving-engine simulator that drives the engine end to end. A library: the
  * {@code ./lmcache4j bench} and {@code demo} commands (module {@code lmcache4j.cli}) run it; JMH
  * runs the JMH benchmarks from the class path.
@@ -41,4 +41,6 @@ module lmcache4j.bench {
     exports lmcache4j.bench.remote to lmcache4j.cli;
     exports lmcache4j.bench.s3 to lmcache4j.cli;
     exports lmcache4j.bench.store to lmcache4j.cli;
+    exports lmcache4j.bench.trace to lmcache4j.cli;
+    exports lmcache4j.bench.zmq to lmcache4j.cli;
 }

@@ -39,6 +39,8 @@ module lmcache4j.engine {
     exports lmcache4j.engine.storage;
     exports lmcache4j.engine.storage.cpu to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.storage.disk to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
+    // the cache_policy names (CachePolicies.NAMES) the trace replay and its commands check against
+    exports lmcache4j.engine.storage.policy to lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.security to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.zmq to lmcache4j.server, lmcache4j.server.mp, lmcache4j.bench, lmcache4j.tests;
 }

@@ -2,6 +2,7 @@ package lmcache4j.cli;
 
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -42,6 +43,11 @@ public final class ControllerCommand implements CliMain.Command {
     private Optional<Path> secretFile = Optional.empty();
     private boolean insecure;
     private boolean printBearer;
+    // The connection limits given; applied after every option, since --max-workers sets their defaults.
+    private Optional<Integer> maxConnections = Optional.empty();
+    private Optional<Integer> maxConnectionsPerHost = Optional.empty();
+    private Optional<Integer> maxHandshaking = Optional.empty();
+    private Optional<Duration> handshakeTimeout = Optional.empty();
 
     private ControllerCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
         this.out = out;
@@ -175,6 +181,31 @@ public final class ControllerCommand implements CliMain.Command {
                 (int) OptionValues.wholeNumber("--max-queued-orchestrations", value, 1, 1 << 16)));
     }
 
+    @Option(names = "--max-connections", paramLabel = "N", order = 21, description = "connections the three ZeroMQ sockets"
+            + " keep open together; more are closed as they arrive and counted (default 3 x --max-workers + 256)")
+    private void maxConnections(String value) {
+        maxConnections = Optional.of(OptionValues.intInRange("--max-connections", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--max-connections-per-host", paramLabel = "N", order = 22, description = "of those, from one address"
+            + " (default 1024, at most --max-connections)")
+    private void maxConnectionsPerHost(String value) {
+        maxConnectionsPerHost = Optional.of(OptionValues.intInRange("--max-connections-per-host", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--max-handshaking", paramLabel = "N", order = 23, description = "of those, not yet proven: in their "
+            + "CURVE handshake, which a stranger never completes (without a secret: before their first message); each "
+            + "holds about 12 KiB of heap and 16 KiB off it (default 256)")
+    private void maxHandshaking(String value) {
+        maxHandshaking = Optional.of(OptionValues.intInRange("--max-handshaking", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--handshake-timeout", paramLabel = "S", order = 24, description = "seconds a connection has to prove"
+            + " itself, greeted or not, before it is closed (default 30)")
+    private void handshakeTimeout(String value) {
+        handshakeTimeout = Optional.of(OptionValues.seconds("--handshake-timeout", value, 3600));
+    }
+
     @Option(names = "--secret-file", paramLabel = "FILE", order = 18, description = "the deployment secret (a file of mode "
             + "600, 16 bytes or more; default: $" + DeploymentSecret.FILE_ENV + "): CURVE on every ZeroMQ socket and a "
             + "bearer token on the HTTP API; engines set deployment_secret_file to the same file")
@@ -213,6 +244,11 @@ public final class ControllerCommand implements CliMain.Command {
     public Integer call() {
         try {
             config = config.withSecret(secret());
+            ControllerConfig.Caps c = config.caps();
+            int total = maxConnections.orElse(c.maxConnections());
+            config = config.withCaps(c.withConnections(total,
+                    maxConnectionsPerHost.orElse(Math.min(total, c.maxConnectionsPerHost())),
+                    maxHandshaking.orElse(Math.min(total, c.maxHandshaking())), handshakeTimeout.orElse(c.handshakeTimeout())));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage(), e);
         }

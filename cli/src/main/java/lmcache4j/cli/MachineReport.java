@@ -34,6 +34,16 @@ public final class MachineReport {
         out.printf("memlock        %s%n", memlock());
     }
 
+    /** The CPU's model name from /proc/cpuinfo (the first processor's), or why it cannot be read. */
+    static String cpuModel() {
+        try (var lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
+            return lines.filter(l -> l.startsWith("model name")).map(l -> l.substring(l.indexOf(':') + 1).strip())
+                    .findFirst().orElse("CPU model unknown (no model name in /proc/cpuinfo)");
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            return "CPU model unknown (/proc/cpuinfo: " + e.getMessage() + ")";
+        }
+    }
+
     static String describe(CudaRuntime runtime) {
         return switch (runtime.status()) {
             case CudaStatus.Available a -> a.toString();

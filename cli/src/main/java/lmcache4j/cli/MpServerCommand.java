@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.server.mp.MpL2Settings;
@@ -49,6 +50,10 @@ public final class MpServerCommand implements CliMain.Command {
     private double l2StagingGb = 0.25;
     private int l2Queue = MpL2Settings.NONE.writeQueue();
     private Duration l2Timeout = MpL2Settings.NONE.prefetchTimeout();
+    private Optional<Integer> maxConnections = Optional.empty();
+    private Optional<Integer> maxConnectionsPerHost = Optional.empty();
+    private Optional<Integer> maxHandshaking = Optional.empty();
+    private Optional<Duration> handshakeTimeout = Optional.empty();
     /** The --l2-* options given that only shape a lower tier: an error without --l2-disk or --l2-remote. */
     private final java.util.Set<String> l2Shaping = new java.util.LinkedHashSet<>();
 
@@ -158,6 +163,30 @@ public final class MpServerCommand implements CliMain.Command {
         l2Shaping.add("--l2-timeout");
     }
 
+    @Option(names = "--max-connections", paramLabel = "N", order = 15, description = "connections the ZeroMQ socket keeps"
+            + " open at once; more are closed as they arrive and counted (default 1024)")
+    private void maxConnections(String value) {
+        maxConnections = Optional.of(OptionValues.intInRange("--max-connections", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--max-connections-per-host", paramLabel = "N", order = 16, description = "of those, from one address"
+            + " (default: all of them; vLLM runs beside the server)")
+    private void maxConnectionsPerHost(String value) {
+        maxConnectionsPerHost = Optional.of(OptionValues.intInRange("--max-connections-per-host", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--max-handshaking", paramLabel = "N", order = 17, description = "of those, before their first "
+            + "message (the server has no authentication: a connection proves itself by sending one); default 256")
+    private void maxHandshaking(String value) {
+        maxHandshaking = Optional.of(OptionValues.intInRange("--max-handshaking", value, 1, 1 << 24));
+    }
+
+    @Option(names = "--handshake-timeout", paramLabel = "S", order = 18, description = "seconds a connection has to send"
+            + " its first message, greeted or not, before it is closed (default 30)")
+    private void handshakeTimeout(String value) {
+        handshakeTimeout = Optional.of(OptionValues.seconds("--handshake-timeout", value, 3_600));
+    }
+
     private static double gigabytes(String option, String value) {
         double gb = OptionValues.decimal(option, value);
         if (!(gb > 0) || gb * (1L << 30) < (1 << 20) || Double.isInfinite(gb)) {
@@ -207,6 +236,10 @@ public final class MpServerCommand implements CliMain.Command {
                 l2 = l2.withRemote(l2Remote);
             }
             settings = settings.withL2(l2);
+            int total = maxConnections.orElse(MpServerSettings.DEFAULT_MAX_CONNECTIONS);
+            settings = settings.withConnections(total, maxConnectionsPerHost.orElse(total),
+                    maxHandshaking.orElse(Math.min(total, MpServerSettings.DEFAULT_MAX_HANDSHAKING)),
+                    handshakeTimeout.orElse(MpServerSettings.DEFAULT_HANDSHAKE_TIMEOUT));
         } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, "mp-server", e.getMessage());
         }

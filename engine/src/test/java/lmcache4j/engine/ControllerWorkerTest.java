@@ -42,7 +42,7 @@ import lmcache4j.engine.key.ChunkRange;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * The engine's controller worker against a real (tiny, in-test) ZeroMQ controller: registration,
@@ -161,12 +161,12 @@ class ControllerWorkerTest {
     void theControlSocketAnswersClearPinHealthMoveAndCheckFinishAndSurvivesGarbage() throws Exception {
         try (FakeController controller = new FakeController(); Arena arena = Arena.ofConfined();
              LMCacheEngine engine = engine(controller.pullPort, controller.replyPort, 1024);
-             ZContext zmq = new ZContext(1)) {
+             ZContext zmq = new OwnedZContext("test-controller-worker", 1)) {
             ControllerWorker worker = engine.controllerWorker().orElseThrow();
             ZMQ.Socket req = zmq.createSocket(SocketType.REQ);
             req.setLinger(0);
             req.setReceiveTimeOut(10_000);
-            ZmqConnect.connect(req, "tcp://" + worker.controlIp() + ":" + worker.controlPort());
+            req.connect("tcp://" + worker.controlIp() + ":" + worker.controlPort());
             store(engine, arena, 256, 5);
             int[] tokens = SyntheticKv.tokens(256, 5);
 
@@ -212,7 +212,7 @@ class ControllerWorkerTest {
     void aDeclaredHugeMessageDisconnectsItsSenderAndTheControlSocketStillAnswers() throws Exception {
         try (FakeController controller = new FakeController();
              LMCacheEngine engine = engine(controller.pullPort, controller.replyPort, 1024);
-             ZContext zmq = new ZContext(1)) {
+             ZContext zmq = new OwnedZContext("test-controller-worker", 1)) {
             ControllerWorker worker = engine.controllerWorker().orElseThrow();
             try (java.net.Socket raw = new java.net.Socket(worker.controlIp(), worker.controlPort())) {
                 raw.setSoTimeout(10_000);
@@ -254,7 +254,7 @@ class ControllerWorkerTest {
             ZMQ.Socket req = zmq.createSocket(SocketType.REQ);
             req.setLinger(0);
             req.setReceiveTimeOut(10_000);
-            ZmqConnect.connect(req, "tcp://" + worker.controlIp() + ":" + worker.controlPort());
+            req.connect("tcp://" + worker.controlIp() + ":" + worker.controlPort());
             assertEquals(new ControlRetMsg.HealthWorkerRetMsg(0), ask(req, new ControlMsg.HealthWorkerMsg("h")));
         }
     }

@@ -32,7 +32,7 @@ import lmcache4j.engine.lookup.LookupClient;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.redis.RedisServerProcess;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * Closing an engine joins every thread it started: with its CPU, disk and remote tiers (fs:// and
@@ -60,7 +60,8 @@ class EngineThreadsJoinedTest {
 
     @Test
     void fsRemoteControllerEventsAndP2pEngines() throws Exception {
-        try (FakeController controller = new FakeController(); ZContext zmq = new ZContext(1)) {
+        try (FakeController controller = new FakeController();
+                ZContext zmq = new OwnedZContext("test-engine-threads-joined", 1)) {
             String eventsEndpoint = "ipc://lmcache4j-threads-" + ProcessHandle.current().pid(); // the engine binds it
             ZMQ.Socket events = zmq.createSocket(SocketType.SUB);
             events.subscribe(new byte[0]); // a subscriber, so the publisher holds nothing back at close
@@ -82,7 +83,7 @@ class EngineThreadsJoinedTest {
                  LMCacheEngine layered = LMCacheEngine.create(base().set("use_layerwise", true).build(), SyntheticKv.model(),
                          KvConnector.host(2), List.of());
                  LookupClient lookups = LookupClient.open(lookupConfig(), SyntheticKv.model())) {
-                ZmqConnect.connect(events, eventsEndpoint); // its short handshake timer: no 30 s ZMTP stall
+                events.connect(eventsEndpoint);
                 PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
                 int[] tokens = storeAndReadBack(writer, kv, 1);
                 assertTrue(heardWhileStoring(events, writer, kv), "the subscriber hears the writer's KV events");

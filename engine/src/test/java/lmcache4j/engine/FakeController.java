@@ -19,6 +19,7 @@ import lmcache4j.engine.controller.message.HeartbeatCommand;
 import lmcache4j.engine.controller.message.MalformedMessageException;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * The smallest controller a worker can talk to, for the worker's tests: a PULL, a ROUTER for
@@ -33,7 +34,7 @@ final class FakeController implements AutoCloseable {
     /** Everything received, on any socket, in arrival order. */
     final List<ControllerMessage> received = new CopyOnWriteArrayList<>();
     final ConcurrentLinkedQueue<HeartbeatCommand> nextHeartbeatCommands = new ConcurrentLinkedQueue<>();
-    private final ZContext context = new ZContext(1);
+    private final ZContext context = new OwnedZContext("test-fake-controller", 1);
     private final Thread thread;
     private final CountDownLatch bound = new CountDownLatch(1);
     private volatile boolean running = true;

@@ -37,7 +37,7 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.ChunkRange;
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * An engine's KV events as a router decodes them (vLLM's msgpack batches): the parent of each
@@ -68,7 +68,7 @@ class KvEventsEngineTest {
 
     @Test
     void eachStoredChunksParentIsTheChunkBeforeItAndItsTokensAreItsOwn() throws Exception {
-        try (ZContext context = new ZContext(1); Arena arena = Arena.ofShared()) {
+        try (ZContext context = new OwnedZContext("test-kv-events-engine", 1); Arena arena = Arena.ofShared()) {
             int[] ports = freePorts();
             int[] tokens = new Random(5).ints(3 * CHUNK + 10, 0, 50_000).toArray();
             try (LMCacheEngine engine = engine(ports, false)) {
@@ -92,7 +92,7 @@ class KvEventsEngineTest {
 
     @Test
     void allBlocksClearedOnlyOnceEveryTierIsEmpty() throws Exception {
-        try (ZContext context = new ZContext(1); Arena arena = Arena.ofShared()) {
+        try (ZContext context = new OwnedZContext("test-kv-events-engine", 1); Arena arena = Arena.ofShared()) {
             int[] ports = freePorts();
             int[] tokens = new Random(6).ints(2 * CHUNK, 0, 50_000).toArray();
             try (LMCacheEngine engine = engine(ports, true)) {
@@ -181,7 +181,7 @@ class KvEventsEngineTest {
             sub = context.createSocket(SocketType.SUB);
             sub.setLinger(0);
             sub.subscribe("kv@engine".getBytes(StandardCharsets.UTF_8));
-            ZmqConnect.connect(sub, "tcp://127.0.0.1:" + ports[0]);
+            sub.connect("tcp://127.0.0.1:" + ports[0]);
         }
 
         /** Every event from seq 0, replayed until {@code done} holds for them (at most 30 s). */
@@ -209,7 +209,7 @@ class KvEventsEngineTest {
                 replay = context.createSocket(SocketType.DEALER);
                 replay.setLinger(0);
                 replay.setReceiveTimeOut(3_000);
-                ZmqConnect.connect(replay, "tcp://127.0.0.1:" + replayPort);
+                replay.connect("tcp://127.0.0.1:" + replayPort);
             }
             replay.sendMore(new byte[0]);
             replay.send(ByteBuffer.allocate(8).putLong(0).array());

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.lookup.LookupClient;
 import org.junit.jupiter.api.Test;
@@ -21,6 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * The lookup service across two processes on loopback tcp://: this JVM is the scheduler (a
@@ -97,10 +97,10 @@ class LookupServiceProcessTest {
     /** Multipart messages that are never a valid lookup (the hash frame is never msgpack); returns how many. */
     static int sendJunk(String url, int messages) throws InterruptedException {
         Random random = new Random(41);
-        try (ZContext context = new ZContext()) {
+        try (ZContext context = new OwnedZContext("test-lookup-service-process", 1)) {
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(5000);
-            ZmqConnect.connect(push, url);
+            push.connect(url);
             for (int m = 0; m < messages; m++) {
                 int n = 1 + random.nextInt(8);
                 List<byte[]> frames = new ArrayList<>();

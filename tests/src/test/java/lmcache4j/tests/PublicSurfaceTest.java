@@ -58,7 +58,7 @@ class PublicSurfaceTest {
             "lmcache4j.engine", Set.of("lmcache4j.engine.controller.message", "lmcache4j.engine.json",
                     "lmcache4j.engine.lookup", "lmcache4j.engine.remote.lm", "lmcache4j.engine.p2p", "lmcache4j.engine.pd.wire",
                     "lmcache4j.engine.remote.redis", "lmcache4j.engine.security", "lmcache4j.engine.storage.cpu",
-                    "lmcache4j.engine.storage.disk",
+                    "lmcache4j.engine.storage.disk", "lmcache4j.engine.storage.policy",
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
                     "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.http",
@@ -68,7 +68,8 @@ class PublicSurfaceTest {
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
                     "lmcache4j.bench.disk", "lmcache4j.bench.gpu", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model", "lmcache4j.bench.mp",
-                    "lmcache4j.bench.p2p", "lmcache4j.bench.pd", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store"),
+                    "lmcache4j.bench.p2p", "lmcache4j.bench.pd", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store", "lmcache4j.bench.trace",
+                    "lmcache4j.bench.zmq"),
             "lmcache4j.cli", Set.of(),
             "lmcache4j.s3", Set.of("lmcache4j.s3", "lmcache4j.s3.proxy"));
 

@@ -15,7 +15,6 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import lmcache4j.engine.security.DeploymentSecret;
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.KVOpEvent;
 import lmcache4j.engine.controller.message.OpType;
@@ -23,6 +22,7 @@ import lmcache4j.engine.controller.message.WorkerMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * Ingestion through the controller against its limit in the same process: the same pre-encoded
@@ -100,7 +100,7 @@ final class IngestBench {
 
     private double raw() throws InterruptedException {
         long frames = frames();
-        try (ZContext ctx = new ZContext(1)) {
+        try (ZContext ctx = new OwnedZContext("bench-ingest-bench", 1)) {
             ZMQ.Socket pull = ctx.createSocket(SocketType.PULL);
             pull.setRcvHWM(100_000);
             pull.bind("tcp://127.0.0.1:*"); // a port the kernel picks, free for sure
@@ -133,10 +133,10 @@ final class IngestBench {
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops))
                 .withTimeouts(Duration.ofHours(1), Duration.ofSeconds(5)) // the bench's workers never beat
                 .withSecret(secret);
-        try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new ZContext(1)) {
+        try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new OwnedZContext("bench-ingest-bench", 1)) {
             ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
             secret.ifPresent(k -> k.connectAsMember(dealer));
-            ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());
+            dealer.connect(controller.replyEndpoint().connectAddress());
             for (int w = 0; w < workers; w++) { // only registered workers are indexed
                 dealer.send(new byte[0], ZMQ.SNDMORE);
                 dealer.send(ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("bench-" + w, 0, "127.0.0.1", 1, Optional.empty())), 0);
@@ -170,9 +170,9 @@ final class IngestBench {
         String monitorAddress = "inproc://ingest-bench-monitor-" + MONITORS.incrementAndGet();
         push.monitor(monitorAddress, ZMQ.EVENT_HANDSHAKE_PROTOCOL);
         ZMQ.Socket monitor = ctx.createSocket(SocketType.PAIR);
-        ZmqConnect.connect(monitor, monitorAddress);
+        monitor.connect(monitorAddress);
         monitor.setReceiveTimeOut(30_000);
-        ZmqConnect.connect(push, address);
+        push.connect(address);
         if (ZMQ.Event.recv(monitor) == null) {
             throw new IllegalStateException("the bench's PUSH socket did not finish connecting to " + address + " in 30 s");
         }

@@ -26,7 +26,6 @@ import org.zeromq.ZMQ;
 
 import lmcache4j.bench.internal.BenchFiles;
 import lmcache4j.bench.internal.QuietLogs;
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.MpServer;
 import lmcache4j.server.mp.MpServerSettings;
@@ -43,6 +42,7 @@ import lmcache4j.server.mp.wire.PrepareStoreResponse;
 import lmcache4j.server.mp.wire.RegisterEngineDrivenContextPayload;
 import lmcache4j.server.mp.wire.RegisterEngineDrivenContextResponse;
 import lmcache4j.server.mp.wire.ShmSlot;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * {@code ./lmcache4j bench mp}: the MP server ({@link MpServer}) as vLLM's LMCache MP connector
@@ -179,7 +179,7 @@ public final class MpBench {
         try (Arena arena = Arena.ofShared();
              MpServer server = MpServer.start(serverSettings);
              Echo echo = Echo.start();
-             ZContext zmq = new ZContext(1)) {
+             ZContext zmq = new OwnedZContext("bench-mp-bench", 1)) {
             MemorySegment source = arena.allocate(s.chunks() * chunkBytes, 64);
             MemorySegment target = arena.allocate(s.chunks() * chunkBytes, 64);
             fill(source, random);
@@ -606,7 +606,7 @@ public final class MpBench {
             socket = context.createSocket(SocketType.DEALER);
             socket.setLinger(0);
             socket.setReceiveTimeOut(REPLY_TIMEOUT_MS);
-            ZmqConnect.connect(socket, "tcp://127.0.0.1:" + port); // a stalled JeroMQ handshake is remade in 2 s
+            socket.connect("tcp://127.0.0.1:" + port);
         }
 
         RegisterEngineDrivenContextResponse register(RegisterEngineDrivenContextPayload payload) throws MpProtocolException {
@@ -645,7 +645,7 @@ public final class MpBench {
      * {@code [identity, uid, op]}, the reply a {@code lookup} gets, and nothing else.
      */
     private static final class Echo implements AutoCloseable {
-        private final ZContext context = new ZContext(1);
+        private final ZContext context = new OwnedZContext("bench-mp-bench", 1);
         private final ZMQ.Socket router;
         private final int port;
         private final Thread loop;

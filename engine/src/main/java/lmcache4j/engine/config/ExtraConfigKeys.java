@@ -68,6 +68,19 @@ public final class ExtraConfigKeys {
             3_600_000, 60_000, "lmcache4j: a receiver frees a chunk that landed in its PD buffer and that no retrieve "
                     + "read within this many ms (a request the proxy sent elsewhere, or that died)");
 
+    // ---- the engine's bound ZeroMQ sockets (controller worker's control socket, lookup server) ----
+    public static final ExtraConfigKey<Integer> ZMQ_MAX_CONNECTIONS = ExtraConfigKey.countIn("zmq.max_connections", 1,
+            1_000_000, 256, "lmcache4j: connections each of the engine's bound ZeroMQ sockets (the controller worker's "
+                    + "control socket, the lookup server's) keeps at once; more are closed as they arrive");
+    public static final ExtraConfigKey<Integer> ZMQ_MAX_CONNECTIONS_PER_HOST = ExtraConfigKey.countIn(
+            "zmq.max_connections_per_host", 1, 1_000_000, 256, "lmcache4j: of zmq.max_connections, from one address");
+    public static final ExtraConfigKey<Integer> ZMQ_MAX_HANDSHAKING = ExtraConfigKey.countIn("zmq.max_handshaking", 1,
+            1_000_000, 64, "lmcache4j: of zmq.max_connections, not yet proven (with deployment_secret_file: in their "
+                    + "CURVE handshake; without: before their first message)");
+    public static final ExtraConfigKey<Double> ZMQ_HANDSHAKE_TIMEOUT = ExtraConfigKey.positiveSeconds(
+            "zmq.handshake_timeout", 30, "lmcache4j: seconds a connection to those sockets has to prove itself, greeted "
+                    + "or not, before it is closed");
+
     // ---- engine ---------------------------------------------------------------------------------
     public static final ExtraConfigKey<Boolean> FORCE_STORE_WAIT = ExtraConfigKey.bool("force_store_wait",
             Optional.of(false), "LMCache's: a store waits for memory (up to blocking_timeout_secs) instead of "
@@ -115,7 +128,8 @@ public final class ExtraConfigKeys {
             DISK_MAX_QUEUED_PUTS, DISK_CLAIM_NONEMPTY_DIR, DISK_VERIFY_IN_BACKGROUND, PING_INTERVAL, PING_TIMEOUT,
             REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, S3_REGION, S3_NUM_IO_THREADS,
             S3_MAX_INFLIGHT_REQS, S3_PART_SIZE, DISABLE_TLS, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_PREFER_HTTP2,
-            S3_ENABLE_S3EXPRESS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, PD_TIMEOUT_MS,
+            S3_ENABLE_S3EXPRESS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, ZMQ_MAX_CONNECTIONS, ZMQ_MAX_CONNECTIONS_PER_HOST,
+            ZMQ_MAX_HANDSHAKING, ZMQ_HANDSHAKE_TIMEOUT, PD_TIMEOUT_MS,
             PD_UNCLAIMED_TTL_MS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
             SAVE_CHUNK_META);
 

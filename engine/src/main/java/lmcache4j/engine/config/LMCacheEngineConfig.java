@@ -222,7 +222,7 @@ public final class LMCacheEngineConfig {
         return (Integer) values.get("blocking_timeout_secs");
     }
 
-    /** {@code cache_policy}, upper case: LRU (default), LFU, FIFO or MRU. */
+    /** {@code cache_policy}, upper case: LRU (default), LFU, FIFO, MRU, S3FIFO, ARC or KV_ADAPTIVE. */
     public String cachePolicy() {
         return (String) values.get("cache_policy");
     }

@@ -18,7 +18,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 import org.zeromq.SocketType;
-import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
@@ -38,8 +37,8 @@ import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * One engine worker's side of LMCache's cache controller ({@code lmcache/v1/cache_controller/worker.py}):
@@ -77,7 +76,9 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     /** All this worker's sockets together hold at most four largest messages being received. */
     static final long RECEIVE_BUDGET_BYTES = 4 * MAX_MESSAGE_BYTES;
 
-    private final ReceiveBudget receiveBudget = new ReceiveBudget(RECEIVE_BUDGET_BYTES);
+    /** The control socket's connections: bounded, and closed unless proven within the handshake timeout. */
+    private final ConnectionGuard guard;
+    private final ReceiveBudget receiveBudget;
 
     private final ControllerWorkerSettings settings;
     private final WorkerControls engine;
@@ -105,7 +106,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private final LongAdder controlUnknownType = new LongAdder();
 
     // ---- the worker thread's own state (no other thread reads it) ----
-    private ZContext context;
+    private OwnedZContext context;
     /** Admits only the deployment's key to the control socket, with a deployment secret. */
     private CurveGate gate;
     private ZMQ.Socket push;
@@ -119,6 +120,9 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private ControllerWorker(ControllerWorkerSettings settings, WorkerControls engine) {
         this.settings = settings;
         this.engine = engine;
+        this.guard = new ConnectionGuard("controller worker " + settings.workerId() + "'s control socket",
+                settings.controlConnections());
+        this.receiveBudget = new ReceiveBudget(RECEIVE_BUDGET_BYTES, Optional.of(guard));
         this.queue = new ReportQueue(settings.queueCapacity(), engine::controllerKey);
         this.control = new ControlRequestHandler(engine);
         this.ip = localAddressToward(settings.replyAddress());
@@ -180,6 +184,11 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         c.put("lmcache:controller_control_requests", controlRequests.sum());
         c.put("lmcache:controller_control_malformed", controlMalformed.sum());
         c.put("lmcache:controller_control_unknown_type", controlUnknownType.sum());
+        ConnectionGuard.Counts connections = guard.counts();
+        c.put("lmcache:controller_control_connections", (long) connections.open());
+        c.put("lmcache:controller_control_connections_handshaking", (long) connections.handshaking());
+        c.put("lmcache:controller_control_connections_refused", connections.refused());
+        c.put("lmcache:controller_control_handshake_timeouts", connections.timedOut());
         return c;
     }
 
@@ -205,8 +214,9 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
     private void run() {
         context = new OwnedZContext("controller-worker-" + settings.workerId(), 1);
         try {
-            gate = settings.secret().map(s -> CurveGate.open(context, s, "worker-" + settings.workerId())).orElse(null);
-            rep = socket(SocketType.REP);
+            gate = settings.secret().map(s -> CurveGate.open(context, s, "worker-" + settings.workerId(), guard::admitted))
+                    .orElse(null);
+            rep = guard.watch(context, socket(SocketType.REP));
             try {
                 if (settings.controlPort().isPresent()) {
                     rep.bind("tcp://" + ip + ":" + settings.controlPort().get());
@@ -223,7 +233,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
             }
             push = socket(SocketType.PUSH);
             push.setSendTimeOut(0);
-            ZmqConnect.connect(push, settings.pullAddress());
+            push.connect(settings.pullAddress());
             loop();
             flushPending();
             deregister();
@@ -376,7 +386,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         }
         ZMQ.Socket s = socket(type);
         s.setSendTimeOut(0);
-        ZmqConnect.connect(s, address);
+        s.connect(address);
         return s;
     }
 

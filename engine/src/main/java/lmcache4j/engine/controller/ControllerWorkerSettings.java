@@ -7,6 +7,7 @@ import java.util.Optional;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.ConnectionLimits;
 
 /**
  * What one engine worker needs to talk to the cache controller, read from LMCache's config names.
@@ -22,12 +23,15 @@ import lmcache4j.engine.security.DeploymentSecret;
  * @param peerInitUrl         this worker's P2P transfer server, {@code p2p_host:p2p_init_ports[worker]} with
  *                            {@code enable_p2p} (LMCache's {@code peer_init_url}); empty without P2P
  * @param secret              the deployment secret ({@code deployment_secret_file}): CURVE on every socket; empty: plain
+ * @param controlConnections  what connections to the control socket may hold ({@code extra_config}'s {@code zmq.*})
  */
 public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
                                        Optional<Integer> controlPort, long heartbeatDelayNanos, long heartbeatNanos,
-                                       int queueCapacity, Optional<String> peerInitUrl, Optional<DeploymentSecret> secret) {
+                                       int queueCapacity, Optional<String> peerInitUrl, Optional<DeploymentSecret> secret,
+                                       ConnectionLimits controlConnections) {
     public ControllerWorkerSettings {
         Objects.requireNonNull(secret, "secret");
+        Objects.requireNonNull(controlConnections, "controlConnections");
         Objects.requireNonNull(peerInitUrl, "peerInitUrl");
         Objects.requireNonNull(instanceId, "instanceId");
         Objects.requireNonNull(pullAddress, "pullAddress");
@@ -62,7 +66,7 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
                 zmqAddress(reply, "controller_reply_url"), port,
                 (long) (config.lmcacheWorkerHeartbeatDelayTime() * 1e9),
                 (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize(),
-                config.p2p().map(p2p -> p2pUrl(p2p, workerId)), secret(config));
+                config.p2p().map(p2p -> p2pUrl(p2p, workerId)), secret(config), ConnectionLimits.of(config));
     }
 
     /** The deployment secret of {@code config}, read from {@code deployment_secret_file}; empty when unset. */

@@ -20,7 +20,6 @@ import org.zeromq.ZMQException;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.zmq.OwnedZContext;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * vLLM's {@code ZmqEventPublisher}, wire for wire: a publishing socket sends each batch as the frames
@@ -43,11 +42,12 @@ final class KvEventPublisher implements AutoCloseable {
     static final int BATCH_MILLIS = 10;
     static final byte[] END_SEQ = {-1, -1, -1, -1, -1, -1, -1, -1};
     /**
-     * How long the first batches wait for a subscriber: several of JeroMQ 0.6.0's stalled handshakes,
-     * each dropped and remade after {@link ZmqConnect#HANDSHAKE_MILLIS} (docs/performance.md); a
-     * 2 s wait lost a demo's every event to one such stall.
+     * How long the first batches wait for a subscriber: a subscriber that connects as the engine
+     * starts is there within milliseconds on loopback, and a connection JeroMQ 0.6.0 loses track of
+     * is watched again within half a second ({@code PollerRepair}; it had waited for a handshake
+     * timer of seconds before, for which this wait was 10 s).
      */
-    static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 10_000;
+    static final long FIRST_SUBSCRIBER_WAIT_MILLIS = 2_000;
     /** The largest frame a subscriber or replay client may send; a longer one disconnects it. */
     static final long MAX_REQUEST_BYTES = 64 * 1024;
     /** How long closing waits for sent batches to leave (ZeroMQ drops them at once with linger 0). */
@@ -85,7 +85,7 @@ final class KvEventPublisher implements AutoCloseable {
             if (binds(settings.endpoint())) {
                 pub.bind(settings.endpoint());
             } else {
-                ZmqConnect.connect(pub, settings.endpoint());
+                pub.connect(settings.endpoint());
             }
             if (settings.replayEndpoint().isPresent()) {
                 replay = context.createSocket(SocketType.ROUTER);

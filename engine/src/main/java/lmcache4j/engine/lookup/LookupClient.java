@@ -34,7 +34,6 @@ import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The scheduler's side of the lookup service (LMCache's {@code LMCacheAsyncLookupClient}): hashes
@@ -111,7 +110,7 @@ public final class LookupClient implements AutoCloseable {
                 ZMQ.Socket push = context.createSocket(SocketType.PUSH);
                 secret.ifPresent(s -> s.connectAsMember(push));
                 push.setLinger(0);
-                ZmqConnect.connect(push, endpoints.workerUrl(rank));
+                push.connect(endpoints.workerUrl(rank));
                 pushes.add(push);
             }
         } catch (RuntimeException e) {

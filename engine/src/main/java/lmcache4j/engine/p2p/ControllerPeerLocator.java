@@ -30,7 +30,6 @@ import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * A {@link PeerLocator} over the cache controller: LMCache's {@code BatchedP2PLookupMsg} (the chunks'
@@ -108,7 +107,7 @@ public final class ControllerPeerLocator implements PeerLocator, AutoCloseable {
             secret.ifPresent(s -> s.connectAsMember(dealer));
             dealer.setLinger(0);
             dealer.setMaxMsgSize(ControllerWorker.MAX_MESSAGE_BYTES); // an answer names holders, never KV
-            ZmqConnect.connect(dealer, replyAddress);
+            dealer.connect(replyAddress);
         }
         dealer.sendMore(new byte[0]);
         dealer.send(ControllerCodec.encode(question), 0);

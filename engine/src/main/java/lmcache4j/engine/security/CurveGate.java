@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -17,7 +18,6 @@ import org.zeromq.ZMQException;
 import org.zeromq.ZMsg;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
-import lmcache4j.engine.zmq.ZmqConnect;
 
 /**
  * The ZeroMQ authentication handler (ZAP, RFC 27) of one context: every CURVE handshake on the
@@ -39,14 +39,20 @@ public final class CurveGate implements AutoCloseable {
     /** A peer without the secret retries about ten times a second: it is logged at most this often. */
     private static final long WARNING_INTERVAL_NANOS = Duration.ofSeconds(60).toNanos();
     private static final AtomicInteger WATCH_IDS = new AtomicInteger();
+    /** The events of a watched socket the gate reads. */
+    public static final int WATCHED_EVENTS = ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.HANDSHAKE_FAILED_PROTOCOL
+            | ZMQ.EVENT_DISCONNECTED;
 
     private final ZContext context;
     private final DeploymentSecret secret;
     private final ZMQ.Socket socket;
     private final OwnedThreads threads = new OwnedThreads();
     private final LongAdder refused = new LongAdder();
+    private final Consumer<String> admitted;
     /** Monitors of watched server sockets, handed to the gate's thread, which owns them from then on. */
     private final ConcurrentLinkedQueue<Watched> newWatches = new ConcurrentLinkedQueue<>();
+    /** The sending ends of the watches' monitors, written by the watched sockets' I/O threads; closed last. */
+    private final ConcurrentLinkedQueue<ZMQ.Socket> watchSenders = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     private long nextGreetingWarning = System.nanoTime();
 
@@ -54,9 +60,10 @@ public final class CurveGate implements AutoCloseable {
     private record Watched(ZMQ.Socket monitor, String name, GreetingWatch greetings) {
     }
 
-    private CurveGate(ZContext context, DeploymentSecret secret, String name) {
+    private CurveGate(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
         this.context = context;
         this.secret = secret;
+        this.admitted = admitted;
         this.socket = context.createSocket(SocketType.REP);
         socket.setLinger(0);
         socket.setReceiveTimeOut(POLL_MILLIS);
@@ -66,7 +73,15 @@ public final class CurveGate implements AutoCloseable {
 
     /** Starts the gate of {@code context}, whose server sockets {@code secret} protects. */
     public static CurveGate open(ZContext context, DeploymentSecret secret, String name) {
-        return new CurveGate(context, secret, name);
+        return new CurveGate(context, secret, name, host -> { });
+    }
+
+    /**
+     * As {@link #open(ZContext, DeploymentSecret, String)}, telling {@code admitted} the peer address of
+     * each handshake it admits (a {@code ConnectionGuard}'s {@code admitted}).
+     */
+    public static CurveGate open(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
+        return new CurveGate(context, secret, name, admitted);
     }
 
     /**
@@ -85,13 +100,28 @@ public final class CurveGate implements AutoCloseable {
      * @param name what the log calls the socket, e.g. {@code "the controller's reply socket"}
      */
     public void watch(ZMQ.Socket server, String name) {
+        server.base().setEventHook(watcher(name), WATCHED_EVENTS);
+    }
+
+    /**
+     * As {@link #watch}, for a socket whose one event hook is another's (a {@code ConnectionGuard}'s):
+     * the hook hands this consumer the socket's events of {@link #WATCHED_EVENTS}. Call before the
+     * socket binds.
+     *
+     * @param name what the log calls the socket
+     */
+    public zmq.ZMQ.EventConsummer watcher(String name) {
         String address = "inproc://lmcache4j-curve-watch-" + WATCH_IDS.incrementAndGet();
-        server.monitor(address, ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.HANDSHAKE_FAILED_PROTOCOL
-                | ZMQ.EVENT_DISCONNECTED);
+        ZMQ.Socket sender = context.createSocket(SocketType.PAIR);
+        sender.setLinger(0);
+        sender.bind(address);
+        watchSenders.add(sender);
         ZMQ.Socket monitor = context.createSocket(SocketType.PAIR);
         monitor.setLinger(0);
-        ZmqConnect.connect(monitor, address); // here, before the server binds: no connection's events are missed
+        monitor.connect(address); // here, before the server binds: no connection's events are missed
         newWatches.add(new Watched(monitor, name, new GreetingWatch()));
+        // JeroMQ's own monitor writes its events the same way, on the I/O thread, under the socket's monitor lock.
+        return event -> event.write(sender.base());
     }
 
     private void serve() {
@@ -205,6 +235,8 @@ public final class CurveGate implements AutoCloseable {
         if (!member) {
             refused.increment();
             LOG.log(Level.DEBUG, () -> "refused a " + mechanism + " handshake from " + address + ": not the deployment's key");
+        } else if (address != null) {
+            admitted.accept(address);
         }
         ZMsg reply = new ZMsg();
         reply.add(version == null ? "1.0" : version);
@@ -221,5 +253,8 @@ public final class CurveGate implements AutoCloseable {
     public void close() {
         running = false;
         threads.join(JOIN_BOUND);
+        for (ZMQ.Socket sender; (sender = watchSenders.poll()) != null; ) {
+            sender.close();
+        }
     }
 }

@@ -140,8 +140,8 @@ class ConfigValidationTest {
             "INTERNAL_API_SERVER_PORT_START | 70000 | expected an integer in [1, 65535]",
             "BLOCKING_TIMEOUT_SECS | -3 | expected an integer > 0",
             "MIN_RETRIEVE_TOKENS | -1 | expected an integer >= 0",
-            "CACHE_POLICY | ARC | expected one of LRU, LFU, FIFO, MRU (case-insensitive)",
-            "CACHE_POLICY | s3fifo | S3FIFO (LMCache 2026) is not supported by lmcache4j yet",
+            "CACHE_POLICY | GDSF | expected one of LRU, LFU, FIFO, MRU, S3FIFO, ARC, KV_ADAPTIVE (case-insensitive)",
+            "CACHE_POLICY | cost_aware | COST_AWARE (LMCache 2026) is not supported by lmcache4j yet",
             "REMOTE_SERDE | cachegen | cachegen is not supported by lmcache4j: its blobs are Python pickles",
             "REMOTE_SERDE | kivi | not supported by lmcache4j; use naive",
             "TRANSFER_CHANNEL | nixl | NIXL (GPU RDMA) is not supported by lmcache4j; its one channel is tcp",
@@ -187,7 +187,7 @@ class ConfigValidationTest {
     @Test
     void everyProblemIsReportedAtOnce() {
         ConfigException e = fails(loader(Map.of("LMCACHE_CHUNK_SIZE", "x", "LMCACHE_LOCAL_CPU", "maybe"))
-                .file(write(dir, "bogus: 1\nenable_nixl: true\n")).set("cache_policy", "ARC"));
+                .file(write(dir, "bogus: 1\nenable_nixl: true\n")).set("cache_policy", "GDSF"));
         assertEquals(5, e.problems().size(), e.getMessage());
         assertTrue(e.getMessage().startsWith("invalid lmcache4j config (5 problems):"), e.getMessage());
     }

@@ -19,7 +19,7 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMsg;
 
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * The gate as the ZAP handler RFC 27 describes, asked directly on its in-process endpoint as
@@ -67,10 +67,10 @@ class CurveGateTest {
 
     @Test
     void onlyTheMembersCurveKeyInItsDomainIsAdmitted() {
-        try (ZContext context = new ZContext(1); CurveGate gate = CurveGate.open(context, SECRET, "test")) {
+        try (ZContext context = new OwnedZContext("test-curve-gate", 1); CurveGate gate = CurveGate.open(context, SECRET, "test")) {
             ZMQ.Socket zap = context.createSocket(SocketType.REQ);
             zap.setReceiveTimeOut(5_000);
-            ZmqConnect.connect(zap, ZAP);
+            zap.connect(ZAP);
             byte[] member = memberKey(context);
             byte[] foreign = member.clone();
             foreign[0] ^= 1;

@@ -20,17 +20,37 @@ import org.zeromq.ZMQ;
 import zmq.Msg;
 
 /**
- * The receive budget bounds what large messages hold at once, and gets every reservation back
- * once its message is garbage: a socket receives many times its budget over its life, one message
- * at a time, and never a message cut. The collector is asked to run (System.gc) where a test needs
- * a dropped message's memory back; the reference queue is then drained within a bounded wait.
+ * {@link ReceiveBudget} as JeroMQ's decoder uses it: every message, whatever its size, is reserved
+ * while partial (the decoder only sets its flags and fills its buffer), so many small partial
+ * messages are refused past the budget; a small one's reservation returns when it is first read
+ * complete, a large one's only when its bytes are collected; a partial message that was dropped
+ * (its connection died) returns its reservation once collected. A socket receives many times its
+ * budget over its life, one message at a time, and never a message cut. The collector is asked to
+ * run (System.gc) where a test needs a dropped message's memory back, within a bounded wait.
  */
 @Timeout(60)
 class ReceiveBudgetTest {
+    private static final int SMALL = 65_535;
     private static final int MIB = 1 << 20;
 
     @Test
-    void theBudgetRefusesPastItsSizeCutsTheMessageAndCountsIt() {
+    void smallPartialMessagesAreCountedAndRefusedPastTheBudget() {
+        ReceiveBudget budget = new ReceiveBudget(10L * SMALL);
+        List<Msg> partial = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            partial.add(decoderAllocates(budget, SMALL));
+        }
+        assertEquals(10L * SMALL, budget.heldBytes());
+        Msg refused = decoderAllocates(budget, SMALL);
+        assertEquals(0, refused.size(), "past the budget a message is cut to nothing");
+        assertEquals(1, budget.refused());
+        assertEquals(SMALL, partial.getFirst().size(), "read complete: its reservation returns");
+        assertEquals(9L * SMALL, budget.heldBytes());
+        assertEquals(SMALL, decoderAllocates(budget, SMALL).buf().remaining(), "room again for one");
+    }
+
+    @Test
+    void largeMessagesPastTheBudgetAreCutAndCounted() {
         ReceiveBudget budget = new ReceiveBudget(4L * MIB);
         List<Msg> held = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
@@ -38,20 +58,29 @@ class ReceiveBudgetTest {
             assertEquals(MIB, m.size(), "message " + i + " fits the budget");
             held.add(m);
         }
-        assertEquals(4L * MIB, budget.heldBytes());
+        assertEquals(4L * MIB, budget.heldBytes(), "complete large messages stay reserved while held");
         Msg cut = budget.allocate(MIB);
         assertEquals(0, cut.size(), "the fifth would take the budget past its size: cut to nothing");
         assertEquals(1, budget.refused());
         assertEquals(4L * MIB, budget.heldBytes(), "a refused message holds nothing");
-
-        Msg small = budget.allocate(ReceiveBudget.UNTRACKED_BYTES);
-        assertEquals(ReceiveBudget.UNTRACKED_BYTES, small.size(), "a control message is never refused");
-        assertEquals(4L * MIB, budget.heldBytes(), "nor counted");
-        Msg justOver = budget.allocate(ReceiveBudget.UNTRACKED_BYTES + 1);
-        assertEquals(0, justOver.size(), "one byte more is tracked, and past the budget");
-        assertEquals(2, budget.refused());
         assertEquals(4L * MIB, budget.budgetBytes());
         assertEquals(4, held.size()); // held until here: none could be collected above
+    }
+
+    @Test
+    void aLargeMessageStaysReservedUntilItsBytesAreCollected() throws InterruptedException {
+        ReceiveBudget budget = new ReceiveBudget(1L << 20);
+        Msg large = decoderAllocates(budget, 256 * 1024);
+        byte[] taken = large.data(); // complete, and the application holds its bytes
+        large = null;
+        for (int i = 0; i < 5; i++) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertEquals(256 * 1024, budget.heldBytes(), "a completed large message counts while its bytes are held");
+        assertTrue(taken.length > 0);
+        taken = null;
+        awaitHeld(budget, 0);
     }
 
     @Test
@@ -86,15 +115,23 @@ class ReceiveBudgetTest {
     }
 
     @Test
+    void aDroppedPartialMessageIsReturnedOnceCollected() throws InterruptedException {
+        ReceiveBudget budget = new ReceiveBudget(1L << 20);
+        decoderAllocates(budget, SMALL); // its connection died: nothing completes or holds it
+        assertEquals(SMALL, budget.heldBytes());
+        awaitHeld(budget, 0);
+    }
+
+    @Test
     void aSocketReceivesManyTimesItsBudgetWholeOneMessageAtATime() throws InterruptedException {
         ReceiveBudget budget = new ReceiveBudget(2L * MIB);
-        try (ZContext context = new ZContext(1)) {
+        try (ZContext context = new OwnedZContext("test-receive-budget", 1)) {
             ZMQ.Socket pull = budget.apply(context.createSocket(SocketType.PULL), 2L * MIB);
             pull.setReceiveTimeOut(10_000);
             int port = pull.bindToRandomPort("tcp://127.0.0.1");
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(0);
-            ZmqConnect.connect(push, "tcp://127.0.0.1:" + port);
+            push.connect("tcp://127.0.0.1:" + port);
             for (int i = 0; i < 24; i++) { // twelve budgets' worth
                 byte[] sent = new byte[MIB / 2];
                 Arrays.fill(sent, (byte) i);
@@ -115,17 +152,23 @@ class ReceiveBudgetTest {
     }
 
     @Test
-    void aBudgetSmallerThanOneUntrackedMessageIsAClearError() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new ReceiveBudget(ReceiveBudget.UNTRACKED_BYTES - 1));
-        assertTrue(e.getMessage().contains("at least " + ReceiveBudget.UNTRACKED_BYTES), e.getMessage());
-        assertEquals(ReceiveBudget.UNTRACKED_BYTES, new ReceiveBudget(ReceiveBudget.UNTRACKED_BYTES).budgetBytes());
+    void aBudgetSmallerThanOneUntrackedMessageIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ReceiveBudget(1_000));
+        assertTrue(e.getMessage().contains("at least " + ReceiveBudget.HELD_WHILE_PARTIAL_BYTES), e.getMessage());
+    }
+
+    /** What JeroMQ's V2Decoder does with a new message before its body has come: flags, then its buffer. */
+    private static Msg decoderAllocates(ReceiveBudget budget, int size) {
+        Msg msg = budget.allocate(size);
+        msg.setFlags(Msg.COMMAND);
+        msg.buf();
+        return msg;
     }
 
     /** Runs the collector until the budget holds {@code bytes}, for at most 10 s. */
     private static void awaitHeld(ReceiveBudget budget, long bytes) throws InterruptedException {
         awaitHeldAtMost(budget, bytes);
-        assertEquals(bytes, budget.heldBytes());
+        assertEquals(bytes, budget.heldBytes(), "the collector returned the reservation");
     }
 
     /** Runs the collector until the budget holds at most {@code bytes}, for at most 10 s. */

@@ -9,6 +9,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
+import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.server.http.BadRequestException;
 import lmcache4j.server.http.JsonBody;
 import lmcache4j.server.http.JsonHttpServer;
@@ -54,9 +55,22 @@ final class MpHttpApi implements AutoCloseable {
             });
         }
         http.get("/metrics", () -> new JsonHttpServer.Text("text/plain; version=0.0.4",
-                server.status().prometheus() + httpCounts(answered)));
+                server.status().prometheus() + connectionCounts(server.connections()) + httpCounts(answered)));
         http.start();
         return new MpHttpApi(http);
+    }
+
+    /** {@code lmcache4j_mp_connections*}: the ROUTER's connections as its guard counts them. */
+    private static String connectionCounts(ConnectionGuard.Counts c) {
+        return "# TYPE lmcache4j_mp_connections gauge\nlmcache4j_mp_connections " + c.open() + "\n"
+                + "# TYPE lmcache4j_mp_connections_handshaking gauge\nlmcache4j_mp_connections_handshaking "
+                + c.handshaking() + "\n"
+                + "# TYPE lmcache4j_mp_connections_refused_total counter\n"
+                + "lmcache4j_mp_connections_refused_total{limit=\"connections\"} " + c.refusedTotal() + "\n"
+                + "lmcache4j_mp_connections_refused_total{limit=\"per_host\"} " + c.refusedPerHost() + "\n"
+                + "lmcache4j_mp_connections_refused_total{limit=\"handshaking\"} " + c.refusedHandshaking() + "\n"
+                + "# TYPE lmcache4j_mp_handshake_timeouts_total counter\nlmcache4j_mp_handshake_timeouts_total "
+                + c.timedOut() + "\n";
     }
 
     /** {@code lmcache4j_mp_http_requests_total}, one series per route and status. */

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -12,11 +13,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import org.zeromq.SocketType;
-import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.server.net.AddressInUseException;
 
@@ -43,7 +44,9 @@ public final class MpServer implements AutoCloseable {
 
     private final MpServerSettings settings;
     private final MpService service;
-    private final ZContext context = new OwnedZContext("mp-server", 1);
+    private final OwnedZContext context = new OwnedZContext("mp-server", 1);
+    /** The ROUTER's connections: bounded, and closed unless one sends a message within the handshake timeout. */
+    private final ConnectionGuard guard;
     private final ZMQ.Socket router;
     private final int port;
     private final OwnedThreads threads = new OwnedThreads();
@@ -56,16 +59,17 @@ public final class MpServer implements AutoCloseable {
     private MpServer(MpServerSettings settings, MpService service) throws IOException {
         this.settings = settings;
         this.service = service;
+        this.guard = new ConnectionGuard("mp-server", settings.connections());
         boolean started = false;
         LoopWakeup opened = null;
         try {
             wakeup = opened = new LoopWakeup();
             service.wakeLoopWith(wakeup::wake);
-            router = context.createSocket(SocketType.ROUTER);
+            router = guard.watch(context, context.createSocket(SocketType.ROUTER));
             router.setLinger(0);
             router.setReceiveTimeOut(POLL_MS);
             router.setSendTimeOut(0); // a client that stopped reading loses its replies, never stalls the loop
-            new ReceiveBudget(4L * settings.maxMessageBytes()).apply(router, settings.maxMessageBytes());
+            new ReceiveBudget(4L * settings.maxMessageBytes(), Optional.of(guard)).apply(router, settings.maxMessageBytes());
             try {
                 // Port 0: the kernel's pick ("*"), never JeroMQ's guess in 49152-65535, which can be a port in use.
                 router.bind("tcp://" + settings.host() + ":" + (settings.port() == 0 ? "*" : settings.port()));
@@ -116,6 +120,11 @@ public final class MpServer implements AutoCloseable {
     /** The shared-memory pool's name under {@code /dev/shm}. */
     public String shmName() {
         return settings.shmName();
+    }
+
+    /** The ROUTER's connections: open, before their first message, refused, timed out. */
+    public ConnectionGuard.Counts connections() {
+        return guard.counts();
     }
 
     /** What the server holds and has done, taken on its loop thread. */

@@ -8,7 +8,6 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.mp.wire.IpcCacheServerKey;
 import lmcache4j.server.mp.wire.MpKeyCodec;
 import lmcache4j.server.mp.wire.MpRegistrationCodec;
@@ -16,21 +15,22 @@ import lmcache4j.server.mp.wire.MpScalars;
 import lmcache4j.server.mp.wire.MpSchema;
 import lmcache4j.server.mp.wire.RegisterEngineDrivenContextPayload;
 import lmcache4j.server.mp.wire.RegisterEngineDrivenContextResponse;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /** A DEALER that sends the frames LMCache's MP client sends (built with the wire codecs), for tests. */
 final class MpTestClient implements AutoCloseable {
     static final String MODEL = "test/model";
-    private final ZContext context = new ZContext(1);
+    private final ZContext context = new OwnedZContext("test-mp-test-client", 1);
     final ZMQ.Socket dealer;
     private int uid;
 
-    /** Replies are awaited this long: a stalled JeroMQ handshake is remade within ZmqConnect's 2 s timer. */
+    /** Replies are awaited this long: far above a loaded machine's round trip. */
     private static final int REPLY_MILLIS = 10_000;
 
     MpTestClient(MpServer server) {
         dealer = context.createSocket(SocketType.DEALER);
         dealer.setLinger(0);
-        ZmqConnect.connect(dealer, "tcp://127.0.0.1:" + server.port());
+        dealer.connect("tcp://127.0.0.1:" + server.port());
     }
 
     /** The reply's frames after uid and op (empty for None), or null when none came in 10 s. */

@@ -9,6 +9,7 @@ import java.util.Optional;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.engine.zmq.ConnectionLimits;
 
 /**
  * How a controller runs: where it listens, how it hashes prompts (which must match the engines:
@@ -124,18 +125,43 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     /**
      * What a client of the controller's sockets can make it hold, each refused beyond its cap and
-     * counted in {@code lmcache4j_controller_refused_total{what=...}}.
+     * counted in {@code lmcache4j_controller_refused_total{what=...}} (connections in
+     * {@code lmcache4j_controller_connections_refused_total{limit=...}}).
      *
      * @param maxEntries              (chunk, holder) index entries, about 40 bytes of heap each
      *                                ({@code ./lmcache4j bench controller}); admits beyond it are dropped
      * @param maxWorkers              registered workers; registrations and heartbeats of new ones beyond it are refused
      * @param maxQueuedOrchestrations fire-and-forget orchestration messages waiting for the orchestration
      *                                thread or being carried out by it, each up to {@code maxFrameBytes}
+     * @param maxConnections          connections open at once on the three ZeroMQ sockets together; more are closed
+     *                                as they arrive
+     * @param maxConnectionsPerHost   of those, from one address
+     * @param maxHandshaking          of those, not yet proven: in their CURVE handshake (with a secret, where a
+     *                                stranger never completes it), or before their first message (without)
+     * @param handshakeTimeout        a connection not proven by then is closed, greeted or not
      */
-    public record Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations) {
-        /** 2^24 entries (about 650 MiB of heap), 4,096 workers, 4 orchestration messages in hand. */
+    public record Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations, int maxConnections,
+                       int maxConnectionsPerHost, int maxHandshaking, Duration handshakeTimeout) {
+        /**
+         * 2^24 entries (about 650 MiB of heap), 4,096 workers, 4 orchestration messages in hand, and the
+         * connections of {@link #Caps(long, int, int)}.
+         */
         public static Caps defaults() {
             return new Caps(1L << 24, 4096, 4);
+        }
+
+        /**
+         * These caps, with connection limits for {@code maxWorkers} workers (three connections each, their
+         * pull, reply and heartbeat sockets): {@code 3 × maxWorkers + 256} in all, 1,024 from one address,
+         * 256 not yet proven, each proven within 30 s.
+         */
+        public Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations) {
+            this(maxEntries, maxWorkers, maxQueuedOrchestrations, ConnectionLimits.forExpected(3 * Math.max(1, maxWorkers)));
+        }
+
+        private Caps(long maxEntries, int maxWorkers, int maxQueuedOrchestrations, ConnectionLimits connections) {
+            this(maxEntries, maxWorkers, maxQueuedOrchestrations, connections.maxConnections(),
+                    connections.maxConnectionsPerHost(), connections.maxHandshaking(), connections.handshakeTimeout());
         }
 
         public Caps {
@@ -143,6 +169,20 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
                 throw new IllegalArgumentException("every cap must be at least 1; got max entries " + maxEntries
                         + ", max workers " + maxWorkers + ", max queued orchestrations " + maxQueuedOrchestrations);
             }
+            Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
+            new ConnectionLimits(maxConnections, maxConnectionsPerHost, maxHandshaking, handshakeTimeout); // checks them
+        }
+
+        /** These caps with other connection limits. */
+        public Caps withConnections(int maxConnections, int maxConnectionsPerHost, int maxHandshaking,
+                Duration handshakeTimeout) {
+            return new Caps(maxEntries, maxWorkers, maxQueuedOrchestrations, maxConnections, maxConnectionsPerHost,
+                    maxHandshaking, handshakeTimeout);
+        }
+
+        /** The connection limits of the controller's sockets. */
+        ConnectionLimits connections() {
+            return new ConnectionLimits(maxConnections, maxConnectionsPerHost, maxHandshaking, handshakeTimeout);
         }
     }
 

@@ -26,6 +26,7 @@ import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
 import lmcache4j.server.http.BadRequestException;
 import lmcache4j.server.controller.http.ControllerHttpApi;
@@ -51,7 +52,9 @@ public final class ControllerServer implements AutoCloseable {
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
-    private final ZContext context;
+    private final OwnedZContext context;
+    /** The three sockets' connections: bounded, and closed unless proven within the handshake timeout. */
+    private final ConnectionGuard guard;
     /** The REQ sockets to workers live in a context of their own: forwarding never shares the ingestion's I/O thread. */
     private final ZContext forwardContext = new OwnedZContext("controller-requests", 1);
     /** Admits only the deployment's key to the bound sockets, with a deployment secret; else null. */
@@ -89,8 +92,10 @@ public final class ControllerServer implements AutoCloseable {
     private ControllerServer(ControllerConfig config, InstantSource clock) {
         this.config = config;
         metrics = new ControllerMetrics();
+        guard = new ConnectionGuard("controller", config.caps().connections());
         // What the launcher's heap sizing sets aside for messages in flight: (queued + 2) frames.
-        receiveBudget = new ReceiveBudget((config.caps().maxQueuedOrchestrations() + 2L) * config.maxFrameBytes());
+        receiveBudget = new ReceiveBudget((config.caps().maxQueuedOrchestrations() + 2L) * config.maxFrameBytes(),
+                Optional.of(guard));
         index = new ChunkIndex(config.expectedEntries(), config.caps().maxEntries());
         sync = new FullSyncTracker(index);
         registry = new WorkerRegistry(index, sync, clock, config.workerTimeout(), config.caps().maxWorkers());
@@ -99,7 +104,7 @@ public final class ControllerServer implements AutoCloseable {
         context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
-            gate = config.secret().map(s -> CurveGate.open(context, s, "controller")).orElse(null);
+            gate = config.secret().map(s -> CurveGate.open(context, s, "controller", guard::admitted)).orElse(null);
             ZMQ.Socket pull = bind(SocketType.PULL, "pull", config.pull());
             ZMQ.Socket reply = bind(SocketType.ROUTER, "reply", config.reply());
             ZMQ.Socket heartbeat = bind(SocketType.ROUTER, "heartbeat", config.heartbeat());
@@ -137,7 +142,6 @@ public final class ControllerServer implements AutoCloseable {
                 pullEndpoint, replyEndpoint, heartbeatEndpoint, advertisedHeartbeat, httpEndpoint());
     }
 
-    /** {@code name} says which socket an {@link AddressInUseException} is about: pull, reply or heartbeat. */
     /**
      * The lookups' hasher. Without a seed its NONE_HASH is random, as LMCache's is: the controller says
      * so in its own words (what to pass), once, instead of the engine's generic warning.
@@ -151,11 +155,14 @@ public final class ControllerServer implements AutoCloseable {
         return ChunkHasher.seeded(config.hashAlgorithm(), "random " + java.util.UUID.randomUUID()); // random, as unseeded is
     }
 
+    /** {@code name} says which socket an {@link AddressInUseException} is about: pull, reply or heartbeat. */
     private ZMQ.Socket bind(SocketType type, String name, Endpoint at) {
         ZMQ.Socket s = context.createSocket(type);
         config.secret().ifPresent(secret -> secret.serve(s));
-        if (gate != null) {
-            gate.watch(s, "the controller's " + name + " socket"); // an engine without the secret: counted and logged
+        if (gate != null) { // an engine without the secret: counted and logged by the gate
+            guard.watch(context, s, gate.watcher("the controller's " + name + " socket"), CurveGate.WATCHED_EVENTS);
+        } else {
+            guard.watch(context, s);
         }
         s.setLinger(0);
         // Larger messages disconnect their sender; all together, messages being received hold at most the budget.
@@ -284,6 +291,15 @@ public final class ControllerServer implements AutoCloseable {
         metrics.counter("lmcache4j_controller_index_admits_refused_total", index::admitsRefused);
         metrics.counter("lmcache4j_controller_receive_budget_refused_total", receiveBudget::refused);
         metrics.gauge("lmcache4j_controller_receive_budget_held_bytes", receiveBudget::heldBytes);
+        metrics.gauge("lmcache4j_controller_connections", () -> guard.counts().open());
+        metrics.gauge("lmcache4j_controller_connections_handshaking", () -> guard.counts().handshaking());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"connections\"}",
+                () -> guard.counts().refusedTotal());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"per_host\"}",
+                () -> guard.counts().refusedPerHost());
+        metrics.counter("lmcache4j_controller_connections_refused_total{limit=\"handshaking\"}",
+                () -> guard.counts().refusedHandshaking());
+        metrics.counter("lmcache4j_controller_handshake_timeouts_total", () -> guard.counts().timedOut());
         CurveGate g = gate;
         if (g != null) { // handshakes with a key that is not the deployment's
             metrics.counter("lmcache4j_controller_curve_handshakes_refused_total", g::refused);
@@ -295,6 +311,11 @@ public final class ControllerServer implements AutoCloseable {
     }
 
     /** The budget its sockets reserve messages being received from (tests). */
+    /** The sockets' connections, as the guard counts them (tests). */
+    ConnectionGuard.Counts connections() {
+        return guard.counts();
+    }
+
     ReceiveBudget receiveBudget() {
         return receiveBudget;
     }

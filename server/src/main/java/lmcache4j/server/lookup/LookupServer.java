@@ -22,10 +22,10 @@ import lmcache4j.engine.lookup.MultipartReader;
 import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.engine.zmq.ConnectionGuard;
+import lmcache4j.engine.zmq.ConnectionLimits;
 import lmcache4j.engine.zmq.ReceiveBudget;
-import lmcache4j.engine.zmq.ZmqConnect;
 import org.zeromq.SocketType;
-import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 /**
@@ -49,7 +49,9 @@ public final class LookupServer implements AutoCloseable {
     private static final long RECEIVE_BUDGET_BYTES = 4 * MAX_MESSAGE_BYTES;
 
     private final LMCacheEngine engine;
-    private final ZContext context = new OwnedZContext("lookup-server", 1);
+    private final OwnedZContext context = new OwnedZContext("lookup-server", 1);
+    /** The lookup socket's connections: bounded, and closed unless proven within the handshake timeout. */
+    private final ConnectionGuard guard;
     /** Admits only the deployment's key to the lookup socket, with a deployment secret; else null. */
     private final CurveGate gate;
     private final ZMQ.Socket pull;
@@ -73,21 +75,24 @@ public final class LookupServer implements AutoCloseable {
     public record Stats(long messages, long lookups, long answered, long malformed, long failed, long unsent) {
     }
 
-    private LookupServer(LMCacheEngine engine, String workerUrl, String schedulerUrl, Optional<DeploymentSecret> secret) {
+    private LookupServer(LMCacheEngine engine, String workerUrl, String schedulerUrl, Optional<DeploymentSecret> secret,
+            ConnectionLimits limits) {
         this.engine = engine;
+        this.guard = new ConnectionGuard("lookup server " + workerUrl, limits);
         CurveGate opened = null;
         try {
-            opened = secret.map(s -> CurveGate.open(context, s, "lookup-server")).orElse(null);
+            opened = secret.map(s -> CurveGate.open(context, s, "lookup-server", guard::admitted)).orElse(null);
             pull = context.createSocket(SocketType.PULL);
             secret.ifPresent(s -> s.serve(pull));
+            guard.watch(context, pull);
             pull.setLinger(0);
             pull.setReceiveTimeOut(POLL_MS);
-            new ReceiveBudget(RECEIVE_BUDGET_BYTES).apply(pull, MAX_MESSAGE_BYTES);
+            new ReceiveBudget(RECEIVE_BUDGET_BYTES, Optional.of(guard)).apply(pull, MAX_MESSAGE_BYTES);
             pull.bind(workerUrl);
             push = context.createSocket(SocketType.PUSH);
             secret.ifPresent(s -> s.connectAsMember(push));
             push.setLinger(0);
-            ZmqConnect.connect(push, schedulerUrl);
+            push.connect(schedulerUrl);
         } catch (RuntimeException e) {
             if (opened != null) {
                 opened.close(); // its thread closes its own socket, before the context closes the rest
@@ -126,11 +131,16 @@ public final class LookupServer implements AutoCloseable {
                     + endpoints.serverWorkerIds() + ")");
         }
         return new LookupServer(engine, endpoints.workerUrl(rank), endpoints.schedulerUrl(),
-                ControllerWorkerSettings.secret(engine.config()));
+                ControllerWorkerSettings.secret(engine.config()), ConnectionLimits.of(engine.config()));
     }
 
     public Stats stats() {
         return new Stats(messages.sum(), lookups.sum(), answered.sum(), malformed.sum(), failed.sum(), unsent.sum());
+    }
+
+    /** The lookup socket's connections: open, in their handshake, refused, timed out. */
+    public ConnectionGuard.Counts connections() {
+        return guard.counts();
     }
 
     private void receive() {

@@ -20,7 +20,7 @@ import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.security.DeploymentSecret;
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.server.controller.registry.WorkerKey;
 
 /**
@@ -39,7 +39,7 @@ class ControllerCurveGateTest {
         DeploymentSecret secret = DeploymentSecret.of("the deployment's secret, 32 bytes+".getBytes(StandardCharsets.US_ASCII));
         try (ControllerServer controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts()
                      .withSecret(Optional.of(secret)));
-             ZContext context = new ZContext(1)) {
+             ZContext context = new OwnedZContext("test-controller-curve-gate", 1)) {
             String reply = controller.replyEndpoint().connectAddress();
             ZMQ.Socket probe = context.createSocket(SocketType.DEALER);
             secret.connectAsMember(probe);
@@ -51,7 +51,7 @@ class ControllerCurveGateTest {
             outsider.setCurveServerKey(serverKey);
             outsider.setCurvePublicKey(ZMQ.Curve.z85Decode(own.publicKey));
             outsider.setCurveSecretKey(ZMQ.Curve.z85Decode(own.secretKey));
-            ZmqConnect.connect(outsider, reply);
+            outsider.connect(reply);
             outsider.sendMore(new byte[0]);
             outsider.send(ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("intruder", 0, "127.0.0.1", 1, Optional.empty())), 0);
             assertNull(outsider.recv(0), "no answer to a RegisterMsg over a foreign client key");
@@ -62,7 +62,7 @@ class ControllerCurveGateTest {
 
             ZMQ.Socket member = dealer(context);
             secret.connectAsMember(member);
-            ZmqConnect.connect(member, reply);
+            member.connect(reply);
             member.setReceiveTimeOut(30_000);
             member.sendMore(new byte[0]);
             member.send(ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("member", 0, "127.0.0.1", 2, Optional.empty())), 0);

@@ -18,12 +18,12 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ErrorMsg;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.http.HttpCalls;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * A bounded fuzz of every socket and the HTTP API: random bytes, truncated and bit-flipped valid
@@ -65,7 +65,8 @@ class ControllerFuzzTest {
     void garbageOnEverySocketIsCountedAndDroppedAndTheControllerKeepsServing() throws Exception {
         int frames = Integer.getInteger("lmcache4j.fuzz.frames", 2_000);
         SplittableRandom r = new SplittableRandom(13);
-        try (FakeWorker w = new FakeWorker(controller, "fuzzer", 0); ZContext ctx = new ZContext(1)) {
+        try (FakeWorker w = new FakeWorker(controller, "fuzzer", 0);
+                ZContext ctx = new OwnedZContext("test-controller-fuzz", 1)) {
             List<byte[]> valid = List.of(
                     ControllerCodec.encode(w.admits("LocalCPUBackend", 1, 2, 3)),
                     ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("fuzzer", 0, "127.0.0.1", w.repPort, java.util.Optional.empty())),
@@ -91,7 +92,7 @@ class ControllerFuzzTest {
             assertEquals(requests, errors);
             ZMQ.Socket raw = ctx.createSocket(SocketType.DEALER);
             raw.setReceiveTimeOut(30_000);
-            ZmqConnect.connect(raw, controller.replyEndpoint().connectAddress());
+            raw.connect(controller.replyEndpoint().connectAddress());
             raw.send("x", ZMQ.SNDMORE); // not an empty delimiter: a broken envelope
             raw.send("y", ZMQ.SNDMORE);
             raw.send("z", 0);

@@ -25,6 +25,7 @@ import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.http.HttpCalls;
 import lmcache4j.server.controller.index.Holder;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /** The controller over real JeroMQ sockets, driven by {@link FakeWorker}s that speak the wire format. */
 @Timeout(60)
@@ -326,12 +327,13 @@ class ControllerSocketTest {
         for (int i = 0; i < silent; i++) {
             mute.add(new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress()));
         }
-        try (FakeWorker live = new FakeWorker(controller, "many", 0); org.zeromq.ZContext zmq = new org.zeromq.ZContext(1)) {
+        try (FakeWorker live = new FakeWorker(controller, "many", 0);
+                org.zeromq.ZContext zmq = new OwnedZContext("test-controller-socket", 1)) {
             live.register();
             org.zeromq.ZMQ.Socket dealer = zmq.createSocket(org.zeromq.SocketType.DEALER);
             dealer.setLinger(0);
             dealer.setReceiveTimeOut(30_000);
-            lmcache4j.engine.zmq.ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());
+            dealer.connect(controller.replyEndpoint().connectAddress());
             for (int i = 1; i <= silent; i++) {
                 assertInstanceOf(WorkerReqRetMsg.RegisterRetMsg.class, live.ask(dealer,
                         new WorkerReqMsg.RegisterMsg("many", i, "127.0.0.1", mute.get(i - 1).getLocalPort(), Optional.empty())));

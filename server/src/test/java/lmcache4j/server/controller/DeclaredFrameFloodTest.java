@@ -23,7 +23,7 @@ import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 import lmcache4j.engine.security.DeploymentSecret;
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * Issue #24's "~10 KB kills the controller's ZeroMQ side": many connections that each declare a
@@ -42,13 +42,13 @@ class DeclaredFrameFloodTest {
     void aSecuredControllerHoldsItsBudgetAndAMemberStillRegisters() throws Exception {
         DeploymentSecret secret = DeploymentSecret.of("the deployment secret of this flood test".getBytes(StandardCharsets.UTF_8));
         try (ControllerServer controller = ControllerServer.start(config().withSecret(Optional.of(secret)));
-             ZContext member = new ZContext(1)) {
+             ZContext member = new OwnedZContext("test-declared-frame-flood", 1)) {
             flood(controller, "CURVE");
             ZMQ.Socket dealer = member.createSocket(SocketType.DEALER);
             secret.connectAsMember(dealer);
             dealer.setLinger(0);
             dealer.setReceiveTimeOut(30_000);
-            ZmqConnect.connect(dealer, controller.replyEndpoint().connectAddress());
+            dealer.connect(controller.replyEndpoint().connectAddress());
             dealer.send(new byte[0], ZMQ.SNDMORE);
             dealer.send(ControllerCodec.encode(new WorkerReqMsg.RegisterMsg("member", 0, "127.0.0.1", 1, Optional.empty())), 0);
             assertNotNull(dealer.recv(0), "the member is answered");

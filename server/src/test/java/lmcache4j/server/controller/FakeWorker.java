@@ -11,7 +11,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import lmcache4j.engine.zmq.ZmqConnect;
+import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.controller.message.ControlMsg;
 import lmcache4j.engine.controller.message.ControlRetMsg;
 import lmcache4j.engine.controller.message.ControllerCodec;
@@ -31,8 +31,8 @@ import lmcache4j.engine.controller.message.WorkerReqRetMsg;
 final class FakeWorker implements AutoCloseable {
     final String instanceId;
     final int workerId;
-    final ZContext context = new ZContext(1);
-    private final ZContext repContext = new ZContext(1);
+    final ZContext context = new OwnedZContext("test-fake-worker", 1);
+    private final ZContext repContext = new OwnedZContext("test-fake-worker-rep", 1);
     final ZMQ.Socket push;
     final ZMQ.Socket dealer;
     final ZMQ.Socket heartbeatDealer;
@@ -48,7 +48,7 @@ final class FakeWorker implements AutoCloseable {
         this.workerId = workerId;
         push = context.createSocket(SocketType.PUSH);
         push.setLinger(1000);
-        ZmqConnect.connect(push, controller.pullEndpoint().connectAddress());
+        push.connect(controller.pullEndpoint().connectAddress());
         dealer = dealer(controller.replyEndpoint());
         heartbeatDealer = dealer(controller.advertisedHeartbeat());
         rep = repContext.createSocket(SocketType.REP);
@@ -65,7 +65,7 @@ final class FakeWorker implements AutoCloseable {
         ZMQ.Socket s = context.createSocket(SocketType.DEALER);
         s.setLinger(0);
         s.setReceiveTimeOut(30_000); // generous: a loaded 2-core CI machine slows round trips 20-fold
-        ZmqConnect.connect(s, at.connectAddress());
+        s.connect(at.connectAddress());
         return s;
     }
 

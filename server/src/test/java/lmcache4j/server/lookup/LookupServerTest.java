@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.allocator.DType;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
@@ -35,6 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * The lookup server and client over real sockets in one process: an asynchronous lookup prefetches
@@ -160,10 +160,10 @@ class LookupServerTest {
     /** Random multipart messages that break LMCache's layout in every way a fuzzer finds; returns how many. */
     static int sendJunk(String url, int messages) throws InterruptedException {
         Random random = new Random(14);
-        try (ZContext context = new ZContext()) {
+        try (ZContext context = new OwnedZContext("test-lookup-server", 1)) {
             ZMQ.Socket push = context.createSocket(SocketType.PUSH);
             push.setLinger(5000);
-            ZmqConnect.connect(push, url); // a burst right after connect: the handshake timer matters (ZmqConnect)
+            push.connect(url); // a burst right after connect: a lost poller registration would sit on it (PollerRepair)
             List<byte[]> valid = LookupWire.encodeRequest(new lmcache4j.engine.lookup.LookupRequest("junk",
                     new long[]{1, 2}, new int[]{64, 64}, Map.of()));
             for (int m = 0; m < messages; m++) {
@@ -194,11 +194,11 @@ class LookupServerTest {
      * pipe. Returns how many the socket queued, which says nothing of what arrived.
      */
     static int sendPlain(String url, int messages) throws InterruptedException {
-        try (ZContext zmq = new ZContext(1)) {
+        try (ZContext zmq = new OwnedZContext("test-lookup-server", 1)) {
             ZMQ.Socket push = zmq.createSocket(SocketType.PUSH);
             push.setLinger(0);
             push.setSendTimeOut(10);
-            ZmqConnect.connect(push, url);
+            push.connect(url);
             int taken = 0;
             for (int i = 0; i < messages; i++) {
                 if (push.send(new byte[] {(byte) i})) {

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
@@ -18,8 +19,15 @@ import lmcache4j.engine.json.Json;
 final class ControllerHttp {
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final URI base;
+    private final Optional<String> bearer;
 
     ControllerHttp(int port) {
+        this(port, Optional.empty());
+    }
+
+    /** A client of a secured controller, sending {@code Authorization: Bearer TOKEN} with every request. */
+    ControllerHttp(int port, Optional<String> bearer) {
+        this.bearer = bearer;
         this.base = URI.create("http://127.0.0.1:" + port);
     }
 
@@ -88,6 +96,7 @@ final class ControllerHttp {
     }
 
     private String send(HttpRequest.Builder request) throws IOException, InterruptedException {
+        bearer.ifPresent(token -> request.header("Authorization", "Bearer " + token));
         HttpResponse<String> r = client.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 200) {
             throw new IOException(r.request().uri() + " answered " + r.statusCode() + ": " + r.body());

@@ -6,6 +6,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+
+import lmcache4j.engine.security.DeploymentSecret;
 
 /**
  * {@code ./lmcache4j controller} in a process of its own, on loopback ports the test chose, so it
@@ -47,8 +50,11 @@ final class ControllerProcess implements AutoCloseable {
         if (!cmd.contains("--secret-file")) {
             cmd.add("--insecure"); // loopback, and LMCache's Python workers among the tests' clients
         }
+        int secretAt = cmd.indexOf("--secret-file");
+        Optional<String> bearer = secretAt < 0 ? Optional.empty()
+                : Optional.of(DeploymentSecret.fromFile(Path.of(cmd.get(secretAt + 1))).bearerToken());
         ChildProcess p = ChildProcess.start(name, cmd, logDir, Map.of());
-        ControllerProcess c = new ControllerProcess(p, new ControllerHttp(ports.http()));
+        ControllerProcess c = new ControllerProcess(p, new ControllerHttp(ports.http(), bearer));
         try {
             c.http.awaitUp(Duration.ofSeconds(60), p);
         } catch (AssertionError | RuntimeException e) {

@@ -30,11 +30,16 @@ class LauncherHeapTest {
         assertTrue(overridden.contains("-Xmx300m") && !overridden.contains("-Xmx272m"), overridden.toString());
     }
 
-    /** 256 MiB + 48 B an index entry + (queued + 2) orchestration frames + the HTTP bodies being read. */
+    /**
+     * 256 MiB + 48 B an index entry + (queued + 2) orchestration frames + the HTTP bodies being read
+     * + 12 KiB a ZeroMQ connection (3 a worker, and 256 more, unless --max-connections says).
+     */
     @Test
     void theControllersHeapFollowsItsCaps() throws Exception {
-        assertEquals("-Xmx1440m", heapFlag("lmcache4j.cli.ControllerCommand", "--insecure"));
-        assertEquals("-Xmx430m", heapFlag("lmcache4j.cli.ControllerCommand", "--max-entries", "1000000", "--max-frame-mb", "16"));
+        assertEquals("-Xmx1587m", heapFlag("lmcache4j.cli.ControllerCommand", "--insecure"));
+        assertEquals("-Xmx577m", heapFlag("lmcache4j.cli.ControllerCommand", "--max-entries", "1000000", "--max-frame-mb", "16"));
+        assertEquals("-Xmx1444m", heapFlag("lmcache4j.cli.ControllerCommand", "--max-workers", "16"));
+        assertEquals("-Xmx1441m", heapFlag("lmcache4j.cli.ControllerCommand", "--max-connections", "100"));
         assertEquals("", heapFlag("lmcache4j.cli.ControllerCommand", "--max-entries", "lots"), "the controller refuses it");
     }
 

@@ -40,9 +40,9 @@ import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.engine.json.Json;
 import lmcache4j.engine.security.DeploymentSecret;
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
+import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
  * A deployment with a secret, attacked from loopback: an engine and the controller talk over CURVE
@@ -73,7 +73,7 @@ class SecuredControlPlaneTest {
                      .set("controller_pull_url", controller.pullEndpoint().connectable().toString())
                      .set("controller_reply_url", controller.replyEndpoint().connectable().toString())
                      .set("deployment_secret_file", file.toString()).build(), model, KvConnector.host(), List.of());
-             ZContext attacker = new ZContext(1)) {
+             ZContext attacker = new OwnedZContext("test-secured-control-plane", 1)) {
             HttpClient http = HttpClient.newHttpClient();
             URI base = URI.create("http://" + controller.httpEndpoint().connectable() + "/");
             long[] slots = new long[tokens.length];
@@ -141,7 +141,7 @@ class SecuredControlPlaneTest {
         s.setLinger(0);
         s.setReceiveTimeOut((int) SILENCE.toMillis());
         s.setSendTimeOut((int) SILENCE.toMillis()); // a send must not wait on a handshake that never completes
-        ZmqConnect.connect(s, address);
+        s.connect(address);
         return s;
     }
 

@@ -20,6 +20,7 @@ import java.util.regex.Pattern;
 
 import lmcache4j.engine.config.ExtraConfigKeys;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.storage.policy.CachePolicies;
 
 /**
  * The rows of {@link ConfigSchema#lmcache4j()}: LMCache's 2026 definition table (reference spec
@@ -102,10 +103,14 @@ public final class LMCacheFieldTable {
                         + "Forced true by enable_blending.").build());
         f.add(define("blocking_timeout_secs", INT).defaultValue(10).greaterThan(0)
                 .description("Seconds a blocking remote get waits before it counts as a miss.").build());
-        f.add(define("cache_policy", CHOICE).defaultValue("LRU").allowed("LRU", "LFU", "FIFO", "MRU").caseInsensitive(true)
-                .rejects("s3fifo", "S3FIFO (LMCache 2026) is not supported by lmcache4j yet; use LRU, LFU, FIFO or MRU")
-                .rejects("cost_aware", "COST_AWARE (LMCache 2026) is not supported by lmcache4j yet; use LRU, LFU, FIFO or MRU")
-                .description("Eviction policy of the local tiers.").build());
+        f.add(define("cache_policy", CHOICE).defaultValue("LRU").allowed(CachePolicies.NAMES.toArray(String[]::new))
+                .caseInsensitive(true)
+                .rejects("cost_aware", "COST_AWARE (LMCache 2026) is not supported by lmcache4j yet; use one of "
+                        + String.join(", ", CachePolicies.NAMES))
+                .description("Eviction policy of the local tiers: LMCache's LRU, LFU, FIFO, MRU, S3FIFO; ARC (vLLM's); "
+                        + "KV_ADAPTIVE, lmcache4j's own (reused chunks outlive fresh ones by a margin tuned on sampled "
+                        + "replicas; orphaned and tail chunks first; docs/performance.md#eviction-policies-on-real-traffic).")
+                .build());
         f.add(define("numa_mode", CHOICE).nullable().allowed("auto", "manual").caseInsensitive(false)
                 .description("NUMA placement of the host pool: auto reads the GPU's node from sysfs; manual takes "
                         + "extra_config.gpu_to_numa_mapping (GPU index -> node). Unset: no binding.").build());

@@ -57,7 +57,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
      */
     public LocalCpuBackend(MemoryAllocator allocator, String cachePolicy, boolean retain, double blockingTimeoutSecs) {
         this.allocator = Objects.requireNonNull(allocator, "allocator");
-        this.hot = new ResidencyIndex<>(CachePolicies.create(cachePolicy), MemoryObj::pin, LocalCpuBackend::unpinIfPinned,
+        this.hot = new ResidencyIndex<>(CachePolicies.forChunks(cachePolicy), MemoryObj::pin, LocalCpuBackend::unpinIfPinned,
                 MemoryObj::canEvict);
         this.lock = hot.lock();
         this.retain = retain;

@@ -135,7 +135,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
             throw new IllegalArgumentException("max_local_disk_size must be positive, was " + capacityBytes + " bytes");
         }
         this.capacity = capacityBytes;
-        this.index = new ResidencyIndex<>(CachePolicies.create(cachePolicy), Entry::pin, Entry::unpin, Entry::unpinned);
+        this.index = new ResidencyIndex<>(CachePolicies.forChunks(cachePolicy), Entry::pin, Entry::unpin, Entry::unpinned);
         this.lock = index.lock();
         this.recovery = files.recover();
         List<RecoveredChunk> kept = new ArrayList<>();

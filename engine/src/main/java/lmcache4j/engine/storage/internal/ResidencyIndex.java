@@ -140,9 +140,16 @@ public final class ResidencyIndex<V> {
         });
     }
 
-    /** How many of {@code keys}, from the first, are held (a prefix); with {@code pin} as {@link #contains}. */
+    /**
+     * How many of {@code keys}, from the first, are held (a prefix); with {@code pin} as
+     * {@link #contains}. The policy is told of the lookup ({@link CachePolicy#onLookup}).
+     */
     public int prefixHits(List<? extends CacheKey> keys, boolean pin) {
-        return locked(() -> StorageBackend.leadingHits(keys, key -> contains(key, pin)));
+        return locked(() -> {
+            int held = StorageBackend.leadingHits(keys, key -> contains(key, pin));
+            policy.onLookup(keys, held);
+            return held;
+        });
     }
 
     /** Pins {@code key}'s entry without remembering it for {@link #touch()}; false if absent. */

@@ -17,6 +17,15 @@ public interface CachePolicy<K> {
     /** A cached key was used (applied by {@code touchCache}, not by plain gets, as in LMCache). */
     void onHit(K key);
 
+    /**
+     * A lookup asked for a request's chunks: {@code keys} in prefix order, of which the first
+     * {@code held} are held (so {@code keys[held]}, if any, is the first miss). It tells the policy
+     * what a request needs, missing chunks included, before they are stored. Called before the
+     * recency updates of the hits; by default ignored.
+     */
+    default void onLookup(List<? extends K> keys, int held) {
+    }
+
     /** A key left the cache (removed or evicted). Unknown keys are ignored. */
     void onRemove(K key);
 
@@ -29,6 +38,6 @@ public interface CachePolicy<K> {
     /** Keys tracked, for checks. */
     int size();
 
-    /** The policy's LMCache name: LRU, LFU, FIFO or MRU. */
+    /** The policy's {@code cache_policy} name (one of {@link CachePolicies#NAMES}). */
     String name();
 }

@@ -142,6 +142,29 @@ class LocalCpuBackendProperties {
         mru.withInvariant(Harness::check).run().finish();
     }
 
+    @Property
+    void s3fifoArcAndKvAdaptive(@ForAll("s3fifoChains") ActionChain<Harness> s3fifo, @ForAll("arcChains") ActionChain<Harness> arc,
+                                @ForAll("kvAdaptiveChains") ActionChain<Harness> kv) {
+        s3fifo.withInvariant(Harness::check).run().finish();
+        arc.withInvariant(Harness::check).run().finish();
+        kv.withInvariant(Harness::check).run().finish();
+    }
+
+    @Provide
+    Arbitrary<ActionChain<Harness>> s3fifoChains() {
+        return chains("S3FIFO");
+    }
+
+    @Provide
+    Arbitrary<ActionChain<Harness>> arcChains() {
+        return chains("ARC");
+    }
+
+    @Provide
+    Arbitrary<ActionChain<Harness>> kvAdaptiveChains() {
+        return chains("KV_ADAPTIVE");
+    }
+
     @Provide
     Arbitrary<ActionChain<Harness>> lruChains() {
         return chains("LRU");

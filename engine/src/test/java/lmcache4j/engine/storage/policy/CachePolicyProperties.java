@@ -168,8 +168,8 @@ class CachePolicyProperties {
 
     @Test
     void unknownPoliciesAreRejectedWithTheValidNames() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CachePolicies.create("ARC"));
-        assertEquals("unknown cache_policy 'ARC'; valid: LRU, LFU, FIFO, MRU", e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CachePolicies.create("GDSF"));
+        assertEquals("unknown cache_policy 'GDSF'; valid: LRU, LFU, FIFO, MRU, S3FIFO, ARC, KV_ADAPTIVE", e.getMessage());
         assertEquals("LRU", CachePolicies.create(" lru ").name());
     }
 

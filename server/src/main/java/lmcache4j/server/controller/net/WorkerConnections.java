@@ -8,7 +8,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 import lmcache4j.engine.security.DeploymentSecret;
-import lmcache4j.engine.zmq.ZmqConnect;
 import lmcache4j.server.controller.Endpoint;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -136,7 +135,7 @@ public final class WorkerConnections implements AutoCloseable {
         s.setReceiveTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         s.setSendTimeOut((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         s.setMaxMsgSize(maxFrameBytes);
-        ZmqConnect.connect(s, Endpoint.parse(address).connectAddress());
+        s.connect(Endpoint.parse(address).connectAddress());
         return s;
     }
 

@@ -18,6 +18,7 @@ module lmcache4j.bench {
     requires java.management; // the controller benchmark reads the heap after GC (bytes per index entry)
     requires org.zeromq.jeromq; // the controller benchmark's baseline: a bare PULL socket
     requires java.logging; // the benchmarks quiet the engine's INFO logs while they measure
+    requires java.net.http; // the PD demo and bench pd talk to the proxy and the roles over HTTP
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT for the disk benchmark's raw baseline
     requires static jmh.core;
     // The model demo and bench ttft (package lmcache4j.bench.model) only: resolved when the launcher
@@ -36,6 +37,7 @@ module lmcache4j.bench {
     exports lmcache4j.bench.model to lmcache4j.cli;
     exports lmcache4j.bench.mp to lmcache4j.cli;
     exports lmcache4j.bench.p2p to lmcache4j.cli;
+    exports lmcache4j.bench.pd to lmcache4j.cli;
     exports lmcache4j.bench.remote to lmcache4j.cli;
     exports lmcache4j.bench.s3 to lmcache4j.cli;
     exports lmcache4j.bench.store to lmcache4j.cli;

@@ -31,6 +31,8 @@ module lmcache4j.engine {
     exports lmcache4j.engine.lookup to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.metrics;
     exports lmcache4j.engine.remote;
+    exports lmcache4j.engine.pd; // disaggregated prefill: the sender's push and the decoder's PD tier
+    exports lmcache4j.engine.pd.wire to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.remote.lm to lmcache4j.server, lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;
     exports lmcache4j.engine.p2p to lmcache4j.server, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.engine.remote.redis to lmcache4j.bench, lmcache4j.cli, lmcache4j.tests;

@@ -20,6 +20,8 @@ module lmcache4j.server {
     exports lmcache4j.server.controller.net to lmcache4j.bench, lmcache4j.cli;
     exports lmcache4j.server.controller.registry to lmcache4j.bench;
     exports lmcache4j.server.p2p to lmcache4j.bench, lmcache4j.tests;
+    // disaggregated prefill: the decoder's PD ports, the role processes' HTTP face and the proxy
+    exports lmcache4j.server.pd to lmcache4j.cli, lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.server.router;
     // the JSON-over-HTTP server and the bind failure, shared with the MP server's module
     exports lmcache4j.server.http to lmcache4j.server.mp;

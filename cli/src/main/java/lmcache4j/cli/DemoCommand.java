@@ -158,6 +158,13 @@ public final class DemoCommand implements CliMain.Command {
 
     private boolean modelGiven;
 
+    @Option(names = "--pd", order = 16, description = "with --model: disaggregated prefill, each part its own process: a "
+            + "proxy, a prefiller that computes each prompt's KV and pushes it chunk by chunk, and a decoder that generates "
+            + "from it; every request's tokens are checked against this process doing prefill and decode itself (equal "
+            + "tokens, last-position logits compared); reports the positions the decoder computed and the time to first "
+            + "token through PD against one process. Takes --seed, --json and --quiet (docs/pd.md)")
+    private boolean pd;
+
     @Option(names = "--seed", paramLabel = "S", order = 3, description = "the workload's random seed (default " + Settings.DEFAULT_SEED + ")")
     private void seed(String value) {
         seed = OptionValues.wholeNumber("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
@@ -300,6 +307,10 @@ public final class DemoCommand implements CliMain.Command {
         if (modelGiven) {
             return modelDemo();
         }
+        if (pd) {
+            return CliMain.usageError(err, "demo", "--pd needs --model: disaggregated prefill runs a real transformer "
+                    + "(./lmcache4j demo --model --pd)");
+        }
         if (instances != null) {
             return cluster();
         }
@@ -349,6 +360,14 @@ public final class DemoCommand implements CliMain.Command {
 
     /** {@code demo --model}: the workload on a real transformer (Jlama). */
     private int modelDemo() {
+        if (pd) {
+            if (instances != null || controllerPull != null || instanceId != null || holdSeconds != 0 || promptOut != null
+                    || layersGiven || requestsGiven || cpuGbGiven || disk != null || noDisk || remote != null) {
+                return CliMain.usageError(err, "demo", "--model --pd takes --seed, --json and --quiet only: the roles' "
+                        + "tiers are the PD buffer (docs/pd.md)");
+            }
+            return ModelRuns.pdDemo(model, seed, json, quiet, out, err);
+        }
         if (instances != null || controllerPull != null || instanceId != null || holdSeconds != 0 || promptOut != null
                 || layersGiven || requestsGiven) {
             return CliMain.usageError(err, "demo", "--model takes --cpu-gb, --disk, --no-disk, --disk-gb, --remote, --seed, "

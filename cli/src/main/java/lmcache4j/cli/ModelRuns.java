@@ -17,6 +17,9 @@ import lmcache4j.bench.model.ModelDemoReport;
 import lmcache4j.bench.model.ModelSource;
 import lmcache4j.bench.model.ModelWorkload;
 import lmcache4j.bench.model.TtftBench;
+import lmcache4j.bench.pd.PdBench;
+import lmcache4j.bench.pd.PdDemo;
+import lmcache4j.bench.pd.PdDemoReport;
 
 /**
  * {@code demo --model [DIR]} and {@code bench ttft}: the commands that run a real transformer
@@ -123,6 +126,41 @@ final class ModelRuns {
         });
     }
 
+    /**
+     * {@code demo --model --pd}: a proxy, a prefiller and a decoder, each its own process; the report
+     * (or JSON) on {@code out}, progress on {@code err}; returns the exit status.
+     */
+    static int pdDemo(Optional<Path> modelDir, long seed, boolean json, boolean quiet, PrintStream out, PrintStream err) {
+        return withModel("demo", modelDir, err, (source, model, scratch) -> {
+            if (!json) {
+                out.println("== lmcache4j demo --model --pd: disaggregated prefill, a real transformer on both sides ==");
+                out.println(DemoCommand.machine());
+                out.printf(Locale.ROOT, "model      %s (%s)%n", source.name(), source.directory());
+                out.printf(Locale.ROOT, "processes  a proxy, a prefiller and a decoder (Jlama %s each), over lmcache4j's PD "
+                        + "channel: TCP, the token proved, every frame tagged%n%n", jlamaVersion());
+                out.flush();
+            }
+            boolean progress = !quiet && !json;
+            try {
+                PdDemoReport report = PdDemo.run(new PdDemo.Settings(seed, 8, shape(), 256L << 20), source, model, scratch,
+                        (r, done, total) -> {
+                            if (progress) {
+                                err.printf(Locale.ROOT, "[%2d/%d] %-28s %5d tokens: %d chunks pushed, the decoder computed %d "
+                                                + "position(s); first token through PD in %.0f ms (one process %.0f ms); "
+                                                + "tokens %s%n", done, total, r.name(), r.promptTokens(), r.pushedChunks(),
+                                        r.decoderPrefillPositions(), r.ttftPdMs(), r.ttftLocalMs(),
+                                        r.tokensEqual() ? "equal" : "DIFFER");
+                            }
+                        });
+                out.println(json ? report.json() : report.table());
+                return report.passed() ? 0 : EXIT_FAILED;
+            } catch (IOException | IllegalStateException e) {
+                err.println("lmcache4j demo: the PD processes failed: " + CliText.oneLine(e));
+                return EXIT_FAILED;
+            }
+        });
+    }
+
     /** {@code bench ttft}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
     static int ttft(Optional<Path> modelDir, int[] lengths, int runs, long seed, boolean json, PrintStream out,
                     PrintStream err) {
@@ -132,6 +170,68 @@ final class ModelRuns {
             out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));
             return 0;
         });
+    }
+
+    /** {@code bench pd}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int pdBench(Optional<Path> modelDir, PdBench.Settings settings, boolean json, PrintStream out, PrintStream err) {
+        return withModel("bench pd", modelDir, err, (source, model, scratch) -> {
+            PdBench.Result r;
+            try {
+                r = PdBench.run(settings, source, model, scratch, err);
+            } catch (IOException | IllegalStateException e) {
+                err.println("lmcache4j bench pd: " + CliText.oneLine(e));
+                if ("1".equals(System.getenv(CliMain.TRACES_VARIABLE))) {
+                    e.printStackTrace(err);
+                }
+                return EXIT_FAILED;
+            } catch (IllegalArgumentException e) {
+                return CliMain.usageError(err, "bench pd", e.getMessage());
+            }
+            out.println(json ? pdJson(source, r) : pdTable(source, r));
+            return 0;
+        });
+    }
+
+    private static String pdTable(ModelSource source, PdBench.Result r) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "model %s, Jlama %s; CPU %s, %d CPUs; load %.2f before, %.2f after%n", source.name(),
+                jlamaVersion(), r.cpu(), r.cpus(), r.loadBefore(), r.loadAfter()));
+        b.append(String.format(Locale.ROOT, "%8s %12s %12s %10s %10s %12s%n", "tokens", "PD ttft ms", "local ms", "PD/local",
+                "decoder", "push wait"));
+        for (PdBench.TtftRow t : r.ttft()) {
+            b.append(String.format(Locale.ROOT, "%8d %12.1f %12.1f %10.3f %10d %10.2f ms%n", t.tokens(), t.pdMs(), t.localMs(),
+                    t.ratio(), t.decoderPrefillPositions(), t.pushWaitMs()));
+        }
+        var x = r.transfer();
+        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f); untagged PD %.2f GB/s "
+                + "(tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(), x.bareGbps(), x.pdVsBare(), x.unkeyedGbps(),
+                x.taggedVsUntagged()));
+        b.append(String.format(Locale.ROOT, "inter-token latency while long prompts arrive (%s): colocated p50 %.1f ms p99 %.1f ms;"
+                + " disaggregated p50 %.1f ms p99 %.1f ms", r.pinning().map(p -> "pinned with " + p).orElse("not pinned"),
+                r.colocated().p50Ms(), r.colocated().p99Ms(), r.disaggregated().p50Ms(), r.disaggregated().p99Ms()));
+        return b.toString();
+    }
+
+    private static String pdJson(ModelSource source, PdBench.Result r) {
+        List<ReportJson> lengths = r.ttft().stream().map(t -> new ReportJson().integer("tokens", t.tokens())
+                .number("ttft_pd_ms", t.pdMs(), 2).number("ttft_local_ms", t.localMs(), 2)
+                .number("ttft_pd_vs_local", t.ratio(), 4).integer("decoder_prefill_positions", t.decoderPrefillPositions())
+                .number("push_wait_ms", t.pushWaitMs(), 3)).toList();
+        var x = r.transfer();
+        ReportJson transfer = new ReportJson().integer("bytes", x.bytes()).number("pd_gbps", x.pdGbps(), 3)
+                .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
+                .number("untagged_gbps", x.unkeyedGbps(), 3).number("tagged_vs_untagged", x.taggedVsUntagged(), 4);
+        ReportJson itl = new ReportJson().string("pinning", r.pinning().orElse("none"))
+                .object("colocated", itlJson(r.colocated())).object("disaggregated", itlJson(r.disaggregated()));
+        return new ReportJson().string("model", source.name()).string("jlama", jlamaVersion()).string("cpu", r.cpu())
+                .integer("cpus", r.cpus()).number("load_before", r.loadBefore(), 2).number("load_after", r.loadAfter(), 2)
+                .objects("lengths", lengths).object("transfer", transfer).object("interference", itl).toString();
+    }
+
+    private static ReportJson itlJson(PdBench.Itl i) {
+        return new ReportJson().number("itl_p50_ms", i.p50Ms(), 2).number("itl_p99_ms", i.p99Ms(), 2)
+                .integer("decode_steps", i.samples()).integer("decode_requests", i.decodeRequests())
+                .integer("long_prompts", i.longPrompts());
     }
 
     private static String ttftTable(ModelSource source, List<TtftBench.Row> rows) {

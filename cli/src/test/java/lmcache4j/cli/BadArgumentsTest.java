@@ -189,6 +189,8 @@ class BadArgumentsTest {
         Map<String, Command> all = new java.util.TreeMap<>(COMMANDS);
         all.put("mp-server", MpServerCommand::run);
         all.put("controller", ControllerCommand::run);
+        all.put("pd-worker", (args, out, err) -> PdWorkerCommand.run(List.of(args), Map.of(), out, err, null));
+        all.put("pd-proxy", (args, out, err) -> PdProxyCommand.run(args, out, err, null));
         List<Executable> checks = new ArrayList<>();
         for (String name : all.keySet()) {
             String line = name + (name.equals("bench") ? " hash" : "") + " --bogus";

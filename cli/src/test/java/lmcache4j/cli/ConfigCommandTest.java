@@ -88,7 +88,8 @@ class ConfigCommandTest {
         assertEquals("", r.out());
         assertTrue(r.err().contains("invalid lmcache4j config (3 problems)"), r.err());
         assertTrue(r.err().contains("did you mean 'chunk_size'?"), r.err());
-        assertTrue(r.err().contains("'transfer_channel' (file " + yaml + ") is not supported by lmcache4j"), r.err());
+        assertTrue(r.err().contains("transfer_channel = \"nixl\" (file " + yaml + ") is not valid: NIXL (GPU RDMA) is not "
+                + "supported by lmcache4j; its one channel is tcp"), r.err());
         assertTrue(r.err().contains("Use sha256_cbor"), r.err());
     }
 

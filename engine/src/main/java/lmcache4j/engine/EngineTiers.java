@@ -22,9 +22,11 @@ import lmcache4j.cuda.posix.Posix;
 import lmcache4j.engine.config.DiskTierSettings;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.p2p.ControllerPeerLocator;
+import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.remote.RemoteBackend;
@@ -96,6 +98,7 @@ final class EngineTiers {
                 config.blockingTimeoutSecs());
         List<StorageBackend> tiers = new ArrayList<>();
         try {
+            pdTier(config, metadata, cpu).ifPresent(tiers::add);
             diskTier(config, metadata, cpu).ifPresent(tiers::add);
             remoteTier(config, metadata, cpu).ifPresent(tiers::add);
         } catch (RuntimeException e) {
@@ -112,6 +115,17 @@ final class EngineTiers {
             throw e;
         }
         return new StorageManager(cpu, tiers);
+    }
+
+    /**
+     * A decoder's PD tier ({@code enable_pd} with {@code pd_role: receiver}), searched right after the
+     * CPU tier, as LMCache puts its PD backend first: chunks its prefiller pushed. Its receive server
+     * (the ports senders connect to) is the server module's {@code PdReceiveServer}. A sender's engine
+     * has no PD tier: its pushes go through {@code PdSender}.
+     */
+    static Optional<StorageBackend> pdTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
+        return config.pd().filter(pd -> pd.role() == PdSettings.Role.RECEIVER)
+                .map(pd -> PdBackend.create(pd, metadata, config.chunkSize(), memory));
     }
 
     /**

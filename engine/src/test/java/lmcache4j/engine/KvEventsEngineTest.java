@@ -36,7 +36,8 @@ import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.controller.ControllerKeys;
-import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.engine.key.HashAlgorithm;
 import lmcache4j.engine.zmq.OwnedZContext;
 
 /**
@@ -157,11 +158,15 @@ class KvEventsEngineTest {
         assertEquals(chunks * CHUNK, engine.store(tokens, null, kv, slots, Map.of()));
     }
 
-    /** The vLLM-folded hash of each full chunk of {@code tokens}. */
+    /**
+     * vLLM's block hash of each full chunk of {@code tokens}: the digest chain at block size = chunk
+     * size, folded (the storage keys carry LMCache's integer chain, which events never do).
+     */
     private static long[] hashes(LMCacheEngine engine, int[] tokens) {
-        List<ChunkRange> chunks = engine.prepare(tokens, Map.of()).chunks();
-        return chunks.stream().filter(c -> c.end() - c.start() == CHUNK)
-                .mapToLong(c -> ControllerKeys.vllmFold(c.key().chunkHash())).toArray();
+        assertTrue(engine.prepare(tokens, Map.of()).chunks().getFirst().key().chunkHash().isInteger(),
+                "storage keys in LMCache's current form");
+        return ChunkHasher.seeded(HashAlgorithm.SHA256_CBOR, "0").chain(tokens, CHUNK, false).stream()
+                .mapToLong(ControllerKeys::vllmFold).toArray();
     }
 
     private static List<Event> blocks(List<Event> events, String type, String medium) {

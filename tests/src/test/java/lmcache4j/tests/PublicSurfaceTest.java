@@ -40,7 +40,7 @@ class PublicSurfaceTest {
             "lmcache4j.allocator", Set.of("lmcache4j.allocator"),
             "lmcache4j.engine", Set.of("lmcache4j.engine", "lmcache4j.engine.config", "lmcache4j.engine.connector",
                     "lmcache4j.engine.controller", "lmcache4j.engine.key", "lmcache4j.engine.metrics",
-                    "lmcache4j.engine.remote", "lmcache4j.engine.storage"),
+                    "lmcache4j.engine.pd", "lmcache4j.engine.remote", "lmcache4j.engine.storage"),
             "lmcache4j.server", Set.of("lmcache4j.server.lm", "lmcache4j.server.controller", "lmcache4j.server.router"),
             // A process, not a library: run by ./lmcache4j mp-server, its classes reached by siblings only.
             "lmcache4j.server.mp", Set.of(),
@@ -56,26 +56,26 @@ class PublicSurfaceTest {
             "lmcache4j.allocator", Set.of("lmcache4j.allocator.host", "lmcache4j.allocator.tensor", "lmcache4j.allocator.tensor.internal",
                     "lmcache4j.allocator.paged", "lmcache4j.allocator.pool", "lmcache4j.allocator.internal.threads"),
             "lmcache4j.engine", Set.of("lmcache4j.engine.controller.message", "lmcache4j.engine.json",
-                    "lmcache4j.engine.lookup", "lmcache4j.engine.remote.lm", "lmcache4j.engine.p2p",
+                    "lmcache4j.engine.lookup", "lmcache4j.engine.remote.lm", "lmcache4j.engine.p2p", "lmcache4j.engine.pd.wire",
                     "lmcache4j.engine.remote.redis", "lmcache4j.engine.security", "lmcache4j.engine.storage.cpu",
                     "lmcache4j.engine.storage.disk", "lmcache4j.engine.storage.policy",
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
                     "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.http",
-                    "lmcache4j.server.net", "lmcache4j.server.p2p"),
+                    "lmcache4j.server.net", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
             "lmcache4j.server.mp", Set.of("lmcache4j.server.mp", "lmcache4j.server.mp.wire"),
             "lmcache4j.jlama", Set.of(),
             "lmcache4j.bench", Set.of("lmcache4j.bench.allocator", "lmcache4j.bench.concurrent",
                     "lmcache4j.bench.controller", "lmcache4j.bench.demo", "lmcache4j.bench.demo.cluster",
                     "lmcache4j.bench.disk", "lmcache4j.bench.gpu", "lmcache4j.bench.hash", "lmcache4j.bench.json", "lmcache4j.bench.model", "lmcache4j.bench.mp",
-                    "lmcache4j.bench.p2p", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store", "lmcache4j.bench.trace",
+                    "lmcache4j.bench.p2p", "lmcache4j.bench.pd", "lmcache4j.bench.remote", "lmcache4j.bench.s3", "lmcache4j.bench.store", "lmcache4j.bench.trace",
                     "lmcache4j.bench.zmq"),
             "lmcache4j.cli", Set.of(),
             "lmcache4j.s3", Set.of("lmcache4j.s3", "lmcache4j.s3.proxy"));
 
     /** Public top-level types in each module's public packages. */
     private static final Map<String, Integer> PUBLIC_TYPES = Map.of(
-            "lmcache4j.cuda", 18, "lmcache4j.allocator", 12, "lmcache4j.engine", 65, "lmcache4j.server", 15,
+            "lmcache4j.cuda", 18, "lmcache4j.allocator", 12, "lmcache4j.engine", 70, "lmcache4j.server", 15,
             "lmcache4j.server.mp", 0, "lmcache4j.jlama", 3, "lmcache4j.bench", 0, "lmcache4j.cli", 0, "lmcache4j.s3", 0);
 
     private static Path classes(String folder) {

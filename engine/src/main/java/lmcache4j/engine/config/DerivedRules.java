@@ -19,6 +19,8 @@ final class DerivedRules {
     static void apply(Map<String, Object> values, Map<String, ConfigSource> sources, List<String> problems,
             List<String> warnings) {
         blendingForcesUnfullChunks(values, sources, warnings);
+        pdForcesUnfullChunks(values, sources, warnings);
+        pdExcludesP2p(values, sources, problems);
         manualNumaNeedsMapping(values, sources, problems);
         extraConfigKeys(values, sources, problems, warnings);
     }
@@ -37,6 +39,34 @@ final class DerivedRules {
         }
         values.put("save_unfull_chunk", true);
         sources.put("save_unfull_chunk", new ConfigSource.Derived("enable_blending=true forces it"));
+    }
+
+    /**
+     * LMCache: {@code enable_pd} sets {@code save_unfull_chunk=true}: the prompt's last, partial chunk
+     * is pushed too, so the decoder computes only the last position.
+     */
+    private static void pdForcesUnfullChunks(Map<String, Object> values, Map<String, ConfigSource> sources,
+            List<String> warnings) {
+        if (!Boolean.TRUE.equals(values.get("enable_pd")) || !values.containsKey("save_unfull_chunk")
+                || Boolean.TRUE.equals(values.get("save_unfull_chunk"))) {
+            return;
+        }
+        ConfigSource was = sources.get("save_unfull_chunk");
+        if (!(was instanceof ConfigSource.Default)) {
+            warnings.add("save_unfull_chunk=false (" + was.describe() + ") is overridden to true because "
+                    + "enable_pd=true (" + sources.get("enable_pd").describe() + "), as LMCache does");
+        }
+        values.put("save_unfull_chunk", true);
+        sources.put("save_unfull_chunk", new ConfigSource.Derived("enable_pd=true forces it"));
+    }
+
+    /** LMCache: PD and P2P are not used together in one engine. */
+    private static void pdExcludesP2p(Map<String, Object> values, Map<String, ConfigSource> sources, List<String> problems) {
+        if (Boolean.TRUE.equals(values.get("enable_pd")) && Boolean.TRUE.equals(values.get("enable_p2p"))) {
+            problems.add("enable_pd (" + sources.get("enable_pd").describe() + ") and enable_p2p ("
+                    + sources.get("enable_p2p").describe() + ") cannot both be true, as in LMCache: a PD engine's KV "
+                    + "comes from its prefiller; set one of them to false");
+        }
     }
 
     /** {@code numa_mode=manual} reads the GPU-to-node table from {@code extra_config.gpu_to_numa_mapping}. */

@@ -53,11 +53,20 @@ public final class ExtraConfigKeys {
             "lmcache4j: the deadline in ms of one peer fetch (controller lookup included); past it, or when the peer "
                     + "dies mid-transfer, the chunk is a miss");
     public static final ExtraConfigKey<String> P2P_TOKEN = ExtraConfigKey.text("p2p_token",
-            "lmcache4j: the shared secret of the P2P transfer servers (16+ characters, the same in every instance): every "
-                    + "engine's transfer server demands it and every fetch checks the peer's proof of it and each chunk's tag; "
-                    + "enable_p2p needs it unless deployment_secret_file derives one");
+            "lmcache4j: the shared secret of the P2P transfer servers and the PD channel (16+ characters, the same in "
+                    + "every instance): every engine's transfer server demands it and every fetch checks the peer's proof "
+                    + "of it and each chunk's tag; enable_p2p and enable_pd need it unless deployment_secret_file derives one");
     public static final ExtraConfigKey<Integer> P2P_CONNECTIONS = ExtraConfigKey.countIn("p2p_connections", 1, 64, 4,
             "lmcache4j: connections per peer over which chunks are fetched in parallel");
+
+    // ---- disaggregated prefill ------------------------------------------------------------------
+    public static final ExtraConfigKey<Integer> PD_TIMEOUT_MS = ExtraConfigKey.countIn("pd_timeout_ms", 1, 600_000, 5_000,
+            "lmcache4j: the bound in ms of every PD wait: a sender's connect, allocation, write and notice (past it "
+                    + "the rest of the request is not pushed and the decoder computes it), and a receiver's room "
+                    + "allocated but not written (freed after it)");
+    public static final ExtraConfigKey<Integer> PD_UNCLAIMED_TTL_MS = ExtraConfigKey.countIn("pd_unclaimed_ttl_ms", 1,
+            3_600_000, 60_000, "lmcache4j: a receiver frees a chunk that landed in its PD buffer and that no retrieve "
+                    + "read within this many ms (a request the proxy sent elsewhere, or that died)");
 
     // ---- the engine's bound ZeroMQ sockets (controller worker's control socket, lookup server) ----
     public static final ExtraConfigKey<Integer> ZMQ_MAX_CONNECTIONS = ExtraConfigKey.countIn("zmq.max_connections", 1,
@@ -120,7 +129,8 @@ public final class ExtraConfigKeys {
             REMOTE_MLA_WORKER_ID_AS0, REDIS_LAYOUT, REDIS_SPLIT_PART_MB, REDIS_SPLIT_CONNECTIONS, S3_REGION, S3_NUM_IO_THREADS,
             S3_MAX_INFLIGHT_REQS, S3_PART_SIZE, DISABLE_TLS, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_PREFER_HTTP2,
             S3_ENABLE_S3EXPRESS, P2P_TIMEOUT_MS, P2P_TOKEN, P2P_CONNECTIONS, ZMQ_MAX_CONNECTIONS, ZMQ_MAX_CONNECTIONS_PER_HOST,
-            ZMQ_MAX_HANDSHAKING, ZMQ_HANDSHAKE_TIMEOUT, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
+            ZMQ_MAX_HANDSHAKING, ZMQ_HANDSHAKE_TIMEOUT, PD_TIMEOUT_MS,
+            PD_UNCLAIMED_TTL_MS, FORCE_STORE_WAIT, GPU_TO_NUMA_MAPPING, SAVE_ONLY_FIRST_RANK, USE_EXISTS_SYNC,
             SAVE_CHUNK_META);
 
     /** The declared key called {@code name}, if there is one. */

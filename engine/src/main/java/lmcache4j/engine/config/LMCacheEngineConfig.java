@@ -132,6 +132,61 @@ public final class LMCacheEngineConfig {
         return P2pSettings.from(this);
     }
 
+    /** {@code enable_pd}: disaggregated prefill (default false). */
+    public boolean enablePd() {
+        return bool("enable_pd");
+    }
+
+    /** {@code pd_role}: {@code sender} or {@code receiver}. */
+    public Optional<String> pdRole() {
+        return str("pd_role");
+    }
+
+    /** {@code pd_buffer_size} in bytes. */
+    public Optional<Long> pdBufferSize() {
+        return Optional.ofNullable((Double) values.get("pd_buffer_size")).map(Double::longValue);
+    }
+
+    /** {@code pd_buffer_device}: {@code cpu}. */
+    public Optional<String> pdBufferDevice() {
+        return str("pd_buffer_device");
+    }
+
+    /** {@code pd_peer_host}: where a receiver's PD ports bind. */
+    public Optional<String> pdPeerHost() {
+        return str("pd_peer_host");
+    }
+
+    /** {@code pd_peer_init_port}: a receiver's transfer port per worker. */
+    public Optional<List<Integer>> pdPeerInitPort() {
+        return list("pd_peer_init_port");
+    }
+
+    /** {@code pd_peer_alloc_port}: a receiver's allocation port per worker. */
+    public Optional<List<Integer>> pdPeerAllocPort() {
+        return list("pd_peer_alloc_port");
+    }
+
+    /** {@code pd_proxy_host}: where a sender tells the proxy a request is ready. */
+    public Optional<String> pdProxyHost() {
+        return str("pd_proxy_host");
+    }
+
+    /** {@code pd_proxy_port}. */
+    public Optional<Integer> pdProxyPort() {
+        return Optional.ofNullable((Integer) values.get("pd_proxy_port"));
+    }
+
+    /** {@code transfer_channel}: {@code tcp} or unset (the same). */
+    public Optional<String> transferChannel() {
+        return str("transfer_channel");
+    }
+
+    /** Disaggregated prefill's settings, when {@code enable_pd}; throws when enabled but incomplete. */
+    public Optional<PdSettings> pd() {
+        return PdSettings.from(this);
+    }
+
     /** {@code remote_url}; empty: no remote tier. */
     public Optional<String> remoteUrl() {
         return str("remote_url");

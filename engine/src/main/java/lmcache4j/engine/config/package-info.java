@@ -27,7 +27,7 @@
  *       match). Unknown {@code LMCACHE_*} environment variables only warn: the environment is shared
  *       with other tools, and a few non-field variables are known and left alone
  *       ({@code LMCACHE_CONFIG_FILE}, {@code LMCACHE_CUDART}, {@code LMCACHE_LOG_LEVEL}, ...).
- *   <li>LMCache keys lmcache4j does not implement (P2P, PD, NIXL, GDS, controller, plugins, ...)
+ *   <li>LMCache keys lmcache4j does not implement (LMCache's P2P channels and later PD options, NIXL, GDS, plugins, ...)
  *       are errors saying "not supported by lmcache4j" in every source, since whoever set them
  *       expects a feature that is not there.
  *   <li>LMCache's deprecated key names are accepted with a warning and read as the new name;

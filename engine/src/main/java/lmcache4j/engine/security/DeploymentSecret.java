@@ -31,6 +31,7 @@ import org.zeromq.ZMQ;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.config.PdSettings;
 
 /**
  * The one secret a deployment shares (controller, engines, lookup and P2P servers), and every
@@ -168,6 +169,21 @@ public final class DeploymentSecret {
     public static String p2pToken(LMCacheEngineConfig config, P2pSettings p2p) {
         return p2p.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken))
                 .orElseThrow(() -> new IllegalStateException("P2P settings without p2p_token or deployment_secret_file"));
+    }
+
+    /**
+     * The PD channel's token of an engine: its {@code p2p_token} when set, else the one its deployment
+     * secret derives (the same as P2P's: one token for every peer transfer of a deployment).
+     * {@link PdSettings} exist only with one of the two.
+     */
+    public static String pdToken(LMCacheEngineConfig config, PdSettings pd) {
+        return pd.token().or(() -> config.deploymentSecretFile().map(f -> fromFile(Path.of(f)).p2pToken))
+                .orElseThrow(() -> new IllegalStateException("PD settings without p2p_token or deployment_secret_file"));
+    }
+
+    /** The peer transfer token this secret derives: what {@link #p2pToken} and {@link #pdToken} give without a {@code p2p_token}. */
+    public String peerTransferToken() {
+        return p2pToken;
     }
 
     /** The HTTP bearer token: {@code Authorization: Bearer <token>}. */

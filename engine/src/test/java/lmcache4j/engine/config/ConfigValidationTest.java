@@ -69,8 +69,8 @@ class ConfigValidationTest {
 
     @Test
     void lmcacheKeysLmcache4jLacksAreNotSupportedInEverySource() {
-        assertMentions(failsWithYaml("transfer_channel: nixl\n"),
-                "'transfer_channel' (file ", "is not supported by lmcache4j: it configures peer-to-peer");
+        assertMentions(failsWithYaml("enable_nixl: true\n"),
+                "'enable_nixl' (file ", "is not supported by lmcache4j: it configures NIXL transfer and storage");
         assertMentions(fails(loader(Map.of("LMCACHE_GDS_PATH", "/mnt/gds"))),
                 "'gds_path' (env LMCACHE_GDS_PATH) is not supported by lmcache4j");
         assertMentions(fails(loader(Map.of()).set("py_enable_gc", false)), "'py_enable_gc' (code) is not supported",
@@ -80,8 +80,9 @@ class ConfigValidationTest {
 
     @Test
     void aDeprecatedAliasOfAnUnsupportedKeyIsNotSupportedEither() {
-        assertMentions(failsWithYaml("enable_xpyd: true\n"),
-                "'enable_xpyd' (file ", "LMCache's deprecated name for 'enable_pd',", "not supported by lmcache4j");
+        assertMentions(failsWithYaml("plugin_locations: [/opt/p]\n"),
+                "'plugin_locations' (file ", "LMCache's deprecated name for 'runtime_plugin_locations',",
+                "not supported by lmcache4j");
     }
 
     @Test
@@ -143,6 +144,10 @@ class ConfigValidationTest {
             "CACHE_POLICY | cost_aware | COST_AWARE (LMCache 2026) is not supported by lmcache4j yet",
             "REMOTE_SERDE | cachegen | cachegen is not supported by lmcache4j: its blobs are Python pickles",
             "REMOTE_SERDE | kivi | not supported by lmcache4j; use naive",
+            "TRANSFER_CHANNEL | nixl | NIXL (GPU RDMA) is not supported by lmcache4j; its one channel is tcp",
+            "PD_BUFFER_DEVICE | cuda | lmcache4j's PD buffer is host memory",
+            "PD_BUFFER_SIZE | 4096 | a whole number of bytes from 1 MiB (1048576) up",
+            "PD_ROLE | both | expected one of sender, receiver",
             "NUMA_MODE | interleave | expected one of auto, manual (case-insensitive), or null/empty for none",
             "LOCAL_DISK_PATH_SHARDING | by_node | expected one of by_gpu",
             "REMOTE_URL | cache-host:6379 | expected a string, a URL of the form scheme://...",
@@ -182,7 +187,7 @@ class ConfigValidationTest {
     @Test
     void everyProblemIsReportedAtOnce() {
         ConfigException e = fails(loader(Map.of("LMCACHE_CHUNK_SIZE", "x", "LMCACHE_LOCAL_CPU", "maybe"))
-                .file(write(dir, "bogus: 1\nenable_pd: true\n")).set("cache_policy", "GDSF"));
+                .file(write(dir, "bogus: 1\nenable_nixl: true\n")).set("cache_policy", "GDSF"));
         assertEquals(5, e.problems().size(), e.getMessage());
         assertTrue(e.getMessage().startsWith("invalid lmcache4j config (5 problems):"), e.getMessage());
     }

@@ -5,6 +5,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantLock;
 
 import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.safetensors.Config;
@@ -14,6 +16,7 @@ import com.github.tjake.jlama.tensor.KvBufferCache;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
+import lmcache4j.engine.pd.PdTransfer;
 
 /**
  * Jlama's prefill with lmcache4j under it: {@link #prefill(int[])} looks up the longest cached
@@ -27,7 +30,16 @@ import lmcache4j.engine.PreparedRequest;
  * KV bytes, and the logits are the cold path's bit for bit (once the JIT has compiled Jlama's
  * kernels; see docs/jlama.md).
  *
- * <p>One prefill at a time per instance: Jlama's forward pass already uses every core.
+ * <p><b>Disaggregated prefill.</b> {@link #prefill(int[], PdTransfer)} is a prefiller's prefill:
+ * it computes the prompt one Jlama batch (256 positions, a chunk) at a time and hands each chunk to
+ * the push as soon as its batch is done, so the transfer runs behind the compute. With
+ * {@code save_unfull_chunk} (which {@code enable_pd} sets) a decoder's {@link #prefill(int[])} reuses
+ * the prompt's last, partial chunk too, and computes only the last position.
+ *
+ * <p>One prefill at a time per instance: Jlama's forward pass already uses every core. Instances
+ * that share a model and a {@linkplain #CachedPrefill(LMCacheEngine, AbstractModel, Lock) forward
+ * lock} take turns per forward call (a prefill batch or a decode step), as a serving engine
+ * interleaves them.
  */
 public final class CachedPrefill implements AutoCloseable {
     /** Jlama's batch of a prefill (its {@code jlama.max_batch_size} property, 256 by default). */
@@ -38,14 +50,26 @@ public final class CachedPrefill implements AutoCloseable {
     private final AbstractModel model;
     private final KvBufferCache buffers;
     private final int alignment;
+    private final boolean partialChunks;
+    private final Lock forwardLock;
 
     /**
      * @param engine an engine created with {@link #metadata(AbstractModel, String) metadata(model, …)}
      * @param model  a Jlama model loaded with F32 or BF16 working memory
      */
     public CachedPrefill(LMCacheEngine engine, AbstractModel model) {
+        this(engine, model, new ReentrantLock());
+    }
+
+    /**
+     * As {@link #CachedPrefill(LMCacheEngine, AbstractModel)}, every forward call (a prefill batch, a
+     * decode step) taken under {@code forwardLock}: instances sharing a model and the lock interleave
+     * their batches and steps instead of running them on the same cores at once.
+     */
+    public CachedPrefill(LMCacheEngine engine, AbstractModel model, Lock forwardLock) {
         this.engine = Objects.requireNonNull(engine, "engine");
         this.model = Objects.requireNonNull(model, "model");
+        this.forwardLock = Objects.requireNonNull(forwardLock, "forwardLock");
         ModelMetadata expected = metadata(model, engine.metadata().modelName());
         ModelMetadata actual = engine.metadata();
         if (actual.numLayers() != expected.numLayers() || actual.numKvHeads() != expected.numKvHeads()
@@ -54,6 +78,7 @@ public final class CachedPrefill implements AutoCloseable {
         }
         this.buffers = new KvBufferCache(model);
         this.alignment = lcm(engine.config().chunkSize(), JLAMA_BATCH);
+        this.partialChunks = engine.config().saveUnfullChunk();
     }
 
     /**
@@ -79,12 +104,28 @@ public final class CachedPrefill implements AutoCloseable {
      * {@link Prefill#timeToFirstTokenNanos()}). Close the result to give its KV buffer back.
      */
     public Prefill prefill(int[] tokens) {
+        return prefill(tokens, Optional.empty());
+    }
+
+    /**
+     * A prefiller's prefill: as {@link #prefill(int[])}, computing the prompt one Jlama batch at a
+     * time and giving each chunk to {@code push} as soon as its batch is computed (a cached prefix at
+     * once); once the first token is sampled the push is finished (the proxy told) before the prompt's
+     * KV is stored here. {@link Prefill#pushResult()} says what was pushed.
+     */
+    public Prefill prefill(int[] tokens, PdTransfer push) {
+        return prefill(tokens, Optional.of(Objects.requireNonNull(push, "push")));
+    }
+
+    private Prefill prefill(int[] tokens, Optional<PdTransfer> push) {
         checkPrompt(tokens);
         long started = System.nanoTime();
         KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer();
         try {
             JlamaKvCache kv = new JlamaKvCache(model, buffer);
-            int reusable = tokens.length / alignment * alignment;
+            // With save_unfull_chunk the last, partial chunk has a key too: a prompt whose every chunk
+            // was pushed (or cached) is found whole, and only its last position is computed.
+            int reusable = partialChunks ? tokens.length : tokens.length / alignment * alignment;
             int cached = 0;
             long lookupNanos = 0;
             if (reusable > 0) {
@@ -102,7 +143,8 @@ public final class CachedPrefill implements AutoCloseable {
                 }
             }
             long retrieved = System.nanoTime();
-            Prefill result = forward(tokens, cached, buffer, kv, started, lookupNanos, retrieved);
+            Prefill result = forward(tokens, cached, buffer, kv, started, lookupNanos, retrieved, push);
+            push.ifPresent(p -> result.pushResult = Optional.of(p.finish()));
             long storeStarted = System.nanoTime();
             result.stored = engine.store(engine.prepare(tokens, Map.of()), kv);
             result.storeNanos = System.nanoTime() - storeStarted;
@@ -119,18 +161,39 @@ public final class CachedPrefill implements AutoCloseable {
         long started = System.nanoTime();
         KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer();
         try {
-            return forward(tokens, 0, buffer, new JlamaKvCache(model, buffer), started, 0, started);
+            return forward(tokens, 0, buffer, new JlamaKvCache(model, buffer), started, 0, started, Optional.empty());
         } catch (RuntimeException | Error e) {
             buffer.close();
             throw e;
         }
     }
 
+    /**
+     * Jlama's forward pass over positions {@code [cached, tokens.length)}, one batch of
+     * {@link #JLAMA_BATCH} positions per call, as Jlama's own {@code batchForward} splits it (so the
+     * result is the same bit for bit), each call under the forward lock; with a push, each chunk goes
+     * to it as soon as its batch is computed.
+     */
     private Prefill forward(int[] tokens, int cached, KvBufferCache.KvBuffer buffer, JlamaKvCache kv, long started,
-                            long lookupNanos, long computeStarted) {
-        int[] rest = Arrays.copyOfRange(tokens, cached, tokens.length);
+                            long lookupNanos, long computeStarted, Optional<PdTransfer> push) {
         AbstractTensor logits = model.makeDenseTensor(1, model.getConfig().vocabularySize);
-        try (AbstractTensor hidden = model.batchForward(rest, cached, buffer)) {
+        AbstractTensor hidden = null;
+        try {
+            push.ifPresent(p -> p.pushComputed(kv, cached));
+            for (int at = cached; at < tokens.length; at += JLAMA_BATCH) {
+                int end = Math.min(tokens.length, at + JLAMA_BATCH);
+                if (hidden != null) {
+                    hidden.close();
+                }
+                forwardLock.lock();
+                try {
+                    hidden = model.batchForward(Arrays.copyOfRange(tokens, at, end), at, buffer);
+                } finally {
+                    forwardLock.unlock();
+                }
+                int computed = end;
+                push.ifPresent(p -> p.pushComputed(kv, computed));
+            }
             AbstractTensor last = hidden.slice(hidden.shape().first() - 1);
             int first = model.sample(last, 0f, 0f, logits);
             long firstTokenAt = System.nanoTime();
@@ -139,8 +202,11 @@ public final class CachedPrefill implements AutoCloseable {
                 raw[i] = logits.get(0, i);
             }
             return new Prefill(model, buffer, kv, tokens.length, cached, first, raw, firstTokenAt - started, lookupNanos,
-                    computeStarted - started - lookupNanos, firstTokenAt - computeStarted);
+                    computeStarted - started - lookupNanos, firstTokenAt - computeStarted, firstTokenAt, forwardLock);
         } finally {
+            if (hidden != null) {
+                hidden.close();
+            }
             logits.close();
         }
     }
@@ -201,11 +267,16 @@ public final class CachedPrefill implements AutoCloseable {
         private final long lookupNanos;
         private final long retrieveNanos;
         private final long computeNanos;
+        private final long firstTokenAt;
+        private final Lock forwardLock;
+        private long[] tokenTimes = new long[0];
         int stored;
         long storeNanos;
+        Optional<PdTransfer.Result> pushResult = Optional.empty();
 
         Prefill(AbstractModel model, KvBufferCache.KvBuffer buffer, JlamaKvCache kv, int promptTokens, int cachedTokens,
-                int firstToken, float[] logits, long ttftNanos, long lookupNanos, long retrieveNanos, long computeNanos) {
+                int firstToken, float[] logits, long ttftNanos, long lookupNanos, long retrieveNanos, long computeNanos,
+                long firstTokenAt, Lock forwardLock) {
             this.model = model;
             this.buffer = buffer;
             this.kv = kv;
@@ -217,6 +288,8 @@ public final class CachedPrefill implements AutoCloseable {
             this.lookupNanos = lookupNanos;
             this.retrieveNanos = retrieveNanos;
             this.computeNanos = computeNanos;
+            this.firstTokenAt = firstTokenAt;
+            this.forwardLock = forwardLock;
         }
 
         /** The prompt's length. */
@@ -279,6 +352,19 @@ public final class CachedPrefill implements AutoCloseable {
             return kv;
         }
 
+        /** What the push of a prefiller's prefill did; empty for any other prefill. */
+        public Optional<PdTransfer.Result> pushResult() {
+            return pushResult;
+        }
+
+        /**
+         * When each token of the last {@link #decode(int)} was sampled ({@link System#nanoTime()}), the
+         * first token's at index 0: the inter-token latencies are the differences.
+         */
+        public long[] tokenTimesNanos() {
+            return tokenTimes.clone();
+        }
+
         /**
          * Greedy-decodes {@code count} tokens after the prompt (the first token included), each fed
          * back through Jlama's forward pass at the next position. Call once.
@@ -288,17 +374,24 @@ public final class CachedPrefill implements AutoCloseable {
                 throw new IllegalArgumentException("decode 1 to " + (kv.capacity() - promptTokens) + " tokens, not " + count);
             }
             int[] out = new int[count];
+            long[] times = new long[count];
             out[0] = firstToken;
+            times[0] = firstTokenAt;
             AbstractTensor scratch = model.makeDenseTensor(1, model.getConfig().vocabularySize);
             try {
                 for (int i = 1; i < count; i++) {
+                    forwardLock.lock();
                     try (AbstractTensor hidden = model.forward(out[i - 1], promptTokens + i - 1, buffer, Optional.empty())) {
                         out[i] = model.sample(hidden, 0f, 0f, scratch);
+                    } finally {
+                        forwardLock.unlock();
                     }
+                    times[i] = System.nanoTime();
                 }
             } finally {
                 scratch.close();
             }
+            tokenTimes = times;
             return out;
         }
 

@@ -51,6 +51,7 @@ public final class LMCacheFieldTable {
         lookup(f);
         lazyHostPool(f);
         peerToPeer(f);
+        disaggregatedPrefill(f);
         operations(f);
         controller(f);
         return f;
@@ -248,6 +249,49 @@ public final class LMCacheFieldTable {
                         + "holders through the controller and pulls over the transfer port.").build());
     }
 
+    /**
+     * Disaggregated prefill (PD): LMCache's names and meanings, over lmcache4j's own channel (TCP with
+     * the lm:// handshake's proof of the deployment's token and a tag on every message; see docs/pd.md).
+     */
+    private static void disaggregatedPrefill(List<ConfigField> f) {
+        f.add(define("enable_pd", BOOL).defaultValue(false)
+                .description("Disaggregated prefill: a sender (prefiller) pushes each computed chunk into a receiver's "
+                        + "(decoder's) PD buffer, which its retrieves then read. Needs pd_role, pd_buffer_size, "
+                        + "pd_buffer_device and a token (extra_config.p2p_token or deployment_secret_file); forces "
+                        + "save_unfull_chunk, as in LMCache.").build());
+        f.add(define("pd_role", CHOICE).nullable().allowed("sender", "receiver").caseInsensitive(false)
+                .description("sender: the prefiller, which pushes KV; receiver: the decoder, which holds it in its PD "
+                        + "buffer.").build());
+        f.add(define("pd_buffer_size", DOUBLE).nullable()
+                .check(v -> v instanceof Double d && d == Math.rint(d) && d >= 1 << 20 && d <= 1L << 46,
+                        "a whole number of bytes from 1 MiB (1048576) up")
+                .description("Bytes of the PD buffer (an int in bytes, as LMCache's): the receiver's room for chunks "
+                        + "pushed to it, the sender's for chunks in flight.").build());
+        f.add(define("pd_buffer_device", CHOICE).nullable().allowed("cpu").caseInsensitive(false)
+                .rejects("cuda", "lmcache4j's PD buffer is host memory (pinned when a CUDA runtime is present): use "
+                        + "cpu. LMCache's cuda buffer is written by NIXL, which lmcache4j does not have")
+                .description("Where the PD buffer lives: cpu (host memory, CUDA-pinned when the runtime is "
+                        + "available). LMCache's cuda is refused.").build());
+        f.add(define("pd_peer_host", STRING).nullable()
+                .description("Receiver: the address its PD ports bind and senders connect to.").build());
+        f.add(define("pd_peer_init_port", INT_LIST).nullable()
+                .description("Receiver: the transfer channel's port of each worker (worker i uses entry i; 0: any "
+                        + "free port); senders write chunks there.").build());
+        f.add(define("pd_peer_alloc_port", INT_LIST).nullable()
+                .description("Receiver: the allocation port of each worker (worker i uses entry i; 0: any free "
+                        + "port); senders ask there for room.").build());
+        f.add(define("pd_proxy_host", STRING).nullable()
+                .description("Sender: the address of the PD proxy that is told when a request's KV is ready.").build());
+        f.add(define("pd_proxy_port", INT).nullable().range(1.0, true, 65535.0, true)
+                .description("Sender: the PD proxy's notice port.").build());
+        f.add(define("transfer_channel", CHOICE).nullable().allowed("tcp").caseInsensitive(false)
+                .rejects("nixl", "NIXL (GPU RDMA) is not supported by lmcache4j; its one channel is tcp "
+                        + "(TCP with the lm:// handshake's token proof and a tag on every message), used when "
+                        + "transfer_channel is tcp or unset")
+                .description("The PD channel: tcp (lmcache4j's; also what unset means). LMCache's nixl is refused.")
+                .build());
+    }
+
     /** Operations. */
     private static void operations(List<ConfigField> f) {
         f.add(define("pin_timeout_sec", INT).defaultValue(300).greaterThan(0)
@@ -326,14 +370,12 @@ public final class LMCacheFieldTable {
     /** LMCache keys lmcache4j knows and refuses, with the feature they belong to. */
     private static Map<String, String> unsupported() {
         Map<String, String> u = new LinkedHashMap<>();
-        group(u, "peer-to-peer KV sharing between instances (P2P backend and transfer channels)",
-                "transfer_channel");
         group(u, "LMCache's multi-process server mode (SGLang)", "mp_host", "mp_port");
         group(u, "choosing which workers run a controller worker (lmcache4j runs one in every engine worker)",
                 "lmcache_worker_ids");
-        group(u, "disaggregated prefill (PD) over NIXL", "enable_pd", "pd_role", "pd_buffer_size",
-                "pd_buffer_device", "pd_peer_host", "pd_peer_init_port", "pd_peer_alloc_port", "pd_peer_query_port",
-                "pd_proxy_host", "pd_proxy_port", "pd_allocation_timeout_sec", "pd_shutdown_timeout_sec",
+        group(u, "LMCache's later PD options (lmcache4j's PD has enable_pd, pd_role, pd_buffer_size, pd_buffer_device, "
+                + "pd_peer_host, pd_peer_init_port, pd_peer_alloc_port, pd_proxy_host, pd_proxy_port; docs/pd.md)",
+                "pd_peer_query_port", "pd_allocation_timeout_sec", "pd_shutdown_timeout_sec",
                 "pd_condition_poll_interval_sec", "pd_max_prefill_len", "pd_backend_mode",
                 "pd_skip_proxy_notification", "pd_bidirectional");
         group(u, "NIXL transfer and storage", "enable_nixl", "nixl_backends", "nixl_buffer_device",

@@ -1,0 +1,219 @@
+package lmcache4j.bench.pd;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.HostArenaOptions;
+import lmcache4j.allocator.host.HostArena;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.PreparedRequest;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.connector.ExternalKvCache;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.pd.PdBackend;
+import lmcache4j.engine.pd.wire.PdPusher;
+import lmcache4j.server.pd.PdReceiveServer;
+
+/**
+ * The PD transfer alone, in one process over loopback: a request's chunks pushed by the sender
+ * ({@link PdPusher}: gather into staging, allocation request, tagged writes, acknowledgements) into
+ * a decoder's PD tier through its real ports, against a bare TCP stream of the same bytes in the same
+ * sizes (one socket, direct buffers, no framing), and against the same push without tags (both ends
+ * unkeyed, for this measurement only). Each figure is the median of {@code runs}, the three
+ * interleaved so a drift of the machine falls on all of them.
+ */
+public final class PdTransferBench {
+    private static final String TOKEN = "bench-pd-transfer-token-0123456789";
+    private static final int CHUNK = 256;
+    /** Untimed runs first: the JIT compiles the tag's Poly1305 intrinsic only after many calls (a bare stream needs none). */
+    private static final int WARMUP_RUNS = 5;
+
+    /** GB/s of each way (medians), and the bytes each run moved. */
+    public record Result(long bytes, double pdGbps, double unkeyedGbps, double bareGbps) {
+        public double pdVsBare() {
+            return pdGbps / bareGbps;
+        }
+
+        public double taggedVsUntagged() {
+            return pdGbps / unkeyedGbps;
+        }
+    }
+
+    private PdTransferBench() {
+    }
+
+    /** Pushes {@code chunks} chunks of {@code model}'s KV per run. */
+    static Result run(ModelMetadata model, int chunks, int runs, java.io.PrintStream log) throws IOException {
+        long chunkBytes = model.chunkBytes(CHUNK);
+        long bytes = chunkBytes * chunks;
+        double[] pd = new double[runs];
+        double[] unkeyed = new double[runs];
+        double[] bare = new double[runs];
+        try (Arena arena = Arena.ofShared(); LMCacheEngine decoder = decoder(model, 2 * bytes);
+             PdReceiveServer keyed = PdReceiveServer.start(decoder);
+             PdReceiveServer open = PdReceiveServer.start(tier(decoder), "127.0.0.1", 0, 0, Optional.empty(),
+                     Duration.ofSeconds(30));
+             PdPusher keyedPusher = pusher(model, bytes, Optional.of(TOKEN));
+             PdPusher openPusher = pusher(model, bytes, Optional.empty())) {
+            Kv kv = new Kv(arena, model, chunks * CHUNK);
+            SplittableRandom random = new SplittableRandom(7);
+            for (int r = -WARMUP_RUNS; r < runs; r++) { // the negative runs warm every path
+                double k = push(keyedPusher, keyed, decoder, kv, random, chunks, bytes);
+                double u = push(openPusher, open, decoder, kv, random, chunks, bytes);
+                double b = bare(kv, chunkBytes, chunks);
+                if (r >= 0) {
+                    pd[r] = k;
+                    unkeyed[r] = u;
+                    bare[r] = b;
+                    log.printf("bench pd: transfer of %d MiB, run %d: PD %.2f GB/s, untagged %.2f GB/s, bare TCP %.2f GB/s%n",
+                            bytes >> 20, r + 1, k, u, b);
+                }
+            }
+        }
+        return new Result(bytes, median(pd), median(unkeyed), median(bare));
+    }
+
+    private static LMCacheEngine decoder(ModelMetadata model, long bufferBytes) {
+        return LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
+                        .set("max_local_cpu_size", 0.01).set("local_cpu", false).set("hash_seed", "0").set("enable_pd", true)
+                        .set("pd_role", "receiver").set("pd_buffer_size", (double) bufferBytes).set("pd_buffer_device", "cpu")
+                        .set("pd_peer_host", "127.0.0.1").set("pd_peer_init_port", List.of(0)).set("pd_peer_alloc_port", List.of(0))
+                        .set("extra_config", Map.of("p2p_token", TOKEN, "pd_timeout_ms", 30_000)).build(), model,
+                KvConnector.host(1), List.of());
+    }
+
+    private static PdBackend tier(LMCacheEngine e) {
+        return e.storage().tier(PdBackend.NAME).map(PdBackend.class::cast).orElseThrow();
+    }
+
+    private static PdPusher pusher(ModelMetadata model, long bytes, Optional<String> token) {
+        HostArena arena = HostArena.allocate(bytes + (1 << 20), HostArenaOptions.DEFAULT.withPrefault(true));
+        return new PdPusher(TensorMemoryAllocator.create("bench-staging", arena, TensorMemoryAllocator.DEFAULT_ALIGNMENT),
+                model, CHUNK, token.map(t -> t.getBytes(StandardCharsets.UTF_8)), Duration.ofSeconds(30), Optional.empty(), 0);
+    }
+
+    /** One request of fresh tokens (fresh keys), every chunk pushed; GB/s from the first gather to the last acknowledgement. */
+    private static double push(PdPusher pusher, PdReceiveServer server, LMCacheEngine decoder, Kv kv, SplittableRandom random,
+                               int chunks, long bytes) {
+        int[] tokens = random.ints(chunks * CHUNK, 0, 30_000).toArray();
+        PreparedRequest request = decoder.prepare(tokens, Map.of());
+        long t0 = System.nanoTime();
+        PdPusher.Transfer t = pusher.begin("bench-" + t0, request.chunks(), new PdPusher.Peer("127.0.0.1", server.initPort(),
+                server.allocPort()));
+        t.pushComputed(kv, tokens.length);
+        PdPusher.Result r = t.finish();
+        long nanos = System.nanoTime() - t0;
+        if (r.pushedChunks() != chunks) {
+            throw new IllegalStateException("the PD push moved " + r.pushedChunks() + " of " + chunks + " chunks: "
+                    + r.stopReason().orElse("?"));
+        }
+        server.tier().clear(); // the chunks no retrieve reads: room for the next run
+        return bytes / (nanos / 1e9) / 1e9;
+    }
+
+    /** The same bytes, chunk by chunk, over one plain loopback TCP connection into one receiving buffer. */
+    private static double bare(Kv kv, long chunkBytes, int chunks) throws IOException {
+        try (ServerSocketChannel server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                0)); Arena arena = Arena.ofShared()) { // the reading thread writes into it too
+            MemorySegment into = arena.allocate(chunkBytes, 4096);
+            CompletableFuture<Void> reader = CompletableFuture.runAsync(() -> {
+                try (SocketChannel c = server.accept()) {
+                    ByteBuffer b = into.asByteBuffer();
+                    for (int i = 0; i < chunks; i++) {
+                        b.clear();
+                        while (b.hasRemaining()) {
+                            if (c.read(b) < 0) {
+                                throw new IOException("the bare stream closed early");
+                            }
+                        }
+                    }
+                    c.write(ByteBuffer.wrap(new byte[1]));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, r -> Thread.ofPlatform().daemon().start(r));
+            long t0 = System.nanoTime();
+            try (SocketChannel c = SocketChannel.open(server.getLocalAddress())) {
+                c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                MemorySegment from = arena.allocate(chunkBytes, 4096);
+                for (int i = 0; i < chunks; i++) {
+                    kv.gather(i * CHUNK, (i + 1) * CHUNK, from); // the same copy out of the KV cache the push makes
+                    ByteBuffer b = from.asByteBuffer();
+                    while (b.hasRemaining()) {
+                        c.write(b);
+                    }
+                }
+                c.read(ByteBuffer.allocate(1));
+            }
+            try {
+                reader.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw new IOException("the bare stream's reader failed: " + e.getCause(), e.getCause());
+            }
+            return chunkBytes * chunks / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+
+    static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        int n = v.length;
+        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+
+    /** A KV cache of random values in one segment: {@code [2][layers][positions × hidden]} floats. */
+    private static final class Kv implements ExternalKvCache {
+        private final MemorySegment all;
+        private final ModelMetadata model;
+        private final int positions;
+        private final long row;
+
+        Kv(Arena arena, ModelMetadata model, int positions) {
+            this.model = model;
+            this.positions = positions;
+            this.row = (long) model.numKvHeads() * model.headSize() * Float.BYTES;
+            this.all = arena.allocate(2L * model.numLayers() * positions * row, 4096);
+            SplittableRandom r = new SplittableRandom(3);
+            for (long i = 0; i < all.byteSize() / Float.BYTES; i++) {
+                all.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) r.nextDouble());
+            }
+        }
+
+        @Override public DType dtype() { return DType.FLOAT32; }
+        @Override public int layerCount() { return model.numLayers(); }
+        @Override public int numKvHeads() { return model.numKvHeads(); }
+        @Override public int headSize() { return model.headSize(); }
+        @Override public int capacity() { return positions; }
+
+        @Override
+        public void gather(int start, int end, MemorySegment chunk) {
+            int tokens = end - start;
+            for (int plane = 0; plane < 2 * model.numLayers(); plane++) {
+                MemorySegment.copy(all, (plane * (long) positions + start) * row, chunk, plane * tokens * row, tokens * row);
+            }
+        }
+
+        @Override
+        public void scatter(MemorySegment chunk, int start, int end) {
+            throw new UnsupportedOperationException("the transfer benchmark only sends");
+        }
+    }
+}

@@ -1,0 +1,502 @@
+package lmcache4j.engine.pd.wire;
+
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
+import java.nio.channels.Channels;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
+import lmcache4j.engine.remote.lm.PayloadTag;
+
+/**
+ * One PD connection: the {@code lm://} handshake ({@link LmSession}: each side proves it holds the
+ * deployment's token, which never crosses the wire), then frames, each tagged with the session's
+ * Poly1305 tag of its direction. A frame is {@code [u32 body length][u8 kind][body][16-byte tag]};
+ * the tag covers the five header bytes and the body, and a message number both sides count, so a
+ * frame cannot be altered, forged, replayed or moved to another connection.
+ *
+ * <ul>
+ *   <li>{@link #MESSAGE}: a msgpack message ({@link PdMessages});</li>
+ *   <li>{@link #CHUNK}: a chunk write, {@code [u64 slot][payload]}: the payload goes straight into the
+ *       receiver's memory as it arrives, and is usable only once the tag after it has been checked;</li>
+ *   <li>{@link #ACK}: one status byte.</li>
+ * </ul>
+ *
+ * <p><b>Bounded.</b> Every read waits at most the connection's timeout (the socket's read timeout);
+ * a write that blocks longer (a peer that stopped reading) has its socket closed by a watchdog; a
+ * frame longer than {@code maxBodyBytes} is refused before a byte of it is read.
+ *
+ * <p>{@link #unkeyedForBenchmark} makes a connection without handshake or tags: only
+ * {@code ./lmcache4j bench pd} uses it, to measure what the tags cost. No configuration reaches it.
+ *
+ * <p>Not thread-safe: one operation at a time.
+ */
+public final class PdConnection implements AutoCloseable {
+    /** A msgpack message. */
+    public static final byte MESSAGE = 1;
+    /** A chunk write. */
+    public static final byte CHUNK = 2;
+    /** An acknowledgement. */
+    public static final byte ACK = 3;
+    /** An acknowledgement's status: done. */
+    public static final byte OK = 0;
+    /** An acknowledgement's status: refused (the slot is unknown, expired or of another size). */
+    public static final byte REFUSED = 1;
+
+    private static final int HEADER_BYTES = 5;
+    private static final int SCRATCH_BYTES = 64 * 1024;
+    /** The slowest a frame may arrive on average before its connection is dropped (beyond the timeout). */
+    private static final long MIN_BYTES_PER_SECOND = 1L << 20;
+    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
+
+    private final Socket socket;
+    private final DataInputStream in;
+    private final OutputStream out;
+    private final PayloadTag sendTag;
+    private final PayloadTag receiveTag;
+    private final Duration timeout;
+    private final int maxBodyBytes;
+    private final byte[] scratch = new byte[SCRATCH_BYTES];
+    private final byte[] header = new byte[HEADER_BYTES];
+    private PayloadTag.Message chunkTag;
+    private long chunkPayloadBytes = -1;
+    private Duration idleTimeout;
+
+    private PdConnection(Socket socket, Optional<LmSession> session, boolean server, Duration timeout, int maxBodyBytes)
+            throws IOException {
+        this.socket = socket;
+        this.in = new DataInputStream(socket.getInputStream());
+        this.out = new BufferedOutputStream(socket.getOutputStream(), SCRATCH_BYTES);
+        this.sendTag = session.map(s -> server ? s.serverToClient() : s.clientToServer()).orElse(null);
+        this.receiveTag = session.map(s -> server ? s.clientToServer() : s.serverToClient()).orElse(null);
+        this.timeout = timeout;
+        this.idleTimeout = timeout;
+        this.maxBodyBytes = maxBodyBytes;
+    }
+
+    /**
+     * How long {@link #receive()} waits for the first byte of a frame (default: the timeout). A
+     * server gives its peers longer, since a sender keeps its connection between requests; once a
+     * frame has begun, the rest of it must come within the timeout.
+     */
+    public void setIdleTimeout(Duration idle) {
+        this.idleTimeout = Objects.requireNonNull(idle, "idle");
+    }
+
+    /**
+     * Connects to {@code host:port} and proves {@code token} (the server proves it first: nothing
+     * keyed is sent to a server that cannot).
+     *
+     * @param maxBodyBytes the longest frame body this side accepts
+     * @throws LmSession.AuthenticationException when the server cannot prove the token or refuses ours
+     * @throws IOException                       when the connection fails or a wait passes {@code timeout}
+     */
+    public static PdConnection connect(String host, int port, byte[] token, Duration timeout, int maxBodyBytes)
+            throws IOException {
+        Objects.requireNonNull(token, "token");
+        Socket socket = open(host, port, timeout);
+        try {
+            LmSession session = LmSession.authenticate(channelOf(socket), token);
+            return new PdConnection(socket, Optional.of(session), false, timeout, maxBodyBytes);
+        } catch (IOException | RuntimeException e) {
+            socket.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The server side of a fresh connection: proves this side holds {@code token}, then checks the
+     * client's proof.
+     *
+     * @return the connection, or empty when the client's proof was wrong (answered FAIL; the caller
+     *         counts it, may delay, and closes the socket)
+     * @throws PdProtocolException when the client does not speak the handshake
+     */
+    public static Optional<PdConnection> accept(Socket socket, byte[] token, Duration timeout, int maxBodyBytes)
+            throws IOException {
+        Objects.requireNonNull(token, "token");
+        socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+        socket.setTcpNoDelay(true);
+        ByteChannel ch = channelOf(socket);
+        LmProtocol.ClientHeader hello = readClientHeader(ch);
+        if (hello.command() != LmProtocol.AUTH_HELLO || hello.length() != LmSession.NONCE_BYTES) {
+            throw new PdProtocolException("command " + hello.command() + " (length " + hello.length()
+                    + ") where a PD server expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce");
+        }
+        byte[] cn = LmProtocol.readFully(ch, LmSession.NONCE_BYTES);
+        byte[] sn = LmSession.nonce();
+        LmProtocol.writeFully(ch, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeServer(LmProtocol.SUCCESS,
+                LmSession.NONCE_BYTES + LmSession.PROOF_BYTES), sn, LmSession.serverProof(token, cn, sn))));
+        LmProtocol.ClientHeader proof = readClientHeader(ch);
+        if (proof.command() != LmProtocol.AUTH_PROOF || proof.length() != LmSession.PROOF_BYTES) {
+            throw new PdProtocolException("command " + proof.command() + " where AUTH_PROOF with a "
+                    + LmSession.PROOF_BYTES + "-byte proof was expected");
+        }
+        byte[] presented = LmProtocol.readFully(ch, LmSession.PROOF_BYTES);
+        boolean ok = LmSession.matches(LmSession.clientProof(token, cn, sn), presented);
+        LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeServer(ok ? LmProtocol.SUCCESS : LmProtocol.FAIL)));
+        if (!ok) {
+            return Optional.empty();
+        }
+        return Optional.of(new PdConnection(socket, Optional.of(LmSession.established(token, cn, sn)), true, timeout,
+                maxBodyBytes));
+    }
+
+    /**
+     * A connection without handshake or tags, for {@code bench pd}'s measurement of what the tags
+     * cost. Both ends must be made this way; never used outside that benchmark.
+     */
+    public static PdConnection unkeyedForBenchmark(Socket socket, Duration timeout, int maxBodyBytes) throws IOException {
+        socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+        socket.setTcpNoDelay(true);
+        return new PdConnection(socket, Optional.empty(), true, timeout, maxBodyBytes);
+    }
+
+    /** As {@link #unkeyedForBenchmark(Socket, Duration, int)}, connecting first. */
+    public static PdConnection connectUnkeyedForBenchmark(String host, int port, Duration timeout, int maxBodyBytes)
+            throws IOException {
+        return new PdConnection(open(host, port, timeout), Optional.empty(), false, timeout, maxBodyBytes);
+    }
+
+    private static Socket open(String host, int port, Duration timeout) throws IOException {
+        Socket socket = new Socket();
+        try {
+            socket.setTcpNoDelay(true);
+            socket.connect(new InetSocketAddress(host, port), Math.toIntExact(Math.max(1, timeout.toMillis())));
+            socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+            return socket;
+        } catch (IOException | RuntimeException e) {
+            socket.close();
+            throw e;
+        }
+    }
+
+    private static LmProtocol.ClientHeader readClientHeader(ReadableByteChannel ch) throws IOException {
+        try {
+            return LmProtocol.decodeClient(LmProtocol.readFully(ch, LmProtocol.CLIENT_HEADER_BYTES));
+        } catch (LmProtocol.ProtocolException e) {
+            throw new PdProtocolException("not a PD handshake: " + e.getMessage());
+        }
+    }
+
+    /** The socket's streams as the one channel {@link LmSession} speaks over (reads honour the socket's timeout). */
+    private static ByteChannel channelOf(Socket socket) throws IOException {
+        ReadableByteChannel r = Channels.newChannel(socket.getInputStream());
+        WritableByteChannel w = Channels.newChannel(socket.getOutputStream());
+        return new ByteChannel() {
+            @Override
+            public int read(ByteBuffer dst) throws IOException {
+                return r.read(dst);
+            }
+
+            @Override
+            public int write(ByteBuffer src) throws IOException {
+                return w.write(src);
+            }
+
+            @Override
+            public boolean isOpen() {
+                return !socket.isClosed();
+            }
+
+            @Override
+            public void close() throws IOException {
+                socket.close();
+            }
+        };
+    }
+
+    /** Whether frames carry tags (false only for {@link #unkeyedForBenchmark}). */
+    public boolean keyed() {
+        return sendTag != null;
+    }
+
+    /** The peer's address, for messages. */
+    public String peer() {
+        return String.valueOf(socket.getRemoteSocketAddress());
+    }
+
+    // ---- sending ------------------------------------------------------------------------------
+
+    /** Sends one msgpack message. */
+    public void sendMessage(byte[] body) throws IOException {
+        sendSmall(MESSAGE, body);
+    }
+
+    /** Sends an acknowledgement. */
+    public void sendAck(byte status) throws IOException {
+        sendSmall(ACK, new byte[] {status});
+    }
+
+    private void sendSmall(byte kind, byte[] body) throws IOException {
+        fillHeader(body.length, kind);
+        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(header).update(body);
+        try (Watch ignored = watch(body.length)) {
+            out.write(header);
+            out.write(body);
+            if (tag != null) {
+                out.write(tag.finish());
+            }
+            out.flush();
+        }
+    }
+
+    /** Sends {@code payload} as the chunk write of {@code slot}. */
+    public void sendChunk(long slot, MemorySegment payload) throws IOException {
+        long bodyBytes = Long.BYTES + payload.byteSize();
+        if (bodyBytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("a chunk of " + payload.byteSize() + " bytes does not fit one frame");
+        }
+        fillHeader((int) bodyBytes, CHUNK);
+        byte[] slotBytes = ByteBuffer.allocate(Long.BYTES).putLong(slot).array();
+        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(header).update(slotBytes);
+        try (Watch ignored = watch(bodyBytes)) {
+            out.write(header);
+            out.write(slotBytes);
+            long at = 0;
+            long size = payload.byteSize();
+            while (at < size) {
+                int n = (int) Math.min(scratch.length, size - at);
+                MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, at, scratch, 0, n);
+                if (tag != null) {
+                    tag.update(ByteBuffer.wrap(scratch, 0, n));
+                }
+                out.write(scratch, 0, n);
+                at += n;
+            }
+            if (tag != null) {
+                out.write(tag.finish());
+            }
+            out.flush();
+        }
+    }
+
+    private void fillHeader(int bodyBytes, byte kind) {
+        ByteBuffer.wrap(header).putInt(bodyBytes).put(kind);
+    }
+
+    // ---- receiving ----------------------------------------------------------------------------
+
+    /** What {@link #receive()} read. */
+    public sealed interface Frame permits Message, Ack, ChunkHeader {
+    }
+
+    /** A msgpack message, its tag checked. */
+    public record Message(byte[] body) implements Frame {
+    }
+
+    /** An acknowledgement, its tag checked. */
+    public record Ack(byte status) implements Frame {
+    }
+
+    /**
+     * The start of a chunk write: its slot and payload size. The payload follows; call
+     * {@link #readChunkPayload} or {@link #skipChunkPayload} before the next {@link #receive()}.
+     */
+    public record ChunkHeader(long slot, long payloadBytes) implements Frame {
+    }
+
+    /** Reads the next frame (for a chunk, only its header). */
+    public Frame receive() throws IOException {
+        if (chunkPayloadBytes >= 0) {
+            throw new IllegalStateException("the payload of the last chunk frame was not read");
+        }
+        socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
+        try {
+            readFully(header, 1, true);
+        } finally {
+            socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+        }
+        readFully(header, 1, HEADER_BYTES - 1, false);
+        ByteBuffer h = ByteBuffer.wrap(header);
+        int bodyBytes = h.getInt();
+        byte kind = h.get();
+        if (bodyBytes < 0 || bodyBytes > maxBodyBytes) {
+            throw new PdProtocolException("a frame of " + Integer.toUnsignedString(bodyBytes) + " bytes, more than the "
+                    + maxBodyBytes + " this connection takes");
+        }
+        switch (kind) {
+            case MESSAGE, ACK -> {
+                byte[] body = new byte[bodyBytes];
+                readFully(body, bodyBytes, false);
+                if (receiveTag != null) {
+                    checkTag(receiveTag.next().update(header).update(body));
+                }
+                if (kind == ACK) {
+                    if (bodyBytes != 1) {
+                        throw new PdProtocolException("an acknowledgement of " + bodyBytes + " bytes");
+                    }
+                    return new Ack(body[0]);
+                }
+                return new Message(body);
+            }
+            case CHUNK -> {
+                if (bodyBytes < Long.BYTES) {
+                    throw new PdProtocolException("a chunk frame of " + bodyBytes + " bytes has no slot");
+                }
+                byte[] slotBytes = new byte[Long.BYTES];
+                readFully(slotBytes, Long.BYTES, false);
+                chunkTag = receiveTag == null ? null : receiveTag.next().update(header).update(slotBytes);
+                chunkPayloadBytes = bodyBytes - Long.BYTES;
+                return new ChunkHeader(ByteBuffer.wrap(slotBytes).getLong(), chunkPayloadBytes);
+            }
+            default -> throw new PdProtocolException("unknown frame kind " + kind);
+        }
+    }
+
+    /**
+     * Reads the pending chunk's payload into {@code dst} (exactly its size), then its tag.
+     *
+     * @throws PdTagMismatchException when the tag is wrong: {@code dst}'s bytes must not be used
+     */
+    public void readChunkPayload(MemorySegment dst) throws IOException {
+        long size = chunkPayloadBytes;
+        if (size < 0) {
+            throw new IllegalStateException("no chunk frame is being read");
+        }
+        if (dst.byteSize() != size) {
+            throw new IllegalArgumentException("the chunk's payload is " + size + " bytes, its destination "
+                    + dst.byteSize());
+        }
+        long deadline = System.nanoTime() + frameAllowanceNanos(size);
+        long at = 0;
+        while (at < size) {
+            int n = (int) Math.min(scratch.length, size - at);
+            readFully(scratch, n, false);
+            if (chunkTag != null) {
+                chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
+            }
+            MemorySegment.copy(scratch, 0, dst, ValueLayout.JAVA_BYTE, at, n);
+            at += n;
+            if (System.nanoTime() - deadline > 0) {
+                throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
+                        + MIN_BYTES_PER_SECOND + " bytes/s");
+            }
+        }
+        finishChunk();
+    }
+
+    /** Reads and drops the pending chunk's payload and tag (a write to a slot that is not there). */
+    public void skipChunkPayload() throws IOException {
+        long size = chunkPayloadBytes;
+        if (size < 0) {
+            throw new IllegalStateException("no chunk frame is being read");
+        }
+        long deadline = System.nanoTime() + frameAllowanceNanos(size);
+        long at = 0;
+        while (at < size) {
+            int n = (int) Math.min(scratch.length, size - at);
+            readFully(scratch, n, false);
+            if (chunkTag != null) {
+                chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
+            }
+            at += n;
+            if (System.nanoTime() - deadline > 0) {
+                throw new SocketTimeoutException("a chunk of " + size + " bytes arrived too slowly");
+            }
+        }
+        finishChunk();
+    }
+
+    private void finishChunk() throws IOException {
+        PayloadTag.Message tag = chunkTag;
+        chunkTag = null;
+        chunkPayloadBytes = -1;
+        if (tag != null) {
+            checkTag(tag);
+        }
+    }
+
+    private long frameAllowanceNanos(long bytes) {
+        return timeout.toNanos() + bytes * 1_000_000_000L / MIN_BYTES_PER_SECOND;
+    }
+
+    private void checkTag(PayloadTag.Message expected) throws IOException {
+        byte[] tag = new byte[PayloadTag.BYTES];
+        readFully(tag, tag.length, false);
+        if (!expected.verify(tag)) {
+            throw new PdTagMismatchException("a frame from " + peer() + " failed its tag check: altered in flight, or "
+                    + "not sent by the session's peer");
+        }
+    }
+
+    private void readFully(byte[] dst, int n, boolean frameStart) throws IOException {
+        readFully(dst, 0, n, frameStart);
+    }
+
+    /** Reads {@code n} bytes into {@code dst} from {@code offset}; a close before a frame's first byte is a plain EOF. */
+    private void readFully(byte[] dst, int offset, int n, boolean frameStart) throws IOException {
+        int at = 0;
+        while (at < n) {
+            int r = in.read(dst, offset + at, n - at);
+            if (r < 0) {
+                if (frameStart && at == 0) {
+                    throw new EOFException("connection closed");
+                }
+                throw new EOFException("connection closed mid-frame with " + (n - at) + " bytes still expected");
+            }
+            at += r;
+        }
+    }
+
+    // ---- lifetime -----------------------------------------------------------------------------
+
+    /** Closes the socket; a blocked read or write on another thread fails at once. */
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException e) {
+            // closing is best effort
+        }
+    }
+
+    /** Whether the socket is closed. */
+    public boolean isClosed() {
+        return socket.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "PdConnection[" + peer() + (keyed() ? "" : ", unkeyed") + "]";
+    }
+
+    /** Closes the socket if a write is still blocked past its allowance. */
+    private Watch watch(long bytes) {
+        ScheduledFuture<?> f = WATCHDOG.schedule(this::close, frameAllowanceNanos(bytes), TimeUnit.NANOSECONDS);
+        return () -> f.cancel(false);
+    }
+
+    @FunctionalInterface
+    private interface Watch extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    private static ScheduledThreadPoolExecutor watchdog() {
+        // One thread for the whole process (idle unless a write is in progress), never joined.
+        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> OwnedThreads.shared("pd-write-watchdog", r));
+        e.setRemoveOnCancelPolicy(true);
+        return e;
+    }
+}

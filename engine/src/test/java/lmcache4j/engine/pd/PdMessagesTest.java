@@ -1,0 +1,79 @@
+package lmcache4j.engine.pd;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+
+import lmcache4j.engine.pd.wire.AllocRequest;
+import lmcache4j.engine.pd.wire.AllocResponse;
+import lmcache4j.engine.pd.wire.PdMessages;
+import lmcache4j.engine.pd.wire.PdProtocolException;
+import lmcache4j.engine.pd.wire.ProxyNotif;
+
+/**
+ * The PD messages' codec: what it writes it reads back; msgspec's layout (a map, {@code type} first);
+ * and whatever a hostile peer sends instead is a {@link PdProtocolException} naming what is wrong,
+ * before anything large is allocated.
+ */
+class PdMessagesTest {
+    @Test
+    void everyMessageReadsBackAsWritten() throws PdProtocolException {
+        AllocRequest r = new AllocRequest(List.of("a@1@0@ff@half", "b@1@0@ee@half"), 1, List.of(2, 4, 256, 64), "half", 3);
+        assertEquals(r, PdMessages.decodeAllocRequest(PdMessages.encode(r)));
+        AllocResponse a = new AllocResponse(List.of(1), List.of(9L, AllocResponse.REFUSED), "");
+        assertEquals(a, PdMessages.decodeAllocResponse(PdMessages.encode(a)));
+        assertEquals(new ProxyNotif("x"), PdMessages.decodeProxyNotif(PdMessages.encode(new ProxyNotif("x"))));
+        byte[] notice = PdMessages.encode(new ProxyNotif("x"));
+        assertEquals((byte) 0x82, notice[0], "a map of two entries");
+        assertEquals("type", new String(notice, 2, 4), "msgspec's tag field first");
+    }
+
+    @Test
+    void hostileFramesAreRefusedNamingWhatIsWrong() throws IOException {
+        assertRefused(PdMessages.encode(new ProxyNotif("x")), "expected a message of type AllocRequest, got type ProxyNotif");
+        assertRefused(new byte[] {(byte) 0x91, 1}, "is a msgpack map");
+        assertRefused(new byte[0], "is a msgpack map");
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(2).packString("type").packString("AllocRequest").packString("keys").packArrayHeader(1_000_000_000);
+            assertRefused(p.toByteArray(), "AllocRequest.keys has 1000000000 entries, more than 4096");
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(2).packString("type").packString("AllocRequest").packString("fmt").packString("one");
+            assertRefused(p.toByteArray(), "AllocRequest.fmt must be an integer");
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(3).packString("type").packString("AllocRequest").packString("fmt").packInt(1).packString("fmt")
+                    .packInt(1);
+            assertRefused(p.toByteArray(), "has the field fmt twice");
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(2).packString("type").packString("AllocRequest").packString("fmt").packLong(1L << 40);
+            assertRefused(p.toByteArray(), "outside a 32-bit integer");
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(2).packString("type").packString("AllocRequest").packString("dtype").packRawStringHeader(5_000);
+            p.writePayload(new byte[5_000]);
+            assertRefused(p.toByteArray(), "AllocRequest.dtype is 5000 bytes");
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(3).packString("type").packString("AllocRequest").packString("extra").packInt(4)
+                    .packString("fmt").packInt(1);
+            assertRefused(p.toByteArray(), "lacks its field keys"); // an unknown field is skipped; a missing one is not
+        }
+        byte[] ok = PdMessages.encode(new AllocRequest(List.of("k"), 1, List.of(1), "half", 1));
+        byte[] trailing = java.util.Arrays.copyOf(ok, ok.length + 1);
+        assertRefused(trailing, "followed by more bytes");
+    }
+
+    private static void assertRefused(byte[] frame, String expected) {
+        PdProtocolException e = assertThrows(PdProtocolException.class, () -> PdMessages.decodeAllocRequest(frame));
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
+    }
+}

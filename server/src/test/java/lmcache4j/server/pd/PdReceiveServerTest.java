@@ -1,0 +1,391 @@
+package lmcache4j.server.pd;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.Test;
+
+import lmcache4j.allocator.DType;
+import lmcache4j.allocator.tensor.TensorMemoryAllocator;
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.PreparedRequest;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.connector.ExternalKvCache;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.pd.PdBackend;
+import lmcache4j.engine.pd.wire.PdPusher;
+import lmcache4j.engine.remote.lm.LmProtocol;
+
+/**
+ * A sender's pushes into a decoder's PD tier through its real ports: every chunk lands byte for byte
+ * and is retrieved once; and each fault of the issue is refused or a miss, counted, bounded in time,
+ * with nothing wrong served and no memory left held: a sender without the token, a chunk altered in
+ * flight, a full buffer, another model's chunks, a decoder that never answers.
+ */
+class PdReceiveServerTest {
+    static final String TOKEN = "pd-test-token-0123456789abcdef";
+    static final int CHUNK = 64;
+    static final ModelMetadata MODEL = new ModelMetadata("pd/test", 1, 0, DType.FLOAT32, 2, 2, 16, false);
+    static final long CHUNK_BYTES = MODEL.chunkBytes(CHUNK); // 32 KiB
+    static final Duration TIMEOUT = Duration.ofMillis(1_500);
+
+    static LMCacheEngine decoder(long bufferBytes) {
+        return LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
+                .set("max_local_cpu_size", 0.02).set("hash_seed", "0").set("enable_pd", true).set("pd_role", "receiver")
+                .set("pd_buffer_size", (double) bufferBytes).set("pd_buffer_device", "cpu").set("pd_peer_host", "127.0.0.1")
+                .set("pd_peer_init_port", List.of(0)).set("pd_peer_alloc_port", List.of(0))
+                .set("extra_config", Map.of("p2p_token", TOKEN, "pd_timeout_ms", (int) TIMEOUT.toMillis())).build(),
+                MODEL, KvConnector.host(1), List.of());
+    }
+
+    static PdPusher pusher(ModelMetadata model, Optional<String> token) {
+        return new PdPusher(TensorMemoryAllocator.strict("staging", 64 * CHUNK_BYTES, 4096), model, CHUNK,
+                token.map(t -> t.getBytes(StandardCharsets.UTF_8)), TIMEOUT, Optional.empty(), 0);
+    }
+
+    static PdBackend tier(LMCacheEngine e) {
+        return e.storage().tier(PdBackend.NAME).map(PdBackend.class::cast).orElseThrow();
+    }
+
+    static int[] tokens(int n, long seed) {
+        return new Random(seed).ints(n, 0, 30_000).toArray();
+    }
+
+    /** An external KV of {@code [2][layers][capacity × hidden]} floats. */
+    static final class RowsKv implements ExternalKvCache {
+        final MemorySegment[][] planes = new MemorySegment[2][MODEL.numLayers()];
+        final int capacity;
+        final long row = (long) MODEL.numKvHeads() * MODEL.headSize() * Float.BYTES;
+
+        RowsKv(Arena arena, int capacity, long seed) {
+            this.capacity = capacity;
+            Random r = new Random(seed);
+            for (int p = 0; p < 2; p++) {
+                for (int l = 0; l < planes[p].length; l++) {
+                    planes[p][l] = arena.allocate(capacity * row, 64);
+                    for (long i = 0; i < capacity * row / Float.BYTES; i++) {
+                        planes[p][l].setAtIndex(ValueLayout.JAVA_FLOAT, i, seed == 0 ? 0 : r.nextFloat());
+                    }
+                }
+            }
+        }
+
+        @Override public DType dtype() { return DType.FLOAT32; }
+        @Override public int layerCount() { return MODEL.numLayers(); }
+        @Override public int numKvHeads() { return MODEL.numKvHeads(); }
+        @Override public int headSize() { return MODEL.headSize(); }
+        @Override public int capacity() { return capacity; }
+
+        @Override
+        public void gather(int start, int end, MemorySegment chunk) {
+            copy(start, end, chunk, true);
+        }
+
+        @Override
+        public void scatter(MemorySegment chunk, int start, int end) {
+            copy(start, end, chunk, false);
+        }
+
+        private void copy(int start, int end, MemorySegment chunk, boolean out) {
+            int tokens = end - start;
+            for (int p = 0; p < 2; p++) {
+                for (int l = 0; l < planes[p].length; l++) {
+                    long c = ((long) p * planes[p].length + l) * tokens * row;
+                    if (out) {
+                        MemorySegment.copy(planes[p][l], start * row, chunk, c, tokens * row);
+                    } else {
+                        MemorySegment.copy(chunk, c, planes[p][l], start * row, tokens * row);
+                    }
+                }
+            }
+        }
+
+        byte[] bytes(int positions) {
+            ByteBuffer out = ByteBuffer.allocate((int) (2 * planes[0].length * positions * row));
+            for (MemorySegment[] plane : planes) {
+                for (MemorySegment layer : plane) {
+                    out.put(layer.asSlice(0, positions * row).toArray(ValueLayout.JAVA_BYTE));
+                }
+            }
+            return out.array();
+        }
+    }
+
+    /** Pushes {@code tokens}' KV from {@code kv} to {@code server} as one request, then finishes it. */
+    static PdPusher.Result push(PdPusher pusher, LMCacheEngine decoder, PdReceiveServer server, int[] tokens, RowsKv kv,
+                                String reqId) {
+        PreparedRequest r = decoder.prepare(tokens, Map.of());
+        PdPusher.Transfer t = pusher.begin(reqId, r.chunks(), new PdPusher.Peer("127.0.0.1", server.initPort(),
+                server.allocPort()));
+        for (int at = CHUNK; at < tokens.length + CHUNK; at += CHUNK) {
+            t.pushComputed(kv, Math.min(at, tokens.length));
+        }
+        return t.finish();
+    }
+
+    @Test
+    void everyPushedChunkIsRetrievedByteForByteAndItsRoomFreed() throws IOException {
+        int[] tokens = tokens(300, 1); // four full chunks and one of 44 tokens
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            RowsKv kv = new RowsKv(arena, 512, 7);
+            PdPusher.Result r = push(pusher, decoder, server, tokens, kv, "req-1");
+            assertEquals(5, r.pushedChunks(), "stopped: " + r.stopReason());
+            assertEquals(4 * CHUNK_BYTES + CHUNK_BYTES * 44 / CHUNK, r.pushedBytes());
+            PreparedRequest request = decoder.prepare(tokens, Map.of());
+            assertEquals(300, decoder.lookup(request, "l1"), "the whole prompt, its partial last chunk included");
+            RowsKv out = new RowsKv(arena, 512, 0);
+            boolean[] loaded = decoder.retrieve(request, out, "l1");
+            for (boolean b : loaded) {
+                assertTrue(b);
+            }
+            assertArrayEquals(kv.bytes(300), out.bytes(300), "the decoder's KV is the sender's, byte for byte");
+            PdBackend.Stats s = tier(decoder).stats();
+            assertEquals(5, s.landedChunks());
+            assertEquals(5, s.servedChunks());
+            assertEquals(0, s.heldChunks(), "each chunk's one claim consumed");
+            assertEquals(0, s.usedBytes());
+            assertEquals(0, pusher.staging().stats().usedBytes(), "the sender's staging is free again");
+        }
+    }
+
+    @Test
+    void aSenderWithoutTheTokenIsRefusedAndNothingLands() throws IOException {
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder);
+             PdPusher stranger = pusher(MODEL, Optional.of("a-token-of-its-own-0123456789"))) {
+            PdPusher.Result r = push(stranger, decoder, server, tokens(200, 2), new RowsKv(arena, 256, 3), "req-2");
+            assertEquals(0, r.pushedChunks());
+            // The sender checks the decoder's proof first: with another token it sends nothing keyed.
+            assertTrue(r.stopReason().orElseThrow().contains("could not prove it holds the token"), r.stopReason().get());
+            assertEquals(0, tier(decoder).stats().allocatedChunks());
+        }
+    }
+
+    /** A client that ignores the decoder's proof, presents a wrong one, and sends an allocation request anyway. */
+    @Test
+    void aWrongProofIsAnsweredFailCountedAndTheConnectionClosed() throws IOException {
+        try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder);
+             SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.allocPort()))) {
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, 32,
+                    LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[32]));
+            LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES + 64);
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF, 32,
+                    LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[32]));
+            assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES)));
+            byte[] request = lmcache4j.engine.pd.wire.PdMessages.encode(new lmcache4j.engine.pd.wire.AllocRequest(
+                    List.of(decoder.prepare(tokens(64, 11), Map.of()).chunks().getFirst().key().toKeyString()), 1,
+                    List.of(2, 2, CHUNK, 32), "float", CHUNK));
+            ByteBuffer frame = ByteBuffer.allocate(5 + request.length + 16).putInt(request.length).put((byte) 1).put(request);
+            try {
+                LmProtocol.writeFully(c, frame.flip());
+                assertEquals(-1, c.read(ByteBuffer.allocate(1)), "closed without an answer");
+            } catch (IOException e) {
+                // reset: closed as well
+            }
+            assertEquals(1, server.stats().authFailures());
+            assertEquals(0, tier(decoder).stats().allocatedChunks(), "nothing allocated for it");
+        }
+    }
+
+    @Test
+    void aChunkAlteredInFlightIsNeverServed() throws Exception {
+        int[] tokens = tokens(256, 4);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             FlippingRelay relay = new FlippingRelay(server.initPort(), 20_000)) {
+            PreparedRequest r = decoder.prepare(tokens, Map.of());
+            PdPusher.Transfer t = pusher.begin("req-3", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
+                    server.allocPort()));
+            t.pushComputed(new RowsKv(arena, 256, 5), 256);
+            PdPusher.Result result = t.finish();
+            assertTrue(relay.flipped(), "the relay changed a payload byte");
+            assertEquals(0, result.pushedChunks(), "the receiver refused the altered chunk");
+            assertEquals(1, server.stats().tagFailures());
+            assertEquals(1, tier(decoder).stats().tagFailures());
+            assertEquals(0, decoder.lookup(decoder.prepare(tokens, Map.of()), "l3"), "nothing of it is seen");
+            decoder.lookupUnpin("l3");
+        }
+    }
+
+    @Test
+    void aFullBufferRefusesTheRestAndTheDecoderRetrievesThePrefix() throws IOException {
+        int[] tokens = tokens(40 * CHUNK, 6); // 40 chunks into a buffer of 32
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            long t0 = System.nanoTime();
+            PdPusher.Result r = push(pusher, decoder, server, tokens, new RowsKv(arena, tokens.length, 7), "req-4");
+            assertTrue(System.nanoTime() - t0 < TIMEOUT.toNanos(), "refused at once, not waited for");
+            assertEquals(32, r.pushedChunks());
+            assertTrue(r.refusedChunks() + r.failedChunks() == 8, r.toString());
+            assertTrue(r.stopReason().orElseThrow().contains("full"));
+            assertEquals(32 * CHUNK, decoder.lookup(decoder.prepare(tokens, Map.of()), "l4"));
+            decoder.lookupUnpin("l4");
+            assertTrue(tier(decoder).stats().refusedChunks() >= 1);
+        }
+    }
+
+    @Test
+    void anotherModelsChunksAreRefusedWhole() throws IOException {
+        ModelMetadata other = new ModelMetadata("pd/test", 1, 0, DType.FLOAT32, 3, 2, 16, false);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(other, Optional.of(TOKEN))) {
+            PreparedRequest r = decoder.prepare(tokens(128, 8), Map.of());
+            PdPusher.Transfer t = pusher.begin("req-5", r.chunks(), new PdPusher.Peer("127.0.0.1", server.initPort(),
+                    server.allocPort()));
+            t.pushComputed(new ThreeLayerKv(arena), 128);
+            PdPusher.Result result = t.finish();
+            assertEquals(0, result.pushedChunks());
+            assertTrue(result.stopReason().orElseThrow().contains("chunk shape [2, 3, 64, 32]"), result.stopReason().get());
+            assertEquals(1, tier(decoder).stats().refusedRequests());
+            assertEquals(0, tier(decoder).stats().heldChunks());
+        }
+    }
+
+    @Test
+    void aDecoderThatNeverAnswersIsGivenUpOnInTimeAndTheStagingFreed() throws Exception {
+        try (Arena arena = Arena.ofConfined(); ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+             PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            List<Socket> accepted = new CopyOnWriteArrayList<>();
+            Thread acceptor = Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        accepted.add(silent.accept()); // accepts, never reads nor answers
+                    }
+                } catch (IOException e) {
+                    // closed
+                }
+            });
+            try (LMCacheEngine keys = decoder(1 << 20)) {
+                PreparedRequest r = keys.prepare(tokens(512, 9), Map.of());
+                long t0 = System.nanoTime();
+                PdPusher.Transfer t = pusher.begin("req-6", r.chunks(), new PdPusher.Peer("127.0.0.1", silent.getLocalPort(),
+                        silent.getLocalPort()));
+                t.pushComputed(new RowsKv(arena, 512, 10), 512);
+                PdPusher.Result result = t.finish();
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertEquals(0, result.pushedChunks());
+                assertEquals(8, result.failedChunks());
+                assertTrue(ms < 3 * TIMEOUT.toMillis() + 2_000, "gave up after " + ms + " ms");
+                assertEquals(0, pusher.staging().stats().usedBytes(), "the staged chunks are freed");
+            } finally {
+                silent.close();
+                acceptor.join();
+                for (Socket s : accepted) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    /** A KV cache of a three-layer model of the same width (another model's shape). */
+    private static final class ThreeLayerKv implements ExternalKvCache {
+        private final Arena arena;
+
+        ThreeLayerKv(Arena arena) {
+            this.arena = arena;
+        }
+
+        @Override public DType dtype() { return DType.FLOAT32; }
+        @Override public int layerCount() { return 3; }
+        @Override public int numKvHeads() { return 2; }
+        @Override public int headSize() { return 16; }
+        @Override public int capacity() { return 1024; }
+
+        @Override
+        public void gather(int start, int end, MemorySegment chunk) {
+            chunk.fill((byte) 1);
+        }
+
+        @Override
+        public void scatter(MemorySegment chunk, int start, int end) {
+        }
+    }
+
+    /**
+     * A man in the middle of the transfer port: passes everything, except that it flips the byte at
+     * {@code flipAt} of the sender's stream (past the handshake, inside the first chunk's payload).
+     */
+    static final class FlippingRelay implements AutoCloseable {
+        private final ServerSocketChannel server;
+        private final long flipAt;
+        private volatile boolean flipped;
+        private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
+
+        FlippingRelay(int target, long flipAt) throws IOException {
+            this.flipAt = flipAt;
+            this.server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        SocketChannel in = server.accept();
+                        SocketChannel out = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), target));
+                        open.add(in);
+                        open.add(out);
+                        Thread.ofVirtual().start(() -> pump(in, out, true));
+                        Thread.ofVirtual().start(() -> pump(out, in, false));
+                    }
+                } catch (IOException e) {
+                    // closed
+                }
+            });
+        }
+
+        int port() throws IOException {
+            return ((InetSocketAddress) server.getLocalAddress()).getPort();
+        }
+
+        boolean flipped() {
+            return flipped;
+        }
+
+        private void pump(SocketChannel from, SocketChannel to, boolean flip) {
+            try (from; to) {
+                ByteBuffer b = ByteBuffer.allocate(8 * 1024);
+                long passed = 0;
+                int n;
+                while ((n = from.read(b.clear())) > 0) {
+                    if (flip && passed <= flipAt && flipAt < passed + n) {
+                        int i = (int) (flipAt - passed);
+                        b.put(i, (byte) (b.get(i) ^ 0x01));
+                        flipped = true;
+                    }
+                    passed += n;
+                    LmProtocol.writeFully(to, b.flip());
+                }
+            } catch (IOException e) {
+                // either side hung up
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            for (SocketChannel c : open) {
+                c.close();
+            }
+        }
+    }
+}

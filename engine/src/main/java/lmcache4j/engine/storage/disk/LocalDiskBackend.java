@@ -317,7 +317,6 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
                 LOG.log(Level.WARNING, "disk tier skipped a chunk: " + e.getMessage());
                 return;
             }
-            writes.increment();
             Path path = files.pathFor(key);
             Optional<ChunkFileHeader> header;
             try {
@@ -338,6 +337,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
                 }
                 index.put(key, new Entry(header.get(), path, written));
                 usedBytes += written;
+                writes.increment(); // counted once servable: a reader that waits for the count finds the chunk
             } finally {
                 lock.unlock();
             }
@@ -569,7 +569,7 @@ public final class LocalDiskBackend implements StorageBackend, Prefetching {
      * @param chunks           chunks offered (verified or written by this process)
      * @param usedBytes        bytes of the tier's files on disk, unverified ones included
      * @param capacityBytes    {@code max_local_disk_size}
-     * @param writes           chunk files written
+     * @param writes           chunk files written and indexed (counted once a lookup finds them)
      * @param reads            chunks read back, checksum matched
      * @param droppedPuts      stores that skipped the tier: put queue full
      * @param rejectedPuts     stores that skipped the tier: nothing evictable to make room

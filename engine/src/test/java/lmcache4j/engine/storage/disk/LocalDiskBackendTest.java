@@ -71,6 +71,26 @@ class LocalDiskBackendTest {
         }
     }
 
+    /**
+     * A reader that waits for the write count (the MP server's L2, bench mp) then looks the chunk up
+     * must find it: the count goes up only once the chunk is indexed.
+     */
+    @Test
+    void aChunkCountedAsWrittenIsFoundAtOnce(@TempDir Path dir) throws Exception {
+        int chunks = 300;
+        LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 2);
+        LocalDiskBackend disk = disk(dir, cpu, chunks);
+        try (StorageManager storage = new StorageManager(cpu, List.of(disk))) {
+            for (int i = 0; i < chunks; i++) {
+                put(storage, cpu, i, i + 1);
+                while (disk.stats().writes() < i + 1) {
+                    Thread.onSpinWait();
+                }
+                assertTrue(disk.contains(key(i), false), "chunk " + i + " counted as written but not found");
+            }
+        }
+    }
+
     @Test
     void aCorruptFileIsAMissThatDeletesItNeverCorruptKv(@TempDir Path dir) throws Exception {
         LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 2);

@@ -99,8 +99,10 @@ class CurveGateWatchTest {
             assertEquals(3, beforeMember, "each stranger refused once");
             List<String> warnings = log.at(System.Logger.Level.WARNING);
             assertEquals(1, warnings.size(), "one warning for the three, at most one a minute: " + warnings);
-            assertTrue(warnings.get(0).startsWith("refused a connection from 127.0.0.1:"), "the first stranger's address: "
-                    + warnings);
+            // The address is read when the gate drains the accept event; JeroMQ may have closed the
+            // stranger's channel by then (seen under PIT), and then the warning says "a peer".
+            assertTrue(warnings.get(0).matches("refused a connection from (127\\.0\\.0\\.1:\\d+|a peer) .*"),
+                    "the first stranger's address: " + warnings);
             assertTrue(warnings.get(0).contains(" to the test's PULL socket: it does not speak CURVE"), warnings.get(0));
         }
     }

@@ -101,7 +101,7 @@ class ReceivedMessageTest {
     }
 
     @Test
-    void aMessageOfNoBytesCostsNothingAndABudgetOfTheSmallestSizeTakesAWholeOne() {
+    void aMessageOfNoBytesCostsNothingAndABudgetOfTheSmallestSizeTakesAWholeSmallOne() {
         ReceiveBudget smallest = new ReceiveBudget(ReceiveBudget.HELD_WHILE_PARTIAL_BYTES);
         assertEquals(0, smallest.allocate(0).size(), "an empty message");
         assertEquals(0, smallest.heldBytes());
@@ -110,5 +110,6 @@ class ReceivedMessageTest {
         assertEquals(ReceiveBudget.HELD_WHILE_PARTIAL_BYTES, smallest.heldBytes(), "exactly the budget: reserved, not refused");
         assertEquals(0, smallest.refused());
         assertEquals(ReceiveBudget.HELD_WHILE_PARTIAL_BYTES, whole.size(), "and received whole");
+        assertEquals(0, smallest.heldBytes(), "a message of exactly 64 KiB is small: read, its reservation returns");
     }
 }

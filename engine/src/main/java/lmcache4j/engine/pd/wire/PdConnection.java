@@ -19,6 +19,7 @@ import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
@@ -363,13 +364,18 @@ public final class PdConnection implements AutoCloseable {
         if (chunkPayloadBytes >= 0) {
             throw new IllegalStateException("the payload of the last chunk frame was not read");
         }
+        // One read usually brings the whole header (each timed read of a socket costs system calls).
         socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
+        int first;
         try {
-            readFully(header, 1, true);
+            first = in.read(header, 0, HEADER_BYTES);
         } finally {
             socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
         }
-        readFully(header, 1, HEADER_BYTES - 1, false);
+        if (first < 0) {
+            throw new EOFException("connection closed");
+        }
+        readFully(header, first, HEADER_BYTES - first, false);
         ByteBuffer h = ByteBuffer.wrap(header);
         int bodyBytes = h.getInt();
         byte kind = h.get();
@@ -379,10 +385,13 @@ public final class PdConnection implements AutoCloseable {
         }
         switch (kind) {
             case MESSAGE, ACK -> {
-                byte[] body = new byte[bodyBytes];
-                readFully(body, bodyBytes, false);
+                int tagBytes = receiveTag == null ? 0 : PayloadTag.BYTES;
+                byte[] bodyAndTag = new byte[bodyBytes + tagBytes]; // one read for both
+                readFully(bodyAndTag, bodyAndTag.length, false);
+                byte[] body = Arrays.copyOf(bodyAndTag, bodyBytes);
                 if (receiveTag != null) {
-                    checkTag(receiveTag.next().update(header).update(body));
+                    checkTag(receiveTag.next().update(header).update(body),
+                            Arrays.copyOfRange(bodyAndTag, bodyBytes, bodyAndTag.length));
                 }
                 if (kind == ACK) {
                     if (bodyBytes != 1) {
@@ -504,6 +513,10 @@ public final class PdConnection implements AutoCloseable {
     private void checkTag(PayloadTag.Message expected) throws IOException {
         byte[] tag = new byte[PayloadTag.BYTES];
         readFully(tag, tag.length, false);
+        checkTag(expected, tag);
+    }
+
+    private void checkTag(PayloadTag.Message expected, byte[] tag) throws PdTagMismatchException {
         if (!expected.verify(tag)) {
             throw new PdTagMismatchException("a frame from " + peer() + " failed its tag check: altered in flight, or "
                     + "not sent by the session's peer");

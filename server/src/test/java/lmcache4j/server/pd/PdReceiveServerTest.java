@@ -362,8 +362,8 @@ class PdReceiveServerTest {
             }
             Thread.sleep(100); // had the window no bound, more would land now
             long landed = tier(decoder).stats().landedChunks();
-            assertTrue(landed >= 1 && landed <= bound, "with no acknowledgement back, the sender wrote " + landed
-                    + " chunks; its window allows " + bound);
+            assertEquals(bound, landed, "with no acknowledgement back, the sender wrote " + landed + " chunks: its "
+                    + "window keeps exactly " + bound + " in flight, no more (bounded) and no fewer (pipelined)");
 
             long t0 = System.nanoTime();
             pusher.close(); // the sender goes away with its acknowledgements outstanding (throws if staging is left held)

@@ -50,9 +50,10 @@ import lmcache4j.engine.remote.lm.PayloadTag;
  * frame longer than {@code maxBodyBytes} is refused before a byte of it is read.
  *
  * <p><b>Zero-copy chunks.</b> On a socket that has a {@link SocketChannel} (every connection this
- * class opens, and those a {@code ServerSocketChannel} accepts), a chunk is written with one
- * gathering write from its off-heap segment (header, slot, payload, tag) and read straight into the
- * receiver's segment; only the tag's pass copies it, 64 KiB at a time, into a heap buffer (see
+ * class opens, and those a {@code ServerSocketChannel} accepts), a chunk is written straight from its
+ * off-heap segment (gathering writes: header and slot with the first piece, then the pieces, then the
+ * tag) and read straight into the receiver's segment; only the tag's pass copies it, 64 KiB at a
+ * time, into a heap buffer, because the JDK's Poly1305 is far slower over a direct buffer (see
  * {@link PayloadTag}). Messages and acknowledgements go through the socket's streams.
  *
  * <p>{@link #unkeyedForBenchmark} makes a connection without handshake or tags: only

@@ -36,9 +36,11 @@ import lmcache4j.engine.key.ChunkRange;
  * next write or the next allocation request: each receiver's transfer connection has a thread that
  * reads its acknowledgements (they come in write order) and finishes the chunks. At most
  * {@link #WINDOW} + 2 chunks written to one receiver wait for theirs (the sending thread waits,
- * bounded, for room), so neither side holds more than that for a connection. When the connection breaks (the
- * receiver died, closed it after a failed tag, or sent no acknowledgement within the timeout) every
- * chunk waiting on it has failed, and its request stops. {@code lmcache4j.engine.pd.PdSender} is its public face; {@code bench pd}
+ * bounded, for room), so neither side holds more than that for a connection. When the connection
+ * breaks (the receiver died, closed it after a failed tag, or sent no acknowledgement within the
+ * timeout) every chunk waiting on it has failed, and its request stops.
+ *
+ * <p>{@code lmcache4j.engine.pd.PdSender} is its public face; {@code bench pd}
  * makes an unkeyed one to measure what the tags cost.
  *
  * <p>Every wait is bounded by {@code timeout}: a connect, an allocation answer, a write, an
@@ -497,7 +499,10 @@ public final class PdPusher implements AutoCloseable {
         }
     }
 
-    /** The allocation and transfer connections to one receiver worker, and the chunks written on it awaiting their acknowledgement. */
+    /**
+     * The allocation and transfer connections to one receiver worker, and the chunks written on it
+     * that await their acknowledgement.
+     */
     private final class Link {
         final Peer peer;
         final PdConnection alloc;

@@ -387,6 +387,32 @@ class PdReceiveServerTest {
         }
     }
 
+    @Test
+    void aChunkWhoseBytesStopComingMidPayloadIsGivenUpOnAndItsRoomFreed() throws Exception {
+        int[] tokens = tokens(CHUNK, 16);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             AckHoldingRelay relay = new AckHoldingRelay(server.initPort(), 20_000, Long.MAX_VALUE)) {
+            PdPusher.Transfer t = pusher.begin("req-s1", decoder.prepare(tokens, Map.of()).chunks(),
+                    new PdPusher.Peer("127.0.0.1", relay.port(), server.allocPort()));
+            t.pushComputed(new RowsKv(arena, CHUNK, 17), CHUNK); // the relay passes 20,000 bytes, then holds the rest
+            PdPusher.Result result = t.finish();
+            assertEquals(0, result.pushedChunks(), result.toString());
+            // The receiver reads the payload straight into the room, so its own deadline must end the read:
+            // the sender's side of the relay stays open and silent.
+            long until = System.nanoTime() + 4 * TIMEOUT.toNanos();
+            PdBackend.Stats s = tier(decoder).stats();
+            while ((s.heldChunks() > 0 || s.usedBytes() > 0) && System.nanoTime() < until) {
+                Thread.sleep(20);
+                s = tier(decoder).stats();
+            }
+            assertEquals(0, s.heldChunks(), "the half-written room is freed: " + s);
+            assertEquals(0, s.landedChunks(), s.toString());
+            assertEquals(0, decoder.lookup(decoder.prepare(tokens, Map.of()), "s1"), "nothing of it is seen");
+            decoder.lookupUnpin("s1");
+        }
+    }
+
     /** A KV cache of a three-layer model of the same width (another model's shape). */
     private static final class ThreeLayerKv implements ExternalKvCache {
         private final Arena arena;
@@ -477,14 +503,19 @@ class PdReceiveServerTest {
     }
 
     /**
-     * A relay of the transfer port that passes the sender's bytes on but holds the receiver's
-     * acknowledgements back (never passes them).
+     * A relay of the transfer port that passes the first {@code forward} bytes of the sender's stream
+     * and the first {@code backward} bytes of the receiver's, and holds the rest back (never passes it,
+     * never closes): by default, every write but no acknowledgement.
      */
     static final class AckHoldingRelay implements AutoCloseable {
         private final ServerSocketChannel server;
         private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
 
         AckHoldingRelay(int target) throws IOException {
+            this(target, Long.MAX_VALUE, HANDSHAKE_ANSWER_BYTES);
+        }
+
+        AckHoldingRelay(int target, long forward, long backward) throws IOException {
             this.server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             Thread.ofVirtual().start(() -> {
                 try {
@@ -493,9 +524,8 @@ class PdReceiveServerTest {
                         SocketChannel out = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), target));
                         open.add(in);
                         open.add(out);
-                        Thread.ofVirtual().start(() -> pass(in, out, Long.MAX_VALUE));
-                        // The handshake's answers must pass; after them, nothing from the receiver does.
-                        Thread.ofVirtual().start(() -> pass(out, in, HANDSHAKE_ANSWER_BYTES));
+                        Thread.ofVirtual().start(() -> pass(in, out, forward));
+                        Thread.ofVirtual().start(() -> pass(out, in, backward));
                     }
                 } catch (IOException e) {
                     // closed

@@ -44,7 +44,8 @@ import lmcache4j.engine.remote.lm.LmSession;
  * and is retrieved once; and each fault of the issue is refused or a miss, counted, bounded in time,
  * with nothing wrong served and no memory left held: a sender without the token, a chunk altered in
  * flight (alone, and in the middle of a window of chunks in flight), a full buffer, another model's
- * chunks, a decoder that never answers, a sender that dies with acknowledgements outstanding.
+ * chunks, a decoder that never answers, a sender that dies with acknowledgements outstanding, a
+ * chunk whose bytes stop coming mid-payload.
  */
 class PdReceiveServerTest {
     static final String TOKEN = "pd-test-token-0123456789abcdef";

@@ -203,9 +203,9 @@ final class ModelRuns {
                     t.ratio(), t.decoderPrefillPositions(), t.pushWaitMs()));
         }
         var x = r.transfer();
-        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f); untagged PD %.2f GB/s "
-                + "(tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(), x.bareGbps(), x.pdVsBare(), x.unkeyedGbps(),
-                x.taggedVsUntagged()));
+        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), bare TCP into distinct "
+                + "memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(),
+                x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(), x.pdVsBareDistinct(), x.unkeyedGbps(), x.taggedVsUntagged()));
         b.append(String.format(Locale.ROOT, "inter-token latency while long prompts arrive (%s): colocated p50 %.1f ms p99 %.1f ms;"
                 + " disaggregated p50 %.1f ms p99 %.1f ms", r.pinning().map(p -> "pinned with " + p).orElse("not pinned"),
                 r.colocated().p50Ms(), r.colocated().p99Ms(), r.disaggregated().p50Ms(), r.disaggregated().p99Ms()));
@@ -220,6 +220,8 @@ final class ModelRuns {
         var x = r.transfer();
         ReportJson transfer = new ReportJson().integer("bytes", x.bytes()).number("pd_gbps", x.pdGbps(), 3)
                 .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
+                .number("bare_tcp_distinct_gbps", x.bareDistinctGbps(), 3)
+                .number("pd_vs_bare_tcp_distinct", x.pdVsBareDistinct(), 4)
                 .number("untagged_gbps", x.unkeyedGbps(), 3).number("tagged_vs_untagged", x.taggedVsUntagged(), 4);
         ReportJson itl = new ReportJson().string("pinning", r.pinning().orElse("none"))
                 .object("colocated", itlJson(r.colocated())).object("disaggregated", itlJson(r.disaggregated()));

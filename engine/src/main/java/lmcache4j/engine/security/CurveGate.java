@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.function.IntFunction;
 
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
@@ -36,8 +37,6 @@ public final class CurveGate implements AutoCloseable {
     private static final int POLL_MILLIS = 100;
     /** The gate's thread polls every {@value #POLL_MILLIS} ms: it ends well within this. */
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
-    /** A peer without the secret retries about ten times a second: it is logged at most this often. */
-    private static final long WARNING_INTERVAL_NANOS = Duration.ofSeconds(60).toNanos();
     private static final AtomicInteger WATCH_IDS = new AtomicInteger();
     /** The events of a watched socket the gate reads. */
     public static final int WATCHED_EVENTS = ZMQ.EVENT_ACCEPTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.HANDSHAKE_FAILED_PROTOCOL
@@ -49,21 +48,28 @@ public final class CurveGate implements AutoCloseable {
     private final OwnedThreads threads = new OwnedThreads();
     private final LongAdder refused = new LongAdder();
     private final Consumer<String> admitted;
+    private final System.Logger log;
+    /** Makes the gate thread's pollers: the context's, or in tests one that tells whether each is closed. */
+    private final IntFunction<ZMQ.Poller> pollers;
+    private final RefusalWarning refusalWarning;
     /** Monitors of watched server sockets, handed to the gate's thread, which owns them from then on. */
     private final ConcurrentLinkedQueue<Watched> newWatches = new ConcurrentLinkedQueue<>();
     /** The sending ends of the watches' monitors, written by the watched sockets' I/O threads; closed last. */
     private final ConcurrentLinkedQueue<ZMQ.Socket> watchSenders = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
-    private long nextGreetingWarning = System.nanoTime();
 
     /** A watched server socket: its monitor's PAIR socket, what the log calls it, its greetings. */
     private record Watched(ZMQ.Socket monitor, String name, GreetingWatch greetings) {
     }
 
-    private CurveGate(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
+    private CurveGate(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted, System.Logger log,
+            IntFunction<ZMQ.Poller> pollers) {
         this.context = context;
         this.secret = secret;
         this.admitted = admitted;
+        this.log = log;
+        this.pollers = pollers;
+        this.refusalWarning = new RefusalWarning(log, System::nanoTime);
         this.socket = context.createSocket(SocketType.REP);
         socket.setLinger(0);
         socket.setReceiveTimeOut(POLL_MILLIS);
@@ -73,7 +79,7 @@ public final class CurveGate implements AutoCloseable {
 
     /** Starts the gate of {@code context}, whose server sockets {@code secret} protects. */
     public static CurveGate open(ZContext context, DeploymentSecret secret, String name) {
-        return new CurveGate(context, secret, name, host -> { });
+        return open(context, secret, name, host -> { });
     }
 
     /**
@@ -81,7 +87,13 @@ public final class CurveGate implements AutoCloseable {
      * each handshake it admits (a {@code ConnectionGuard}'s {@code admitted}).
      */
     public static CurveGate open(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted) {
-        return new CurveGate(context, secret, name, admitted);
+        return new CurveGate(context, secret, name, admitted, LOG, context::createPoller);
+    }
+
+    /** As {@link #open(ZContext, DeploymentSecret, String, Consumer)}, logging on {@code log}, its pollers made by {@code pollers}. */
+    static CurveGate open(ZContext context, DeploymentSecret secret, String name, Consumer<String> admitted, System.Logger log,
+            IntFunction<ZMQ.Poller> pollers) {
+        return new CurveGate(context, secret, name, admitted, log, pollers);
     }
 
     /**
@@ -136,7 +148,7 @@ public final class CurveGate implements AutoCloseable {
                     if (poller != null) {
                         poller.close();
                     }
-                    poller = context.createPoller(1 + watched.size());
+                    poller = pollers.apply(1 + watched.size());
                     poller.register(socket, ZMQ.Poller.POLLIN);
                     for (Watched w : watched) {
                         poller.register(w.monitor(), ZMQ.Poller.POLLIN);
@@ -159,7 +171,7 @@ public final class CurveGate implements AutoCloseable {
             }
         } catch (ZMQException e) {
             if (running && e.getErrorCode() != ZMQ.Error.ETERM.getCode()) {
-                LOG.log(Level.ERROR, "the CURVE gate stopped; new connections will not authenticate: " + e);
+                log.log(Level.ERROR, "the CURVE gate stopped; new connections will not authenticate: " + e);
             }
         } finally {
             if (poller != null) {
@@ -201,17 +213,11 @@ public final class CurveGate implements AutoCloseable {
 
     private void refusedHandshake(Watched w, String peer, String why) {
         refused.increment();
-        long now = System.nanoTime();
-        if (now - nextGreetingWarning >= 0) {
-            nextGreetingWarning = now + WARNING_INTERVAL_NANOS;
-            LOG.log(Level.WARNING, "refused a connection from " + peer + " to " + w.name() + ": " + why + " (engines: "
-                    + "deployment_secret_file; demo: --secret-file; the same file as this process's). " + refused.sum()
-                    + " handshakes refused so far; this is said at most once a minute");
-        }
+        refusalWarning.refused(peer, w.name(), why, refused.sum());
     }
 
     /** The address of the peer on {@code channel}, or "a peer" when it is gone already. */
-    private static String peer(Object channel) {
+    static String peer(Object channel) {
         try {
             if (channel instanceof SocketChannel c && c.getRemoteAddress() != null) {
                 return c.getRemoteAddress().toString().replaceFirst("^/", "");
@@ -234,7 +240,7 @@ public final class CurveGate implements AutoCloseable {
         boolean member = "CURVE".equals(mechanism) && DOMAIN.equals(domain) && secret.isMemberKey(key);
         if (!member) {
             refused.increment();
-            LOG.log(Level.DEBUG, () -> "refused a " + mechanism + " handshake from " + address + ": not the deployment's key");
+            log.log(Level.DEBUG, () -> "refused a " + mechanism + " handshake from " + address + ": not the deployment's key");
         } else if (address != null) {
             admitted.accept(address);
         }

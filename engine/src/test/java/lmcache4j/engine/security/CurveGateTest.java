@@ -88,6 +88,36 @@ class CurveGateTest {
     }
 
     @Test
+    void anAdmittedHandshakeTellsItsAddressAndARefusedOneIsLoggedAtDebug() {
+        RecordingLogger log = new RecordingLogger();
+        List<String> admitted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (ZContext context = new OwnedZContext("test-curve-gate-log", 1);
+             CurveGate gate = CurveGate.open(context, SECRET, "test", admitted::add, log, context::createPoller)) {
+            ZMQ.Socket zap = context.createSocket(SocketType.REQ);
+            zap.setReceiveTimeOut(5_000);
+            zap.connect(ZAP);
+            byte[] member = memberKey(context);
+            assertEquals("200", ask(zap, "1.0", CurveGate.DOMAIN, "CURVE", member).get(2));
+            assertEquals(List.of("127.0.0.1"), admitted, "the member's address, told once");
+            assertEquals("400", ask(zap, "1.0", CurveGate.DOMAIN, "PLAIN", member).get(2));
+            assertEquals(List.of("127.0.0.1"), admitted, "a refused handshake is not admitted");
+            assertEquals(1, gate.refused());
+            assertEquals(List.of("refused a PLAIN handshake from 127.0.0.1: not the deployment's key"),
+                    log.at(System.Logger.Level.DEBUG));
+        }
+        List<String> publicOpen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (ZContext context = new OwnedZContext("test-curve-gate-admitted", 1);
+             CurveGate gate = CurveGate.open(context, SECRET, "test", publicOpen::add)) {
+            ZMQ.Socket zap = context.createSocket(SocketType.REQ);
+            zap.setReceiveTimeOut(5_000);
+            zap.connect(ZAP);
+            assertEquals("200", ask(zap, "1.0", CurveGate.DOMAIN, "CURVE", memberKey(context)).get(2));
+            assertEquals(List.of("127.0.0.1"), publicOpen, "the public open tells its consumer too");
+            assertEquals(0, gate.refused(), "and it is the gate that answered");
+        }
+    }
+
+    @Test
     void aSecretHasSixteenToFourKibibytesAndAFreshOneIsRandom(@TempDir Path dir) throws Exception {
         DeploymentSecret.of(new byte[DeploymentSecret.MIN_BYTES]);
         DeploymentSecret.of(new byte[4096]);

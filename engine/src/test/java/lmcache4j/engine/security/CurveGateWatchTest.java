@@ -5,10 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
@@ -34,8 +42,9 @@ class CurveGateWatchTest {
 
     @Test
     void strangersAreCountedAsRefusedAndAMemberIsHeard() throws InterruptedException {
+        RecordingLogger log = new RecordingLogger();
         try (ZContext server = new OwnedZContext("test-watch-server", 1);
-             CurveGate gate = CurveGate.open(server, SECRET, "test");
+             CurveGate gate = CurveGate.open(server, SECRET, "test", host -> { }, log, server::createPoller);
              ZContext peers = new OwnedZContext("test-watch-peers", 1)) {
             ZMQ.Socket pull = server.createSocket(SocketType.PULL);
             SECRET.serve(pull);
@@ -88,6 +97,77 @@ class CurveGateWatchTest {
             assertNull(pull.recv(), "nothing from the strangers");
             assertEquals(beforeMember, gate.refused(), "a member counts no refusal");
             assertEquals(3, beforeMember, "each stranger refused once");
+            List<String> warnings = log.at(System.Logger.Level.WARNING);
+            assertEquals(1, warnings.size(), "one warning for the three, at most one a minute: " + warnings);
+            // The address is read when the gate drains the accept event; JeroMQ may have closed the
+            // stranger's channel by then (seen under PIT), and then the warning says "a peer".
+            assertTrue(warnings.get(0).matches("refused a connection from (127\\.0\\.0\\.1:\\d+|a peer) .*"),
+                    "the first stranger's address: " + warnings);
+            assertTrue(warnings.get(0).contains(" to the test's PULL socket: it does not speak CURVE"), warnings.get(0));
+        }
+    }
+
+    @Test
+    void aPeersAddressIsItsRemoteAddressOrElseAPeer() throws IOException {
+        assertEquals("a peer", CurveGate.peer(null), "no channel in the event");
+        assertEquals("a peer", CurveGate.peer("not a channel"));
+        try (ServerSocketChannel listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             SocketChannel unconnected = SocketChannel.open();
+             SocketChannel client = SocketChannel.open(listener.getLocalAddress());
+             SocketChannel accepted = listener.accept()) {
+            assertEquals("a peer", CurveGate.peer(unconnected), "not connected: no remote address");
+            InetSocketAddress remote = (InetSocketAddress) client.getLocalAddress();
+            assertEquals("127.0.0.1:" + remote.getPort(), CurveGate.peer(accepted), "host and port, no leading slash");
+            accepted.close();
+            assertEquals("a peer", CurveGate.peer(accepted), "closed meanwhile");
+        }
+    }
+
+    /**
+     * The gate thread's own handles: each poller it makes is closed when it makes the next (a watch
+     * added while it runs) and when it stops, and closing the gate closes every socket it made in the
+     * context (its ZAP socket, each watch's two ends), whether its thread took the watch up or not.
+     */
+    @Test
+    void theGateClosesEveryPollerAndSocketItMade() throws InterruptedException {
+        List<Boolean> pollersClosed = new CopyOnWriteArrayList<>();
+        try (ZContext server = new OwnedZContext("test-watch-handles", 1);
+             ZContext peers = new OwnedZContext("test-watch-handles-peers", 1)) {
+            IntFunction<ZMQ.Poller> pollers = size -> {
+                int index = pollersClosed.size();
+                pollersClosed.add(false);
+                return new ZMQ.Poller(server.getContext(), size) {
+                    @Override
+                    public void close() {
+                        pollersClosed.set(index, true);
+                        super.close();
+                    }
+                };
+            };
+            CurveGate gate = CurveGate.open(server, SECRET, "test", host -> { }, new RecordingLogger(), pollers);
+            awaitAtLeast(1, pollersClosed::size, "the gate thread makes its first poller");
+            ZMQ.Socket first = server.createSocket(SocketType.PULL);
+            ZMQ.Socket second = server.createSocket(SocketType.PULL);
+            SECRET.serve(first);
+            SECRET.serve(second);
+            gate.watch(first, "the first");
+            gate.watch(second, "the second"); // watched from a poller made after the first: two watches in it
+            second.bindToRandomPort("tcp://127.0.0.1");
+            ZMQ.Socket plain = peers.createSocket(SocketType.PUSH);
+            plain.setLinger(0);
+            plain.setReconnectIVL(-1);
+            plain.connect(second.getLastEndpoint());
+            plain.send("from a stranger");
+            awaitAtLeast(1, gate::refused, "a watch added while the gate runs is heard");
+            assertTrue(pollersClosed.size() >= 2, "a poller made for the new watches: " + pollersClosed);
+            assertTrue(pollersClosed.subList(0, pollersClosed.size() - 1).stream().allMatch(c -> c),
+                    "each poller is closed when the next is made: " + pollersClosed);
+            assertEquals(false, pollersClosed.get(pollersClosed.size() - 1), "the one in use is open");
+
+            gate.watcher("a watch the gate thread may not have taken up");
+            gate.close();
+            assertTrue(pollersClosed.stream().allMatch(c -> c), "the gate closed its last poller: " + pollersClosed);
+            assertEquals(Set.of(first, second), Set.copyOf(server.getSockets()), "only the test's own sockets are left");
         }
     }
 

@@ -2,17 +2,21 @@ package lmcache4j.engine.security;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.config.P2pSettings;
+import lmcache4j.engine.config.PdSettings;
 
 /**
  * The token an engine's P2P and PD channels prove: its {@code p2p_token} when set, else the one
@@ -64,5 +68,21 @@ class PeerTransferTokenTest {
         assertTrue(derived.length() >= 16, "as long as a p2p_token must be: " + derived.length());
         assertNotEquals(other.peerTransferToken(), derived, "another deployment, another token");
         assertNotEquals(secret.bearerToken(), derived, "not the HTTP bearer token");
+    }
+    /** Settings made by hand, without the config check that demands one of the two: the error names both. */
+    @Test
+    void neitherATokenNorASecretIsAnErrorNamingBoth() {
+        LMCacheEngineConfig p2pConfig = p2p().set("extra_config", Map.of("p2p_token", TOKEN)).build();
+        P2pSettings p2p = p2pConfig.p2p().orElseThrow();
+        P2pSettings p2pWithout = new P2pSettings(p2p.host(), p2p.initPorts(), p2p.timeout(), Optional.empty(), p2p.connections());
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> DeploymentSecret.p2pToken(p2pConfig, p2pWithout));
+        assertEquals("P2P settings without p2p_token or deployment_secret_file", e.getMessage());
+
+        LMCacheEngineConfig pdConfig = pd().set("extra_config", Map.of("p2p_token", TOKEN)).build();
+        PdSettings pd = pdConfig.pd().orElseThrow();
+        PdSettings pdWithout = new PdSettings(pd.role(), pd.bufferBytes(), pd.peerHost(), pd.peerInitPorts(), pd.peerAllocPorts(),
+                pd.proxyHost(), pd.proxyPort(), Optional.empty(), pd.timeout(), pd.unclaimedTtl());
+        e = assertThrows(IllegalStateException.class, () -> DeploymentSecret.pdToken(pdConfig, pdWithout));
+        assertEquals("PD settings without p2p_token or deployment_secret_file", e.getMessage());
     }
 }

@@ -102,6 +102,15 @@ public final class BlendedPrefill implements AutoCloseable {
      * Close the result to give its KV buffer back.
      */
     public Result prefill(int[] tokens) {
+        return prefill(tokens, true);
+    }
+
+    /**
+     * As {@link #prefill(int[])}; with {@code store} false nothing is stored after the first token,
+     * so the prompt's new segments stay uncached (a benchmark that prefills one prompt again and
+     * again, each time with its question new).
+     */
+    public Result prefill(int[] tokens, boolean store) {
         CachedPrefill.checkPrompt(model, tokens);
         if (tokens.length - 1 > rotation.lastPosition()) {
             throw new IllegalArgumentException("a blended prompt has at most " + (rotation.lastPosition() + 1)
@@ -137,9 +146,11 @@ public final class BlendedPrefill implements AutoCloseable {
             }
             CachedPrefill.Prefill prefill = new CachedPrefill.Prefill(model, buffer, kv, tokens.length, reused, first, raw,
                     firstTokenAt - started, 0, loaded - started, firstTokenAt - loaded, firstTokenAt, forwardLock);
-            long storeStarted = System.nanoTime();
-            prefill.stored = engine.store(engine.prepare(tokens, Map.of()), segments);
-            prefill.storeNanos = System.nanoTime() - storeStarted;
+            if (store) {
+                long storeStarted = System.nanoTime();
+                prefill.stored = engine.store(engine.prepare(tokens, Map.of()), segments);
+                prefill.storeNanos = System.nanoTime() - storeStarted;
+            }
             double full = (double) tokens.length * model.getConfig().numberOfLayers;
             return new Result(prefill, outcome.recomputedTokens(), outcome.tokenLayers() / full);
         } catch (RuntimeException | Error e) {

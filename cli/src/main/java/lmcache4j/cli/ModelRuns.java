@@ -13,6 +13,7 @@ import com.github.tjake.jlama.model.AbstractModel;
 
 import lmcache4j.bench.json.ReportJson;
 import lmcache4j.bench.model.BlendBench;
+import lmcache4j.bench.model.BlendDemo;
 import lmcache4j.bench.model.ModelDemo;
 import lmcache4j.bench.model.ModelDemoReport;
 import lmcache4j.bench.model.ModelSource;
@@ -177,6 +178,30 @@ final class ModelRuns {
             out.println(json ? ttftJson(source, rows) : ttftTable(source, rows));
             return 0;
         });
+    }
+
+    /** {@code demo --model --blend}: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int blendDemo(Optional<Path> modelDir, long seed, boolean json, boolean quiet, PrintStream out, PrintStream err) {
+        return withModel("demo", () -> ModelSource.resolve(modelDir, SyntheticLlama.blend(), "synthetic-llama-256x12"), err,
+                (source, model, scratch) -> {
+                    BlendDemo.Settings s = BlendDemo.Settings.defaults(seed);
+                    if (!json) {
+                        out.println("== lmcache4j demo --model --blend: CacheBlend on a real transformer ==");
+                        out.println(DemoCommand.machine());
+                        out.printf(Locale.ROOT, "model      %s (%s), Jlama %s%n%n", source.name(), source.directory(), jlamaVersion());
+                        out.flush();
+                    }
+                    boolean progress = !quiet && !json;
+                    List<BlendDemo.Served> served = BlendDemo.run(s, model, source.name(), r -> {
+                        if (progress) {
+                            err.printf(Locale.ROOT, "%-22s %5d tokens: full %.0f ms, prefix caching %.0f ms, blended %.0f ms; "
+                                    + "ratio 1 %s%n", r.name(), r.promptTokens(), r.fullMs(), r.prefixMs(), r.blendMs(),
+                                    r.ratioOneIdentical() ? "identical" : "DIFFERS");
+                        }
+                    });
+                    out.println(json ? BlendDemo.json(source.name(), s, served) : BlendDemo.table(source.name(), s, served));
+                    return BlendDemo.passed(served) ? 0 : EXIT_FAILED;
+                });
     }
 
     /** {@code bench blend}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */

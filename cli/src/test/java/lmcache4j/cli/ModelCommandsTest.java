@@ -59,6 +59,19 @@ class ModelCommandsTest {
     }
 
     @Test
+    void demoBlendNeedsTheModelAndTakesOnlyItsOptions() {
+        Run alone = demo("--blend");
+        assertEquals(2, alone.exit(), alone.err());
+        assertTrue(alone.err().contains("--blend needs --model"), alone.err());
+        for (String[] args : new String[][] {{"--model", "--blend", "--pd"}, {"--model", "--blend", "--layers", "4"},
+                {"--model", "--blend", "--no-disk"}}) {
+            Run r = demo(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().contains("--model --blend takes --seed, --json and --quiet only"), r.err());
+        }
+    }
+
+    @Test
     void benchBlendRefusesBadRatiosCountsAndModel() {
         for (String[] args : new String[][] {{"--ratios", "1.5"}, {"--ratios", "0.1,x"}, {"--ratios", "-0.1"},
                 {"--documents", "0"}, {"--document-tokens", "0"}, {"--runs", "0"}, {"--check-layer", "-1"}, {"--model", " "}}) {

@@ -59,6 +59,7 @@ public final class BenchCommand implements CliMain.Command {
                 .addSubcommand(new ControllerBenchCommand(out, err))
                 .addSubcommand(new ZmqBenchCommand(out, err))
                 .addSubcommand(new TtftBenchCommand(out, err))
+                .addSubcommand(new BlendBenchCommand(out, err))
                 .addSubcommand(new PdBenchCommand(out, err))
                 .addSubcommand(new TraceBenchCommand(out, err))
                 .addSubcommand(new Jmh(err))
@@ -78,12 +79,12 @@ public final class BenchCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
-        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, zmq, ttft, trace, pd or jmh");
+        return CliMain.usageError(err, "bench", "bench needs a benchmark: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, zmq, ttft, blend, trace, pd or jmh");
     }
 
     @Override
     public String unmatched(String arg) {
-        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, ttft, trace, pd, jmh";
+        return "unknown benchmark '" + CliText.echo(arg) + "'; valid: allocator, hash, store, concurrent, disk, redis, s3, controller, p2p, mp, ttft, blend, trace, pd, jmh";
     }
 
     /** {@code bench jmh}: the launcher runs JMH's own main; here it only says so. */

@@ -165,6 +165,12 @@ public final class DemoCommand implements CliMain.Command {
             + "token through PD against one process. Takes --seed, --json and --quiet (docs/pd.md)")
     private boolean pd;
 
+    @Option(names = "--blend", order = 17, description = "with --model: CacheBlend, a retrieval workload (documents from a "
+            + "pool in a new order per request, a new question) served by full prefill, prefix caching and blending at recompute "
+            + "ratio 0.15; passes when blending at ratio 1 gives every request's full-prefill logits bit for bit and blending is "
+            + "faster than full prefills. Takes --seed, --json and --quiet (docs/blend.md)")
+    private boolean blend;
+
     @Option(names = "--seed", paramLabel = "S", order = 3, description = "the workload's random seed (default " + Settings.DEFAULT_SEED + ")")
     private void seed(String value) {
         seed = OptionValues.wholeNumber("--seed", value, Long.MIN_VALUE, Long.MAX_VALUE);
@@ -311,6 +317,10 @@ public final class DemoCommand implements CliMain.Command {
             return CliMain.usageError(err, "demo", "--pd needs --model: disaggregated prefill runs a real transformer "
                     + "(./lmcache4j demo --model --pd)");
         }
+        if (blend) {
+            return CliMain.usageError(err, "demo", "--blend needs --model: blending runs a real transformer "
+                    + "(./lmcache4j demo --model --blend)");
+        }
         if (instances != null) {
             return cluster();
         }
@@ -360,6 +370,13 @@ public final class DemoCommand implements CliMain.Command {
 
     /** {@code demo --model}: the workload on a real transformer (Jlama). */
     private int modelDemo() {
+        if (blend) {
+            if (pd || instances != null || controllerPull != null || instanceId != null || holdSeconds != 0 || promptOut != null
+                    || layersGiven || requestsGiven || cpuGbGiven || disk != null || noDisk || remote != null) {
+                return CliMain.usageError(err, "demo", "--model --blend takes --seed, --json and --quiet only");
+            }
+            return ModelRuns.blendDemo(model, seed, json, quiet, out, err);
+        }
         if (pd) {
             if (instances != null || controllerPull != null || instanceId != null || holdSeconds != 0 || promptOut != null
                     || layersGiven || requestsGiven || cpuGbGiven || disk != null || noDisk || remote != null) {

@@ -12,6 +12,8 @@ import java.util.logging.Logger;
 import com.github.tjake.jlama.model.AbstractModel;
 
 import lmcache4j.bench.json.ReportJson;
+import lmcache4j.bench.model.BlendBench;
+import lmcache4j.bench.model.BlendDemo;
 import lmcache4j.bench.model.ModelDemo;
 import lmcache4j.bench.model.ModelDemoReport;
 import lmcache4j.bench.model.ModelSource;
@@ -20,6 +22,8 @@ import lmcache4j.bench.model.TtftBench;
 import lmcache4j.bench.pd.PdBench;
 import lmcache4j.bench.pd.PdDemo;
 import lmcache4j.bench.pd.PdDemoReport;
+import lmcache4j.bench.pd.Pinning;
+import lmcache4j.jlama.SyntheticLlama;
 
 /**
  * {@code demo --model [DIR]} and {@code bench ttft}: the commands that run a real transformer
@@ -56,6 +60,10 @@ final class ModelRuns {
      * loaded, and the model and the scratch directory are gone afterwards.
      */
     private static int withModel(String command, Optional<Path> modelDir, PrintStream err, Body body) {
+        return withModel(command, () -> ModelSource.resolve(modelDir), err, body);
+    }
+
+    private static int withModel(String command, java.util.function.Supplier<ModelSource> resolve, PrintStream err, Body body) {
         String who = "lmcache4j " + command;
         Optional<String> missing = missingModules();
         if (missing.isPresent()) {
@@ -64,7 +72,7 @@ final class ModelRuns {
         }
         ModelSource source;
         try {
-            source = ModelSource.resolve(modelDir);
+            source = resolve.get();
         } catch (IllegalArgumentException e) {
             return CliMain.usageError(err, command, e.getMessage());
         }
@@ -172,6 +180,83 @@ final class ModelRuns {
         });
     }
 
+    /** {@code demo --model --blend}: the report (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int blendDemo(Optional<Path> modelDir, long seed, boolean json, boolean quiet, PrintStream out, PrintStream err) {
+        return withModel("demo", () -> ModelSource.resolve(modelDir, SyntheticLlama.blend(), "synthetic-llama-256x12"), err,
+                (source, model, scratch) -> {
+                    BlendDemo.Settings s = BlendDemo.Settings.defaults(seed);
+                    if (!json) {
+                        out.println("== lmcache4j demo --model --blend: CacheBlend on a real transformer ==");
+                        out.println(DemoCommand.machine());
+                        out.printf(Locale.ROOT, "model      %s (%s), Jlama %s%n%n", source.name(), source.directory(), jlamaVersion());
+                        out.flush();
+                    }
+                    boolean progress = !quiet && !json;
+                    List<BlendDemo.Served> served = BlendDemo.run(s, model, source.name(), r -> {
+                        if (progress) {
+                            err.printf(Locale.ROOT, "%-22s %5d tokens: full %.0f ms, prefix caching %.0f ms, blended %.0f ms; "
+                                    + "ratio 1 %s%n", r.name(), r.promptTokens(), r.fullMs(), r.prefixMs(), r.blendMs(),
+                                    r.ratioOneIdentical() ? "identical" : "DIFFERS");
+                        }
+                    });
+                    out.println(json ? BlendDemo.json(source.name(), s, served) : BlendDemo.table(source.name(), s, served));
+                    return BlendDemo.passed(served) ? 0 : EXIT_FAILED;
+                });
+    }
+
+    /** {@code bench blend}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
+    static int blend(Optional<Path> modelDir, BlendBench.Settings settings, boolean json, PrintStream out, PrintStream err) {
+        return withModel("bench blend", () -> ModelSource.resolve(modelDir, SyntheticLlama.blend(), "synthetic-llama-256x12"), err,
+                (source, model, scratch) -> {
+                    BlendBench.Result r;
+                    try {
+                        r = BlendBench.run(settings, model, source.name(), err);
+                    } catch (IllegalArgumentException e) {
+                        return CliMain.usageError(err, "bench blend", e.getMessage());
+                    }
+                    out.println(json ? blendJson(source, r) : blendTable(source, r));
+                    return 0;
+                });
+    }
+
+    private static String blendTable(ModelSource source, BlendBench.Result r) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "model %s, Jlama %s, %d layers, check layer %d; prompt of %,d tokens; CPU %s, %d CPUs%n",
+                source.name(), jlamaVersion(), r.layers(), r.checkLayer(), r.promptTokens(), Pinning.cpuModel(),
+                Runtime.getRuntime().availableProcessors()));
+        b.append(String.format(Locale.ROOT, "%6s %10s %10s %8s %10s %10s %12s %10s %8s%n", "ratio", "blend ms", "full ms", "speedup",
+                "predicted", "computed", "logits diff", "KL", "greedy"));
+        for (BlendBench.Row row : r.rows()) {
+            b.append(String.format(Locale.ROOT, "%6.2f %10.1f %10.1f %8.2f %10.2f %10.3f %12.4g %10.3g %8.2f%n", row.ratio(),
+                    row.ttftMs(), row.ttftFullMs(), row.speedup(), row.predictedSpeedup(), row.recomputedFraction(),
+                    row.logitsMaxAbsDiff(), row.klDivergence(), row.greedyAgreement()));
+        }
+        if (source.synthetic()) {
+            b.append("The synthetic model's weights are random: the deviation columns say nothing of answer quality (--model DIR).");
+        }
+        return b.toString().stripTrailing();
+    }
+
+    private static String blendJson(ModelSource source, BlendBench.Result r) {
+        // The blend at ratio 1 computes what the full prefill does, layer by layer instead of batch by batch:
+        // against it, a speedup counts the compute saved only.
+        Optional<Double> allRecomputed = r.rows().stream().filter(row -> row.ratio() == 1.0).map(BlendBench.Row::ttftMs).findFirst();
+        List<ReportJson> ratios = r.rows().stream().map(row -> new ReportJson().number("ratio", row.ratio(), 4)
+                .number("ttft_ms", row.ttftMs(), 2).number("ttft_full_prefill_ms", row.ttftFullMs(), 2)
+                .number("speedup", row.speedup(), 3)
+                .number("speedup_over_ratio_1", allRecomputed.map(ms -> ms / row.ttftMs()), 3)
+                .number("recomputed_fraction", row.recomputedFraction(), 5)
+                .number("predicted_speedup", row.predictedSpeedup(), 3).integer("reused_tokens", row.reusedTokens())
+                .integer("recomputed_tokens", row.recomputedTokens())
+                .number("logits_max_abs_diff", row.logitsMaxAbsDiff(), 8).number("kl_divergence", row.klDivergence(), 8)
+                .number("greedy_agreement", row.greedyAgreement(), 4)).toList();
+        return new ReportJson().string("model", source.name()).bool("synthetic_weights", source.synthetic())
+                .string("jlama", jlamaVersion()).string("cpu", Pinning.cpuModel())
+                .integer("cpus", Runtime.getRuntime().availableProcessors()).integer("layers", r.layers())
+                .integer("check_layer", r.checkLayer()).integer("prompt_tokens", r.promptTokens())
+                .integer("greedy_tokens", BlendBench.DECODE).objects("ratios", ratios).toString();
+    }
+
     /** {@code bench pd}: the table (or JSON) on {@code out}, progress on {@code err}; returns the exit status. */
     static int pdBench(Optional<Path> modelDir, PdBench.Settings settings, boolean json, PrintStream out, PrintStream err) {
         return withModel("bench pd", modelDir, err, (source, model, scratch) -> {
@@ -203,9 +288,9 @@ final class ModelRuns {
                     t.ratio(), t.decoderPrefillPositions(), t.pushWaitMs()));
         }
         var x = r.transfer();
-        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f); untagged PD %.2f GB/s "
-                + "(tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(), x.bareGbps(), x.pdVsBare(), x.unkeyedGbps(),
-                x.taggedVsUntagged()));
+        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), bare TCP into distinct "
+                + "memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(),
+                x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(), x.pdVsBareDistinct(), x.unkeyedGbps(), x.taggedVsUntagged()));
         b.append(String.format(Locale.ROOT, "inter-token latency while long prompts arrive (%s): colocated p50 %.1f ms p99 %.1f ms;"
                 + " disaggregated p50 %.1f ms p99 %.1f ms", r.pinning().map(p -> "pinned with " + p).orElse("not pinned"),
                 r.colocated().p50Ms(), r.colocated().p99Ms(), r.disaggregated().p50Ms(), r.disaggregated().p99Ms()));
@@ -220,6 +305,8 @@ final class ModelRuns {
         var x = r.transfer();
         ReportJson transfer = new ReportJson().integer("bytes", x.bytes()).number("pd_gbps", x.pdGbps(), 3)
                 .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
+                .number("bare_tcp_distinct_gbps", x.bareDistinctGbps(), 3)
+                .number("pd_vs_bare_tcp_distinct", x.pdVsBareDistinct(), 4)
                 .number("untagged_gbps", x.unkeyedGbps(), 3).number("tagged_vs_untagged", x.taggedVsUntagged(), 4);
         ReportJson itl = new ReportJson().string("pinning", r.pinning().orElse("none"))
                 .object("colocated", itlJson(r.colocated())).object("disaggregated", itlJson(r.disaggregated()));

@@ -20,7 +20,8 @@ import picocli.CommandLine.Option;
         "Time to first token through PD (a proxy, a prefiller, a decoder: three processes) against one colocated process "
                 + "doing prefill and decode (ttft_pd_vs_local, goal <= 1.05 at 8,192 tokens) and the positions the decoder "
                 + "computed (decoder_prefill_positions, goal 1); the transfer alone in GB/s against a bare loopback TCP stream "
-                + "of the same bytes (pd_vs_bare_tcp, goal >= 0.8) and tagged against untagged; and, while long prompts keep "
+                + "of the same bytes through one hot buffer (pd_vs_bare_tcp, goal >= 0.8) and through distinct memory per chunk "
+                + "(pd_vs_bare_tcp_distinct) and tagged against untagged; and, while long prompts keep "
                 + "arriving, the inter-token latency p50/p99 of decoding requests, colocated against disaggregated (prefiller "
                 + "and decoder pinned to CPU 0 and CPU 1 with taskset where it works). Default model: lmcache4j's synthetic "
                 + "Llama (docs/pd.md)."})

@@ -59,6 +59,35 @@ class ModelCommandsTest {
     }
 
     @Test
+    void demoBlendNeedsTheModelAndTakesOnlyItsOptions() {
+        Run alone = demo("--blend");
+        assertEquals(2, alone.exit(), alone.err());
+        assertTrue(alone.err().contains("--blend needs --model"), alone.err());
+        for (String[] args : new String[][] {{"--model", "--blend", "--pd"}, {"--model", "--blend", "--layers", "4"},
+                {"--model", "--blend", "--no-disk"}}) {
+            Run r = demo(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().contains("--model --blend takes --seed, --json and --quiet only"), r.err());
+        }
+    }
+
+    @Test
+    void benchBlendRefusesBadRatiosCountsAndModel() {
+        for (String[] args : new String[][] {{"--ratios", "1.5"}, {"--ratios", "0.1,x"}, {"--ratios", "-0.1"},
+                {"--documents", "0"}, {"--document-tokens", "0"}, {"--runs", "0"}, {"--check-layer", "-1"}, {"--model", " "}}) {
+            String[] full = new String[args.length + 1];
+            full[0] = "blend";
+            System.arraycopy(args, 0, full, 1, args.length);
+            Run r = bench(full);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().contains("bench blend") || r.err().contains(args[0]), r.err());
+        }
+        Run blend = bench("blend", "--runs", "1");
+        assertEquals(ModelRuns.EXIT_FAILED, blend.exit(), "no Jlama modules in this JVM: " + blend.err());
+        assertTrue(blend.err().contains("--add-modules lmcache4j.jlama,jdk.incubator.vector"), blend.err());
+    }
+
+    @Test
     void benchTtftRefusesBadLengthsAndRuns() {
         assertEquals(2, bench("ttft", "--lengths", "1").exit());
         assertEquals(2, bench("ttft", "--lengths", "300,x").exit());

@@ -26,6 +26,11 @@ import lmcache4j.jlama.SyntheticLlama;
 public record ModelSource(Path directory, String name, boolean synthetic) {
     /** The user's directory, or the synthetic model's (written now if missing). */
     public static ModelSource resolve(Optional<Path> userDirectory) {
+        return resolve(userDirectory, SyntheticLlama.demo(), "synthetic-llama-256x4");
+    }
+
+    /** The user's directory, or the synthetic model {@code synthetic} under {@code name} (written now if missing). */
+    public static ModelSource resolve(Optional<Path> userDirectory, SyntheticLlama synthetic, String name) {
         if (userDirectory.isPresent()) {
             Path dir = userDirectory.get().toAbsolutePath().normalize();
             if (!Files.exists(dir)) {
@@ -42,13 +47,13 @@ public record ModelSource(Path directory, String name, boolean synthetic) {
         }
         String cache = System.getenv("XDG_CACHE_HOME");
         Path root = cache != null && !cache.isBlank() ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache");
-        Path dir = root.resolve("lmcache4j").resolve("synthetic-llama-256x4");
+        Path dir = root.resolve("lmcache4j").resolve(name);
         try {
-            SyntheticLlama.demo().writeTo(dir);
+            synthetic.writeTo(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the synthetic model into " + dir + ": " + e.getMessage(), e);
         }
-        return new ModelSource(dir, "lmcache4j/synthetic-llama-256x4", true);
+        return new ModelSource(dir, "lmcache4j/" + name, true);
     }
 
     /**

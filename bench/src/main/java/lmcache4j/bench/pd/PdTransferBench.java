@@ -37,8 +37,10 @@ import lmcache4j.server.pd.PdReceiveServer;
  * ({@link PdPusher}: gather into staging, allocation request, tagged writes, acknowledgements) into
  * a decoder's PD tier through its real ports, against a bare TCP stream of the same bytes in the same
  * sizes (one socket, direct buffers, no framing), and against the same push without tags (both ends
- * unkeyed, for this measurement only). Each figure is the median of {@code runs}, the three
- * interleaved so a drift of the machine falls on all of them.
+ * unkeyed, for this measurement only). The bare stream runs two ways: strict (every chunk gathered
+ * into one hot buffer and read into one hot buffer) and distinct (each chunk gathered into its own
+ * staging room and read into its own destination room, as the PD channel must). Each figure is the
+ * median of {@code runs}, all interleaved so a drift of the machine falls on every one.
  */
 public final class PdTransferBench {
     private static final String TOKEN = "bench-pd-transfer-token-0123456789";
@@ -47,9 +49,15 @@ public final class PdTransferBench {
     private static final int WARMUP_RUNS = 5;
 
     /** GB/s of each way (medians), and the bytes each run moved. */
-    public record Result(long bytes, double pdGbps, double unkeyedGbps, double bareGbps) {
+    public record Result(long bytes, double pdGbps, double unkeyedGbps, double bareGbps, double bareDistinctGbps) {
+        /** Against the strict limit: one hot buffer on each end. */
         public double pdVsBare() {
             return pdGbps / bareGbps;
+        }
+
+        /** Against the stream the PD channel must at least make: distinct source and destination memory per chunk. */
+        public double pdVsBareDistinct() {
+            return pdGbps / bareDistinctGbps;
         }
 
         public double taggedVsUntagged() {
@@ -67,6 +75,7 @@ public final class PdTransferBench {
         double[] pd = new double[runs];
         double[] unkeyed = new double[runs];
         double[] bare = new double[runs];
+        double[] distinct = new double[runs];
         try (Arena arena = Arena.ofShared(); LMCacheEngine decoder = decoder(model, 2 * bytes);
              PdReceiveServer keyed = PdReceiveServer.start(decoder);
              PdReceiveServer open = PdReceiveServer.start(tier(decoder), "127.0.0.1", 0, 0, Optional.empty(),
@@ -74,21 +83,26 @@ public final class PdTransferBench {
              PdPusher keyedPusher = pusher(model, bytes, Optional.of(TOKEN));
              PdPusher openPusher = pusher(model, bytes, Optional.empty())) {
             Kv kv = new Kv(arena, model, chunks * CHUNK);
+            // allocated once and touched by the warm-up runs, as the pusher's staging and the PD buffer are
+            MemorySegment staging = arena.allocate(bytes, 4096);
+            MemorySegment rooms = arena.allocate(bytes, 4096);
             SplittableRandom random = new SplittableRandom(7);
             for (int r = -WARMUP_RUNS; r < runs; r++) { // the negative runs warm every path
                 double k = push(keyedPusher, keyed, decoder, kv, random, chunks, bytes);
                 double u = push(openPusher, open, decoder, kv, random, chunks, bytes);
-                double b = bare(kv, chunkBytes, chunks);
+                double b = bare(kv, chunkBytes, chunks, Optional.empty());
+                double d = bare(kv, chunkBytes, chunks, Optional.of(new Rooms(staging, rooms)));
                 if (r >= 0) {
                     pd[r] = k;
                     unkeyed[r] = u;
                     bare[r] = b;
-                    log.printf("bench pd: transfer of %d MiB, run %d: PD %.2f GB/s, untagged %.2f GB/s, bare TCP %.2f GB/s%n",
-                            bytes >> 20, r + 1, k, u, b);
+                    distinct[r] = d;
+                    log.printf("bench pd: transfer of %d MiB, run %d: PD %.2f GB/s, untagged %.2f GB/s, bare TCP %.2f GB/s,"
+                            + " bare TCP distinct memory %.2f GB/s%n", bytes >> 20, r + 1, k, u, b, d);
                 }
             }
         }
-        return new Result(bytes, median(pd), median(unkeyed), median(bare));
+        return new Result(bytes, median(pd), median(unkeyed), median(bare), median(distinct));
     }
 
     private static LMCacheEngine decoder(ModelMetadata model, long bufferBytes) {
@@ -129,16 +143,22 @@ public final class PdTransferBench {
         return bytes / (nanos / 1e9) / 1e9;
     }
 
-    /** The same bytes, chunk by chunk, over one plain loopback TCP connection into one receiving buffer. */
-    private static double bare(Kv kv, long chunkBytes, int chunks) throws IOException {
+    /** Distinct memory for the bare stream: chunk i is gathered into {@code staging}'s i-th room and read into {@code rooms}'. */
+    private record Rooms(MemorySegment staging, MemorySegment rooms) {
+    }
+
+    /**
+     * The same bytes, chunk by chunk, over one plain loopback TCP connection: through one hot buffer on each end, or
+     * (with {@code distinct}) each chunk through its own rooms, whose contents are checked after the clock stops.
+     */
+    private static double bare(Kv kv, long chunkBytes, int chunks, Optional<Rooms> distinct) throws IOException {
         try (ServerSocketChannel server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(),
                 0)); Arena arena = Arena.ofShared()) { // the reading thread writes into it too
-            MemorySegment into = arena.allocate(chunkBytes, 4096);
+            MemorySegment into = distinct.map(Rooms::rooms).orElseGet(() -> arena.allocate(chunkBytes, 4096));
             CompletableFuture<Void> reader = CompletableFuture.runAsync(() -> {
                 try (SocketChannel c = server.accept()) {
-                    ByteBuffer b = into.asByteBuffer();
                     for (int i = 0; i < chunks; i++) {
-                        b.clear();
+                        ByteBuffer b = room(into, distinct.isPresent() ? i : 0, chunkBytes).asByteBuffer();
                         while (b.hasRemaining()) {
                             if (c.read(b) < 0) {
                                 throw new IOException("the bare stream closed early");
@@ -153,10 +173,11 @@ public final class PdTransferBench {
             long t0 = System.nanoTime();
             try (SocketChannel c = SocketChannel.open(server.getLocalAddress())) {
                 c.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
-                MemorySegment from = arena.allocate(chunkBytes, 4096);
+                MemorySegment from = distinct.map(Rooms::staging).orElseGet(() -> arena.allocate(chunkBytes, 4096));
                 for (int i = 0; i < chunks; i++) {
-                    kv.gather(i * CHUNK, (i + 1) * CHUNK, from); // the same copy out of the KV cache the push makes
-                    ByteBuffer b = from.asByteBuffer();
+                    MemorySegment room = room(from, distinct.isPresent() ? i : 0, chunkBytes);
+                    kv.gather(i * CHUNK, (i + 1) * CHUNK, room); // the same copy out of the KV cache the push makes
+                    ByteBuffer b = room.asByteBuffer();
                     while (b.hasRemaining()) {
                         c.write(b);
                     }
@@ -168,7 +189,29 @@ public final class PdTransferBench {
             } catch (java.util.concurrent.CompletionException e) {
                 throw new IOException("the bare stream's reader failed: " + e.getCause(), e.getCause());
             }
-            return chunkBytes * chunks / ((System.nanoTime() - t0) / 1e9) / 1e9;
+            double gbps = chunkBytes * chunks / ((System.nanoTime() - t0) / 1e9) / 1e9;
+            if (distinct.isPresent()) {
+                checkLanded(kv, distinct.get().rooms(), chunkBytes, chunks);
+            }
+            return gbps;
+        }
+    }
+
+    private static MemorySegment room(MemorySegment buffer, int i, long chunkBytes) {
+        return buffer.asSlice(i * chunkBytes, chunkBytes);
+    }
+
+    /** Every chunk landed in its own room: a stream that reused one room would not be the limit it claims to be. */
+    private static void checkLanded(Kv kv, MemorySegment rooms, long chunkBytes, int chunks) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment expected = a.allocate(chunkBytes, 4096);
+            for (int i = 0; i < chunks; i++) {
+                kv.gather(i * CHUNK, (i + 1) * CHUNK, expected);
+                if (room(rooms, i, chunkBytes).mismatch(expected) >= 0) {
+                    throw new IllegalStateException("the bare stream into distinct memory did not land chunk " + i
+                            + " in its own room");
+                }
+            }
         }
     }
 

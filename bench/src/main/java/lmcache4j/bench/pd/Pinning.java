@@ -7,7 +7,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /** Whether processes can be pinned to CPUs here ({@code taskset}), and which CPU this is. */
-final class Pinning {
+public final class Pinning {
     private Pinning() {
     }
 
@@ -32,7 +32,7 @@ final class Pinning {
     }
 
     /** The CPU's model name from {@code /proc/cpuinfo}, or what the JVM knows. */
-    static String cpuModel() {
+    public static String cpuModel() {
         try {
             return Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
                     .map(l -> l.substring(l.indexOf(':') + 1).strip()).findFirst()

@@ -13,7 +13,10 @@ import org.junit.jupiter.api.Test;
 import lmcache4j.allocator.DType;
 import lmcache4j.engine.ModelMetadata;
 
-/** {@code bench pd}'s transfer figure, small: every way moves the bytes, each rate is a finite positive number. */
+/**
+ * {@code bench pd}'s transfer figure, small: every way moves the bytes, each rate is a finite positive number, and the
+ * bare stream into distinct memory lands each chunk in its own room (the bench checks it and throws otherwise).
+ */
 class PdTransferBenchTest {
     @Test
     void everyWayMovesTheSameBytes() throws IOException {
@@ -21,7 +24,7 @@ class PdTransferBenchTest {
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         PdTransferBench.Result r = PdTransferBench.run(model, 16, 1, new PrintStream(log, true, StandardCharsets.UTF_8));
         assertEquals(16 * model.chunkBytes(256), r.bytes());
-        for (double gbps : new double[] {r.pdGbps(), r.unkeyedGbps(), r.bareGbps()}) {
+        for (double gbps : new double[] {r.pdGbps(), r.unkeyedGbps(), r.bareGbps(), r.bareDistinctGbps()}) {
             assertTrue(gbps > 0 && Double.isFinite(gbps), r.toString());
         }
         assertTrue(log.toString(StandardCharsets.UTF_8).contains("run 1: PD"), log.toString(StandardCharsets.UTF_8));

@@ -70,15 +70,20 @@ public final class CachedPrefill implements AutoCloseable {
         this.engine = Objects.requireNonNull(engine, "engine");
         this.model = Objects.requireNonNull(model, "model");
         this.forwardLock = Objects.requireNonNull(forwardLock, "forwardLock");
+        checkEngine(engine, model);
+        this.buffers = new KvBufferCache(model);
+        this.alignment = lcm(engine.config().chunkSize(), JLAMA_BATCH);
+        this.partialChunks = engine.config().saveUnfullChunk();
+    }
+
+    /** Refuses an engine made for another model's KV shape. */
+    static void checkEngine(LMCacheEngine engine, AbstractModel model) {
         ModelMetadata expected = metadata(model, engine.metadata().modelName());
         ModelMetadata actual = engine.metadata();
         if (actual.numLayers() != expected.numLayers() || actual.numKvHeads() != expected.numKvHeads()
                 || actual.headSize() != expected.headSize() || actual.kvDtype() != expected.kvDtype() || actual.mla()) {
             throw new IllegalArgumentException("the engine was made for " + actual + ", the Jlama model's KV is " + expected);
         }
-        this.buffers = new KvBufferCache(model);
-        this.alignment = lcm(engine.config().chunkSize(), JLAMA_BATCH);
-        this.partialChunks = engine.config().saveUnfullChunk();
     }
 
     /**
@@ -212,6 +217,11 @@ public final class CachedPrefill implements AutoCloseable {
     }
 
     private void checkPrompt(int[] tokens) {
+        checkPrompt(model, tokens);
+    }
+
+    /** Refuses an empty prompt, one past the model's context, and tokens outside its vocabulary. */
+    static void checkPrompt(AbstractModel model, int[] tokens) {
         Objects.requireNonNull(tokens, "tokens");
         Config c = model.getConfig();
         if (tokens.length == 0 || tokens.length >= c.contextLength) {

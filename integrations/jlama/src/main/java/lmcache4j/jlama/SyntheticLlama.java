@@ -57,6 +57,15 @@ public record SyntheticLlama(int hiddenSize, int layers, int heads, int kvHeads,
         return new SyntheticLlama(256, 4, 8, 2, 768, 16_640, 42);
     }
 
+    /**
+     * {@code bench blend}'s model: the demo's width and heads, 12 layers, so that the layers a blend
+     * always computes whole (0 and 1, with LMCache's check layer 1) are a sixth of the model, nearer a
+     * real model's share (2 of 32 in an 8B Llama) than the demo's 4 layers would be (half).
+     */
+    public static SyntheticLlama blend() {
+        return new SyntheticLlama(256, 12, 8, 2, 768, 16_640, 42);
+    }
+
     /** A model small enough for tests: width 64, 2 layers, 4 query heads over 2 KV heads, 4,352 positions. */
     public static SyntheticLlama tiny() {
         return new SyntheticLlama(64, 2, 4, 2, 128, 4_352, 7);

@@ -7,6 +7,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
@@ -114,8 +115,9 @@ public final class PdReceiveServer implements AutoCloseable {
                                         Duration timeout) throws IOException {
         Objects.requireNonNull(tier, "tier");
         InetAddress address = InetAddress.getByName(host);
-        ServerSocket alloc = new ServerSocket();
-        ServerSocket transfer = new ServerSocket();
+        // Channels' sockets: a chunk is then read straight into the PD buffer (PdConnection).
+        ServerSocket alloc = ServerSocketChannel.open().socket();
+        ServerSocket transfer = ServerSocketChannel.open().socket();
         try {
             alloc.setReuseAddress(true);
             transfer.setReuseAddress(true);

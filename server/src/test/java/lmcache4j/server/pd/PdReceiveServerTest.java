@@ -37,12 +37,15 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.pd.wire.PdPusher;
 import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
 
 /**
  * A sender's pushes into a decoder's PD tier through its real ports: every chunk lands byte for byte
  * and is retrieved once; and each fault of the issue is refused or a miss, counted, bounded in time,
  * with nothing wrong served and no memory left held: a sender without the token, a chunk altered in
- * flight, a full buffer, another model's chunks, a decoder that never answers.
+ * flight (alone, and in the middle of a window of chunks in flight), a full buffer, another model's
+ * chunks, a decoder that never answers, a sender that dies with acknowledgements outstanding, a
+ * chunk whose bytes stop coming mid-payload.
  */
 class PdReceiveServerTest {
     static final String TOKEN = "pd-test-token-0123456789abcdef";
@@ -300,6 +303,117 @@ class PdReceiveServerTest {
         }
     }
 
+    @Test
+    void aChunkAlteredInTheMiddleOfAWindowLosesItAndWhatFollowsNothingElse() throws Exception {
+        int chunks = 12;
+        int[] tokens = tokens(chunks * CHUNK, 11);
+        long frame = 5 + Long.BYTES + CHUNK_BYTES + 16; // header, slot, payload, tag
+        int altered = 5;
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             FlippingRelay relay = new FlippingRelay(server.initPort(), 20_000 + altered * frame)) {
+            RowsKv kv = new RowsKv(arena, chunks * CHUNK, 12);
+            PreparedRequest r = decoder.prepare(tokens, Map.of());
+            PdPusher.Transfer t = pusher.begin("req-w1", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
+                    server.allocPort()));
+            long t0 = System.nanoTime();
+            t.pushComputed(kv, tokens.length); // every chunk queued at once: a window of them in flight
+            PdPusher.Result result = t.finish();
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(relay.flipped(), "the relay changed a byte of chunk " + altered);
+            // The relay drops the connection when the receiver does, so acknowledgements it had not passed on yet
+            // are lost: the sender may count a landed chunk as failed, never the other way round.
+            assertTrue(result.pushedChunks() <= altered, result.toString());
+            assertEquals(chunks, result.pushedChunks() + result.failedChunks(), "every chunk accounted for: " + result);
+            assertTrue(result.stopReason().isPresent(), result.toString());
+            assertTrue(ms < TIMEOUT.toMillis(), "the broken connection failed the window at once, not after a wait: " + ms
+                    + " ms");
+            assertEquals(0, pusher.staging().stats().usedBytes(), "no staged chunk is left waiting for an acknowledgement");
+            assertEquals(1, server.stats().tagFailures());
+            assertEquals(altered * CHUNK, decoder.lookup(decoder.prepare(tokens, Map.of()), "w1"),
+                    "the prefix before the altered chunk is served, nothing from it on");
+            decoder.lookupUnpin("w1");
+            assertEquals(altered, tier(decoder).stats().landedChunks());
+
+            // The pusher reconnects for its next request: the broken link is not reused.
+            int[] next = tokens(chunks * CHUNK, 13);
+            PdPusher.Result again = push(pusher, decoder, server, next, kv, "req-w2");
+            assertEquals(chunks, again.pushedChunks(), again.toString());
+        }
+    }
+
+    @Test
+    void aSenderThatDiesWithAcknowledgementsOutstandingHeldAtMostItsWindowAndLeavesNothingHalfWritten()
+            throws Exception {
+        int chunks = 24;
+        int[] tokens = tokens(chunks * CHUNK, 14);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(2 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder);
+             AckHoldingRelay relay = new AckHoldingRelay(server.initPort())) {
+            PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+            RowsKv kv = new RowsKv(arena, chunks * CHUNK, 15);
+            PreparedRequest r = decoder.prepare(tokens, Map.of());
+            PdPusher.Transfer t = pusher.begin("req-d1", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
+                    server.allocPort()));
+            t.pushComputed(kv, tokens.length);
+            int bound = PdPusher.WINDOW + 2; // the window, the one whose acknowledgement is being read, the one being written
+            long deadline = System.nanoTime() + TIMEOUT.toNanos() / 2;
+            while (tier(decoder).stats().landedChunks() < bound && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            Thread.sleep(100); // had the window no bound, more would land now
+            long landed = tier(decoder).stats().landedChunks();
+            assertEquals(bound, landed, "with no acknowledgement back, the sender wrote " + landed + " chunks: its "
+                    + "window keeps exactly " + bound + " in flight, no more (bounded) and no fewer (pipelined)");
+
+            long t0 = System.nanoTime();
+            pusher.close(); // the sender goes away with its acknowledgements outstanding (throws if staging is left held)
+            long closeMs = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(closeMs < TIMEOUT.toMillis() + 1_000, "close took " + closeMs + " ms");
+
+            long until = System.nanoTime() + 4 * TIMEOUT.toNanos();
+            PdBackend.Stats s = tier(decoder).stats();
+            while (s.heldChunks() > landed && System.nanoTime() < until) {
+                Thread.sleep(20);
+                s = tier(decoder).stats();
+            }
+            assertEquals(landed, s.heldChunks(), "the room never written is freed after the timeout: " + s);
+            assertEquals(s.allocatedChunks() - landed, s.expiredPending(), s.toString());
+            assertEquals(0, s.tagFailures());
+            assertEquals(landed * CHUNK, decoder.lookup(decoder.prepare(tokens, Map.of()), "d1"),
+                    "what landed whole is served; nothing after it");
+            RowsKv out = new RowsKv(arena, chunks * CHUNK, 0);
+            decoder.retrieve(decoder.prepare(tokens, Map.of()), out, "d1");
+            assertArrayEquals(kv.bytes((int) landed * CHUNK), out.bytes((int) landed * CHUNK));
+        }
+    }
+
+    @Test
+    void aChunkWhoseBytesStopComingMidPayloadIsGivenUpOnAndItsRoomFreed() throws Exception {
+        int[] tokens = tokens(CHUNK, 16);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             AckHoldingRelay relay = new AckHoldingRelay(server.initPort(), 20_000, Long.MAX_VALUE)) {
+            PdPusher.Transfer t = pusher.begin("req-s1", decoder.prepare(tokens, Map.of()).chunks(),
+                    new PdPusher.Peer("127.0.0.1", relay.port(), server.allocPort()));
+            t.pushComputed(new RowsKv(arena, CHUNK, 17), CHUNK); // the relay passes 20,000 bytes, then holds the rest
+            PdPusher.Result result = t.finish();
+            assertEquals(0, result.pushedChunks(), result.toString());
+            // The receiver reads the payload straight into the room, so its own deadline must end the read:
+            // the sender's side of the relay stays open and silent.
+            long until = System.nanoTime() + 4 * TIMEOUT.toNanos();
+            PdBackend.Stats s = tier(decoder).stats();
+            while ((s.heldChunks() > 0 || s.usedBytes() > 0) && System.nanoTime() < until) {
+                Thread.sleep(20);
+                s = tier(decoder).stats();
+            }
+            assertEquals(0, s.heldChunks(), "the half-written room is freed: " + s);
+            assertEquals(0, s.landedChunks(), s.toString());
+            assertEquals(0, decoder.lookup(decoder.prepare(tokens, Map.of()), "s1"), "nothing of it is seen");
+            decoder.lookupUnpin("s1");
+        }
+    }
+
     /** A KV cache of a three-layer model of the same width (another model's shape). */
     private static final class ThreeLayerKv implements ExternalKvCache {
         private final Arena arena;
@@ -371,6 +485,72 @@ class PdReceiveServerTest {
                         int i = (int) (flipAt - passed);
                         b.put(i, (byte) (b.get(i) ^ 0x01));
                         flipped = true;
+                    }
+                    passed += n;
+                    LmProtocol.writeFully(to, b.flip());
+                }
+            } catch (IOException e) {
+                // either side hung up
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            for (SocketChannel c : open) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * A relay of the transfer port that passes the first {@code forward} bytes of the sender's stream
+     * and the first {@code backward} bytes of the receiver's, and holds the rest back (never passes it,
+     * never closes): by default, every write but no acknowledgement.
+     */
+    static final class AckHoldingRelay implements AutoCloseable {
+        private final ServerSocketChannel server;
+        private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
+
+        AckHoldingRelay(int target) throws IOException {
+            this(target, Long.MAX_VALUE, HANDSHAKE_ANSWER_BYTES);
+        }
+
+        AckHoldingRelay(int target, long forward, long backward) throws IOException {
+            this.server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        SocketChannel in = server.accept();
+                        SocketChannel out = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), target));
+                        open.add(in);
+                        open.add(out);
+                        Thread.ofVirtual().start(() -> pass(in, out, forward));
+                        Thread.ofVirtual().start(() -> pass(out, in, backward));
+                    }
+                } catch (IOException e) {
+                    // closed
+                }
+            });
+        }
+
+        /** The server's two handshake answers: SUCCESS with its nonce and proof, then SUCCESS. */
+        static final long HANDSHAKE_ANSWER_BYTES = 2L * LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES
+                + LmSession.PROOF_BYTES;
+
+        int port() throws IOException {
+            return ((InetSocketAddress) server.getLocalAddress()).getPort();
+        }
+
+        private static void pass(SocketChannel from, SocketChannel to, long limit) {
+            try {
+                ByteBuffer b = ByteBuffer.allocate(8 * 1024);
+                long passed = 0;
+                while (passed < limit) {
+                    b.clear().limit((int) Math.min(b.capacity(), limit - passed));
+                    int n = from.read(b);
+                    if (n < 0) {
+                        break;
                     }
                     passed += n;
                     LmProtocol.writeFully(to, b.flip());

@@ -14,9 +14,12 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
 import java.nio.channels.Channels;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
@@ -46,10 +49,18 @@ import lmcache4j.engine.remote.lm.PayloadTag;
  * a write that blocks longer (a peer that stopped reading) has its socket closed by a watchdog; a
  * frame longer than {@code maxBodyBytes} is refused before a byte of it is read.
  *
+ * <p><b>Zero-copy chunks.</b> On a socket that has a {@link SocketChannel} (every connection this
+ * class opens, and those a {@code ServerSocketChannel} accepts), a chunk is written straight from its
+ * off-heap segment (gathering writes: header and slot with the first piece, then the pieces, then the
+ * tag) and read straight into the receiver's segment; only the tag's pass copies it, 64 KiB at a
+ * time, into a heap buffer, because the JDK's Poly1305 is far slower over a direct buffer (see
+ * {@link PayloadTag}). Messages and acknowledgements go through the socket's streams.
+ *
  * <p>{@link #unkeyedForBenchmark} makes a connection without handshake or tags: only
  * {@code ./lmcache4j bench pd} uses it, to measure what the tags cost. No configuration reaches it.
  *
- * <p>Not thread-safe: one operation at a time.
+ * <p>Not thread-safe, except that one thread may send while another receives (a sender reads its
+ * acknowledgements on a thread of their own): the two directions share no state.
  */
 public final class PdConnection implements AutoCloseable {
     /** A msgpack message. */
@@ -65,19 +76,23 @@ public final class PdConnection implements AutoCloseable {
 
     private static final int HEADER_BYTES = 5;
     private static final int SCRATCH_BYTES = 64 * 1024;
+    /** A chunk is tagged and written in pieces of this size, and tagged on arrival in pieces of at least this size. */
+    private static final int PIECE_BYTES = 128 * 1024;
     /** The slowest a frame may arrive on average before its connection is dropped (beyond the timeout). */
     private static final long MIN_BYTES_PER_SECOND = 1L << 20;
     private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     private final Socket socket;
+    private final SocketChannel channel; // null for a socket without one: chunks then go through the streams
     private final DataInputStream in;
     private final OutputStream out;
     private final PayloadTag sendTag;
     private final PayloadTag receiveTag;
     private final Duration timeout;
     private final int maxBodyBytes;
-    private final byte[] scratch = new byte[SCRATCH_BYTES];
-    private final byte[] header = new byte[HEADER_BYTES];
+    private final byte[] scratch = new byte[SCRATCH_BYTES]; // the receiving side's
+    private final byte[] header = new byte[HEADER_BYTES]; // the receiving side's
+    private final byte[] sendHeader = new byte[HEADER_BYTES];
     private PayloadTag.Message chunkTag;
     private long chunkPayloadBytes = -1;
     private Duration idleTimeout;
@@ -85,6 +100,7 @@ public final class PdConnection implements AutoCloseable {
     private PdConnection(Socket socket, Optional<LmSession> session, boolean server, Duration timeout, int maxBodyBytes)
             throws IOException {
         this.socket = socket;
+        this.channel = socket.getChannel();
         this.in = new DataInputStream(socket.getInputStream());
         this.out = new BufferedOutputStream(socket.getOutputStream(), SCRATCH_BYTES);
         this.sendTag = session.map(s -> server ? s.serverToClient() : s.clientToServer()).orElse(null);
@@ -179,7 +195,7 @@ public final class PdConnection implements AutoCloseable {
     }
 
     private static Socket open(String host, int port, Duration timeout) throws IOException {
-        Socket socket = new Socket();
+        Socket socket = SocketChannel.open().socket(); // blocking; its streams honour the read timeout
         try {
             socket.setTcpNoDelay(true);
             socket.connect(new InetSocketAddress(host, port), Math.toIntExact(Math.max(1, timeout.toMillis())));
@@ -250,9 +266,9 @@ public final class PdConnection implements AutoCloseable {
 
     private void sendSmall(byte kind, byte[] body) throws IOException {
         fillHeader(body.length, kind);
-        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(header).update(body);
+        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(sendHeader).update(body);
         try (Watch ignored = watch(body.length)) {
-            out.write(header);
+            out.write(sendHeader);
             out.write(body);
             if (tag != null) {
                 out.write(tag.finish());
@@ -261,38 +277,66 @@ public final class PdConnection implements AutoCloseable {
         }
     }
 
-    /** Sends {@code payload} as the chunk write of {@code slot}. */
+    /**
+     * Sends {@code payload} as the chunk write of {@code slot}, straight from the segment: header,
+     * slot and the first piece of the payload in one gathering write, then the rest piece by piece,
+     * each tagged just before it is written (so the receiver reads one piece while this side tags
+     * the next), then the tag.
+     */
     public void sendChunk(long slot, MemorySegment payload) throws IOException {
         long bodyBytes = Long.BYTES + payload.byteSize();
         if (bodyBytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("a chunk of " + payload.byteSize() + " bytes does not fit one frame");
         }
         fillHeader((int) bodyBytes, CHUNK);
-        byte[] slotBytes = ByteBuffer.allocate(Long.BYTES).putLong(slot).array();
-        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(header).update(slotBytes);
+        ByteBuffer head = ByteBuffer.allocate(HEADER_BYTES + Long.BYTES).put(sendHeader).putLong(slot).flip();
+        PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(head.duplicate());
         try (Watch ignored = watch(bodyBytes)) {
-            out.write(header);
-            out.write(slotBytes);
-            long at = 0;
+            if (channel == null) {
+                writeThroughStream(head, payload, tag);
+                return;
+            }
             long size = payload.byteSize();
-            while (at < size) {
-                int n = (int) Math.min(scratch.length, size - at);
-                MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, at, scratch, 0, n);
+            for (long at = 0; at < size || head.hasRemaining(); ) {
+                long n = Math.min(PIECE_BYTES, size - at);
+                ByteBuffer piece = payload.asSlice(at, n).asByteBuffer();
                 if (tag != null) {
-                    tag.update(ByteBuffer.wrap(scratch, 0, n));
+                    tag.update(piece.duplicate());
                 }
-                out.write(scratch, 0, n);
+                ByteBuffer[] frame = {head, piece};
+                while (head.hasRemaining() || piece.hasRemaining()) {
+                    channel.write(frame);
+                }
                 at += n;
             }
-            if (tag != null) {
-                out.write(tag.finish());
+            ByteBuffer end = ByteBuffer.wrap(tag == null ? new byte[0] : tag.finish());
+            while (end.hasRemaining()) {
+                channel.write(end);
             }
-            out.flush();
         }
     }
 
+    /** A socket without a channel (one a plain {@code ServerSocket} accepted): the frame through the stream. */
+    private void writeThroughStream(ByteBuffer head, MemorySegment payload, PayloadTag.Message tag) throws IOException {
+        byte[] piece = new byte[SCRATCH_BYTES];
+        out.write(head.array(), 0, head.limit());
+        for (long at = 0, size = payload.byteSize(); at < size; ) {
+            int n = (int) Math.min(piece.length, size - at);
+            MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, at, piece, 0, n);
+            if (tag != null) {
+                tag.update(ByteBuffer.wrap(piece, 0, n));
+            }
+            out.write(piece, 0, n);
+            at += n;
+        }
+        if (tag != null) {
+            out.write(tag.finish());
+        }
+        out.flush();
+    }
+
     private void fillHeader(int bodyBytes, byte kind) {
-        ByteBuffer.wrap(header).putInt(bodyBytes).put(kind);
+        ByteBuffer.wrap(sendHeader).putInt(bodyBytes).put(kind);
     }
 
     // ---- receiving ----------------------------------------------------------------------------
@@ -321,13 +365,18 @@ public final class PdConnection implements AutoCloseable {
         if (chunkPayloadBytes >= 0) {
             throw new IllegalStateException("the payload of the last chunk frame was not read");
         }
+        // One read usually brings the whole header (each timed read of a socket costs system calls).
         socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
+        int first;
         try {
-            readFully(header, 1, true);
+            first = in.read(header, 0, HEADER_BYTES);
         } finally {
             socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
         }
-        readFully(header, 1, HEADER_BYTES - 1, false);
+        if (first < 0) {
+            throw new EOFException("connection closed");
+        }
+        readFully(header, first, HEADER_BYTES - first, false);
         ByteBuffer h = ByteBuffer.wrap(header);
         int bodyBytes = h.getInt();
         byte kind = h.get();
@@ -337,10 +386,13 @@ public final class PdConnection implements AutoCloseable {
         }
         switch (kind) {
             case MESSAGE, ACK -> {
-                byte[] body = new byte[bodyBytes];
-                readFully(body, bodyBytes, false);
+                int tagBytes = receiveTag == null ? 0 : PayloadTag.BYTES;
+                byte[] bodyAndTag = new byte[bodyBytes + tagBytes]; // one read for both
+                readFully(bodyAndTag, bodyAndTag.length, false);
+                byte[] body = Arrays.copyOf(bodyAndTag, bodyBytes);
                 if (receiveTag != null) {
-                    checkTag(receiveTag.next().update(header).update(body));
+                    checkTag(receiveTag.next().update(header).update(body),
+                            Arrays.copyOfRange(bodyAndTag, bodyBytes, bodyAndTag.length));
                 }
                 if (kind == ACK) {
                     if (bodyBytes != 1) {
@@ -378,6 +430,35 @@ public final class PdConnection implements AutoCloseable {
             throw new IllegalArgumentException("the chunk's payload is " + size + " bytes, its destination "
                     + dst.byteSize());
         }
+        if (channel == null) {
+            readThroughStream(dst, size);
+        } else {
+            ByteBuffer into = dst.asByteBuffer();
+            Watch watch = watch(size);
+            try (watch) {
+                int tagged = 0; // the tag follows the bytes as they land, while the sender writes the next ones
+                while (into.hasRemaining()) {
+                    if (channel.read(into) < 0) {
+                        throw new EOFException("connection closed mid-frame with " + into.remaining()
+                                + " bytes still expected");
+                    }
+                    if (chunkTag != null && (into.position() - tagged >= PIECE_BYTES || !into.hasRemaining())) {
+                        chunkTag.update(into.duplicate().limit(into.position()).position(tagged));
+                        tagged = into.position();
+                    }
+                }
+            } catch (ClosedChannelException e) {
+                if (watch.fired()) {
+                    throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
+                            + MIN_BYTES_PER_SECOND + " bytes/s");
+                }
+                throw e;
+            }
+        }
+        finishChunk();
+    }
+
+    private void readThroughStream(MemorySegment dst, long size) throws IOException {
         long deadline = System.nanoTime() + frameAllowanceNanos(size);
         long at = 0;
         while (at < size) {
@@ -393,7 +474,6 @@ public final class PdConnection implements AutoCloseable {
                         + MIN_BYTES_PER_SECOND + " bytes/s");
             }
         }
-        finishChunk();
     }
 
     /** Reads and drops the pending chunk's payload and tag (a write to a slot that is not there). */
@@ -434,6 +514,10 @@ public final class PdConnection implements AutoCloseable {
     private void checkTag(PayloadTag.Message expected) throws IOException {
         byte[] tag = new byte[PayloadTag.BYTES];
         readFully(tag, tag.length, false);
+        checkTag(expected, tag);
+    }
+
+    private void checkTag(PayloadTag.Message expected, byte[] tag) throws PdTagMismatchException {
         if (!expected.verify(tag)) {
             throw new PdTagMismatchException("a frame from " + peer() + " failed its tag check: altered in flight, or "
                     + "not sent by the session's peer");
@@ -481,16 +565,31 @@ public final class PdConnection implements AutoCloseable {
         return "PdConnection[" + peer() + (keyed() ? "" : ", unkeyed") + "]";
     }
 
-    /** Closes the socket if a write is still blocked past its allowance. */
+    /** Closes the socket if a write (or a chunk's read straight into memory) is still blocked past its allowance. */
     private Watch watch(long bytes) {
-        ScheduledFuture<?> f = WATCHDOG.schedule(this::close, frameAllowanceNanos(bytes), TimeUnit.NANOSECONDS);
-        return () -> f.cancel(false);
+        Watch w = new Watch();
+        w.future = WATCHDOG.schedule(w::fire, frameAllowanceNanos(bytes), TimeUnit.NANOSECONDS);
+        return w;
     }
 
-    @FunctionalInterface
-    private interface Watch extends AutoCloseable {
+    /** One operation's deadline: closes the connection when it passes. */
+    private final class Watch implements AutoCloseable {
+        private volatile boolean fired;
+        private ScheduledFuture<?> future;
+
+        private void fire() {
+            fired = true;
+            PdConnection.this.close();
+        }
+
+        boolean fired() {
+            return fired;
+        }
+
         @Override
-        void close();
+        public void close() {
+            future.cancel(false);
+        }
     }
 
     private static ScheduledThreadPoolExecutor watchdog() {

@@ -8,6 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,8 +29,18 @@ import lmcache4j.engine.key.ChunkRange;
 /**
  * The sender's machinery (LMCache's {@code PDBackend} on the sender side): chunks gathered from the
  * KV cache into a bounded staging buffer as soon as they are computed, pushed by one thread to the
- * receiver (allocation request, then the writes, acknowledged), and the proxy told when a request's
- * chunks are all sent. {@code lmcache4j.engine.pd.PdSender} is its public face; {@code bench pd}
+ * receiver (allocation request, then the writes), and the proxy told when a request's chunks are all
+ * sent.
+ *
+ * <p><b>Pipelined.</b> The sending thread does not wait for a chunk's acknowledgement before the
+ * next write or the next allocation request: each receiver's transfer connection has a thread that
+ * reads its acknowledgements (they come in write order) and finishes the chunks. At most
+ * {@link #WINDOW} + 2 chunks written to one receiver wait for theirs (the sending thread waits,
+ * bounded, for room), so neither side holds more than that for a connection. When the connection
+ * breaks (the receiver died, closed it after a failed tag, or sent no acknowledgement within the
+ * timeout) every chunk waiting on it has failed, and its request stops.
+ *
+ * <p>{@code lmcache4j.engine.pd.PdSender} is its public face; {@code bench pd}
  * makes an unkeyed one to measure what the tags cost.
  *
  * <p>Every wait is bounded by {@code timeout}: a connect, an allocation answer, a write, an
@@ -39,6 +52,11 @@ public final class PdPusher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PdPusher.class.getName());
     /** Most chunks of one request sent under one allocation request. */
     private static final int MAX_BATCH = 16;
+    /**
+     * Chunks written on one transfer connection that wait in its window for their acknowledgement;
+     * besides them, at most one whose acknowledgement is being read and one being written.
+     */
+    public static final int WINDOW = 8;
     private static final int SMALL_FRAME_BYTES = 1 << 20;
 
     /** Where a receiver's worker listens: its transfer ({@code pd_peer_init_port}) and allocation ({@code pd_peer_alloc_port}) ports. */
@@ -66,6 +84,7 @@ public final class PdPusher implements AutoCloseable {
     private final int proxyPort;
     private final LinkedBlockingDeque<Item> queue = new LinkedBlockingDeque<>();
     private final Map<Peer, Link> links = new HashMap<>(); // the sending thread's
+    private final Set<Link> live = ConcurrentHashMap.newKeySet(); // links whose acknowledgement reader runs
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition progress = lock.newCondition();
     private final Object noticeLock = new Object();
@@ -104,7 +123,7 @@ public final class PdPusher implements AutoCloseable {
         final Transfer transfer;
         final ChunkRange chunk;
         final MemoryObj obj;
-        boolean finished;
+        boolean finished; // under lock
 
         Item(Transfer transfer, ChunkRange chunk, MemoryObj obj) {
             this.transfer = transfer;
@@ -369,7 +388,6 @@ public final class PdPusher implements AutoCloseable {
                 throw new PdProtocolException("an allocation answer for " + (answer.alreadySentIndexes().size()
                         + answer.remoteIndexes().size()) + " chunks where " + batch.size() + " were asked for");
             }
-            List<Item> toWrite = new ArrayList<>();
             int r = 0;
             for (int i = 0; i < batch.size(); i++) {
                 Item item = batch.get(i);
@@ -384,9 +402,30 @@ public final class PdPusher implements AutoCloseable {
                     continue;
                 }
                 link.data.sendChunk(slot, item.obj.segment());
-                toWrite.add(item);
+                link.awaitAck(item, timeout); // queued only once written: the staging stays ours until then
             }
-            for (Item item : toWrite) {
+        } catch (IOException e) {
+            closeLink(t.receiver);
+            t.stop("push to " + t.receiver + " failed: " + e.getMessage());
+            batch.forEach(i -> done(i, Outcome.FAILED, 0));
+            link.failUnacknowledged();
+        }
+    }
+
+    /** The acknowledgement reader of {@code link}: finishes its chunks in write order until the connection ends. */
+    private void collectAcks(Link link) {
+        String why = "the sender closed";
+        Item item = null; // taken from the window, its acknowledgement not read yet
+        try {
+            while (!closed) {
+                item = link.unacked.poll(100, TimeUnit.MILLISECONDS);
+                if (item == null) {
+                    if (link.data.isClosed()) {
+                        why = "the connection to " + link.peer + " closed";
+                        break;
+                    }
+                    continue;
+                }
                 PdConnection.Frame ack = link.data.receive();
                 if (!(ack instanceof PdConnection.Ack a)) {
                     throw new PdProtocolException("expected an acknowledgement, got " + ack);
@@ -394,14 +433,25 @@ public final class PdPusher implements AutoCloseable {
                 if (a.status() == PdConnection.OK) {
                     done(item, Outcome.PUSHED, item.obj.byteSize());
                 } else {
-                    t.stop("the receiver refused a write (its room had expired)");
+                    item.transfer.stop("the receiver refused a write (its room had expired)");
                     done(item, Outcome.FAILED, 0);
                 }
+                item = null;
             }
         } catch (IOException e) {
-            closeLink(t.receiver);
-            t.stop("push to " + t.receiver + " failed: " + e.getMessage());
-            batch.forEach(i -> done(i, Outcome.FAILED, 0));
+            why = "push to " + link.peer + " failed: " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            link.acksEnded = why;
+            link.alloc.close();
+            link.data.close();
+            if (item != null) {
+                item.transfer.stop(why);
+                done(item, Outcome.FAILED, 0);
+            }
+            link.failUnacknowledged();
+            live.remove(link);
         }
     }
 
@@ -412,15 +462,16 @@ public final class PdPusher implements AutoCloseable {
         throw new PdProtocolException("expected a message, got " + f);
     }
 
+    /** Finishes {@code i} once (the sending thread and an acknowledgement reader may both try). */
     private void done(Item i, Outcome outcome, long bytes) {
-        if (i.finished) {
-            return;
-        }
-        i.finished = true;
-        i.obj.release();
         Transfer t = i.transfer;
         lock.lock();
         try {
+            if (i.finished) {
+                return;
+            }
+            i.finished = true;
+            i.obj.release();
             switch (outcome) {
                 case PUSHED -> {
                     t.pushedChunks++;
@@ -448,23 +499,72 @@ public final class PdPusher implements AutoCloseable {
         }
     }
 
-    /** The allocation and transfer connections to one receiver worker. */
-    private record Link(PdConnection alloc, PdConnection data) {
+    /**
+     * The allocation and transfer connections to one receiver worker, and the chunks written on it
+     * that await their acknowledgement.
+     */
+    private final class Link {
+        final Peer peer;
+        final PdConnection alloc;
+        final PdConnection data;
+        final ArrayBlockingQueue<Item> unacked = new ArrayBlockingQueue<>(WINDOW);
+        /** Why the acknowledgement reader stopped, once it has. */
+        volatile String acksEnded;
+
+        Link(Peer peer, PdConnection alloc, PdConnection data) {
+            this.peer = peer;
+            this.alloc = alloc;
+            this.data = data;
+        }
+
+        boolean usable() {
+            return acksEnded == null && !alloc.isClosed() && !data.isClosed();
+        }
+
+        /** Hands a written chunk to the reader, waiting at most {@code bound} for room in the window. */
+        void awaitAck(Item item, Duration bound) throws IOException {
+            try {
+                if (!unacked.offer(item, bound.toNanos(), TimeUnit.NANOSECONDS)) {
+                    throw new java.net.SocketTimeoutException("no acknowledgement from " + peer + " within "
+                            + bound.toMillis() + " ms for " + WINDOW + " chunks");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted waiting for acknowledgements");
+            }
+            String ended = acksEnded;
+            if (ended != null) { // the reader is gone: nobody will take the chunk
+                failUnacknowledged();
+                throw new IOException(ended);
+            }
+        }
+
+        /** Fails every chunk still waiting for its acknowledgement (the connection ended), and stops its request. */
+        void failUnacknowledged() {
+            String why = acksEnded == null ? "the connection to " + peer + " broke" : acksEnded;
+            for (Item i; (i = unacked.poll()) != null; ) {
+                i.transfer.stop(why);
+                done(i, Outcome.FAILED, 0);
+            }
+        }
     }
 
     private Link link(Peer peer) throws IOException {
         Link l = links.get(peer);
-        if (l != null && !l.alloc.isClosed() && !l.data.isClosed()) {
+        if (l != null && l.usable()) {
             return l;
         }
         closeLink(peer);
         PdConnection alloc = connect(peer.host(), peer.allocPort(), SMALL_FRAME_BYTES);
         try {
-            l = new Link(alloc, connect(peer.host(), peer.initPort(), SMALL_FRAME_BYTES));
+            l = new Link(peer, alloc, connect(peer.host(), peer.initPort(), SMALL_FRAME_BYTES));
         } catch (IOException e) {
             alloc.close();
             throw e;
         }
+        Link started = l;
+        live.add(started);
+        threads.start("pd-sender-acks", () -> collectAcks(started));
         links.put(peer, l);
         return l;
     }
@@ -540,6 +640,10 @@ public final class PdPusher implements AutoCloseable {
             progress.signalAll();
         } finally {
             lock.unlock();
+        }
+        for (Link l : live) { // a reader blocked on an acknowledgement ends now, failing what it waited for
+            l.alloc.close();
+            l.data.close();
         }
         threads.join(timeout.plusSeconds(5));
         for (Peer p : List.copyOf(links.keySet())) {

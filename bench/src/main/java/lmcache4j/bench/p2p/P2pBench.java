@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.BindException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -101,11 +102,28 @@ public final class P2pBench {
 
     public static Result run(Settings s, PrintStream progress) {
         try (QuietLogs _ = QuietLogs.warningsOnly()) {
-            return measure(s, progress);
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    return measure(s, progress);
+                } catch (IOException | UncheckedIOException e) {
+                    if (!(e instanceof BindException || e.getCause() instanceof BindException)) {
+                        throw e;
+                    }
+                    // The P2P ports are picked free, then bound by the engines: an ephemeral port taken
+                    // in between (by the controller's or another process's sockets) fails the setup,
+                    // before anything is measured; pick again.
+                    if (attempt == PORT_ATTEMPTS) {
+                        throw e;
+                    }
+                    progress.printf(Locale.ROOT, "p2p: %s; picking other ports%n", e.getMessage());
+                }
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
+
+    private static final int PORT_ATTEMPTS = 3;
 
     private static Result measure(Settings s, PrintStream progress) throws IOException {
         ModelMetadata model = new ModelMetadata("meta-llama/Meta-Llama-3-8B", 1, 0, DType.BFLOAT16, s.layers(), s.kvHeads(),

@@ -237,13 +237,13 @@ public final class BlendBench {
             this.separator = separator;
             Set<Integer> banned = Arrays.stream(separator).boxed().collect(Collectors.toSet());
             SplittableRandom random = new SplittableRandom(s.seed());
-            system = text(random, 64, vocabulary, banned);
+            system = BlendDemo.text(random, 64, vocabulary, banned);
             documents = new int[s.documents()][];
             for (int d = 0; d < documents.length; d++) {
-                documents[d] = text(random, s.documentTokens(), vocabulary, banned);
+                documents[d] = BlendDemo.text(random, s.documentTokens(), vocabulary, banned);
             }
-            question = text(random, 32, vocabulary, banned);
-            warmUpQuestion = text(random, 32, vocabulary, banned);
+            question = BlendDemo.text(random, 32, vocabulary, banned);
+            warmUpQuestion = BlendDemo.text(random, 32, vocabulary, banned);
             // The documents in another order than they were cached in: reversed, then rotated by one.
             order = new int[documents.length];
             for (int i = 0; i < order.length; i++) {
@@ -257,15 +257,11 @@ public final class BlendBench {
             parts.add(system);
             parts.addAll(Arrays.asList(documents));
             parts.add(warmUpQuestion);
-            return join(parts);
-        }
-
-        private static int[] text(SplittableRandom random, int n, int vocabulary, Set<Integer> banned) {
-            return random.ints(3, vocabulary).filter(t -> !banned.contains(t)).limit(n).toArray();
+            return BlendDemo.join(separator, parts);
         }
 
         int[] single(int d) {
-            return join(List.of(system, documents[d]));
+            return BlendDemo.join(separator, List.of(system, documents[d]));
         }
 
         int[] prompt() {
@@ -275,22 +271,7 @@ public final class BlendBench {
                 parts.add(documents[d]);
             }
             parts.add(question);
-            return join(parts);
-        }
-
-        private int[] join(List<int[]> parts) {
-            int length = parts.stream().mapToInt(p -> p.length).sum() + (parts.size() - 1) * separator.length;
-            int[] out = new int[length];
-            int at = 0;
-            for (int i = 0; i < parts.size(); i++) {
-                if (i > 0) {
-                    System.arraycopy(separator, 0, out, at, separator.length);
-                    at += separator.length;
-                }
-                System.arraycopy(parts.get(i), 0, out, at, parts.get(i).length);
-                at += parts.get(i).length;
-            }
-            return out;
+            return BlendDemo.join(separator, parts);
         }
     }
 }

@@ -207,11 +207,13 @@ public final class BlendDemo {
         return Arrays.copyOf(all, k);
     }
 
-    private static int[] text(SplittableRandom random, int n, int vocabulary, Set<Integer> banned) {
+    /** {@code n} random token ids of the vocabulary, none of them banned (the separator's) and none below 3 (special ids). */
+    static int[] text(SplittableRandom random, int n, int vocabulary, Set<Integer> banned) {
         return random.ints(3, vocabulary).filter(t -> !banned.contains(t)).limit(n).toArray();
     }
 
-    private static int[] join(int[] separator, List<int[]> parts) {
+    /** The parts in order with the separator's tokens between them: a prompt of segments. */
+    static int[] join(int[] separator, List<int[]> parts) {
         int length = parts.stream().mapToInt(p -> p.length).sum() + (parts.size() - 1) * separator.length;
         int[] out = new int[length];
         int at = 0;

@@ -176,6 +176,38 @@ public final class LMCacheEngine implements AutoCloseable {
         return preparer.prepare(tokens, mask, requestConfigs);
     }
 
+    /**
+     * As {@link #prepare(int[], boolean[], Map)}, keyed by {@code keying} instead of this engine's own
+     * database: how one engine serves prefix-cached requests (its own database) and blended ones (a
+     * {@link lmcache4j.engine.key.SegmentTokenDatabase}) from the same tiers and memory. The caller
+     * chooses the keying per request; nothing is guessed from the tokens. The chunks of such a
+     * request are not reported to the control plane (controller, KV events), which speaks of vLLM's
+     * prefix blocks.
+     *
+     * @param mask   null, or one entry per token of the form F…FT…T (as {@code keying} allows)
+     * @param keying a database whose keys name this engine's model, world size, worker, KV dtype and
+     *               key form
+     * @throws IllegalArgumentException when {@code keying}'s keys would name another engine's chunks,
+     *                                  or for a mask {@code keying} refuses
+     */
+    public PreparedRequest prepare(int[] tokens, boolean[] mask, Map<String, String> requestConfigs, TokenDatabase keying) {
+        ensureOpen("prepare");
+        Objects.requireNonNull(tokens, "tokens");
+        Objects.requireNonNull(keying, "keying");
+        if (keying == this.tokens) {
+            return mask == null ? prepare(tokens, requestConfigs) : prepare(tokens, mask, requestConfigs);
+        }
+        if (!keying.keyFactory().equals(this.tokens.keyFactory()) || keying.storageKeys() != this.tokens.storageKeys()) {
+            throw new IllegalArgumentException("the keying database's keys (" + keying.keyFactory() + ", "
+                    + keying.storageKeys() + ") differ from this engine's (" + this.tokens.keyFactory() + ", "
+                    + this.tokens.storageKeys() + "); build it from the engine's tokenDatabase()");
+        }
+        if (mask != null) {
+            RequestChecks.checkMask(tokens, mask);
+        }
+        return preparer.prepareKeyedBy(keying, tokens, mask, requestConfigs);
+    }
+
     // ---- store ------------------------------------------------------------------------------
 
     /**
@@ -444,8 +476,12 @@ public final class LMCacheEngine implements AutoCloseable {
         return storage;
     }
 
-    /** The token database this engine keys requests with (its hasher gives KV events vLLM's block hashes). */
-    TokenDatabase tokenDatabase() {
+    /**
+     * The token database this engine keys requests with by default: prefix chunks, or segments for
+     * an engine made to blend. Its hasher, key factory and key form build another keying for
+     * {@link #prepare(int[], boolean[], Map, TokenDatabase)}.
+     */
+    public TokenDatabase tokenDatabase() {
         return tokens;
     }
 

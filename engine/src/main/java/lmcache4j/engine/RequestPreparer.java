@@ -36,6 +36,18 @@ final class RequestPreparer {
     }
 
     /**
+     * {@code tokenIds} keyed by another database (segments beside prefix chunks), with a checked
+     * {@code mask} or none: accepted by this engine, but kept from the control plane, whose keys
+     * chain over prefix blocks.
+     */
+    PreparedRequest prepareKeyedBy(TokenDatabase keying, int[] tokenIds, boolean[] mask, Map<String, String> requestConfigs) {
+        int skipped = mask == null ? 0 : keying.maskedPrefix(mask, tokenIds.length);
+        List<ChunkRange> chunks = keying.processTokens(tokenIds, requestConfigs);
+        metrics.recordHashed(tokenIds.length);
+        return new PreparedRequest(tokens, tokenIds.length, chunks, skipped);
+    }
+
+    /**
      * Chunks whose hashes the caller computed (LMCache's hashes + offsets mode): consecutive ranges
      * of {@code lengths[i]} tokens from token 0.
      */

@@ -16,7 +16,6 @@ import lmcache4j.bench.json.ReportJson;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
-import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.jlama.BlendSettings;
 import lmcache4j.jlama.BlendedPrefill;
 import lmcache4j.jlama.CachedPrefill;
@@ -66,12 +65,11 @@ public final class BlendDemo {
 
     /** Runs the workload; each request is told to {@code progress} when served. */
     public static List<Served> run(Settings s, AbstractModel model, String modelName, Consumer<Served> progress) {
+        // One engine serves the prefix-cached and the blended requests, as a service runs both.
         LMCacheEngineConfig blendConfig = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
-                .set("max_local_cpu_size", 1.0).set("hash_seed", "0").set("enable_blending", true)
+                .set("max_local_cpu_size", 2.0).set("hash_seed", "0").set("enable_blending", true)
                 .set("blend_recompute_ratios", List.of(s.ratio())).set("blend_check_layers", List.of(1))
                 .set("blend_min_tokens", 256).build();
-        LMCacheEngineConfig prefixConfig = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
-                .set("max_local_cpu_size", 1.0).set("hash_seed", "0").build();
         BlendSettings settings = BlendSettings.from(blendConfig, model);
         int vocabulary = model.getConfig().vocabularySize;
         Set<Integer> banned = Arrays.stream(settings.separator()).boxed().collect(Collectors.toSet());
@@ -82,13 +80,10 @@ public final class BlendDemo {
             pool[d] = text(random, 150 + random.nextInt(251), vocabulary, banned);
         }
         List<Served> served = new ArrayList<>();
-        try (LMCacheEngine blendEngine = BlendedPrefill.engine(blendConfig, CachedPrefill.metadata(model, modelName), settings,
-                List.of());
-             LMCacheEngine prefixEngine = LMCacheEngine.create(prefixConfig, CachedPrefill.metadata(model, modelName),
-                     KvConnector.host(1), List.of());
-             BlendedPrefill blend = new BlendedPrefill(blendEngine, model, settings);
-             BlendedPrefill everything = new BlendedPrefill(blendEngine, model, settings.withRecomputeRatio(1.0));
-             CachedPrefill prefix = new CachedPrefill(prefixEngine, model)) {
+        try (LMCacheEngine engine = BlendedPrefill.sharedEngine(blendConfig, CachedPrefill.metadata(model, modelName), List.of());
+             BlendedPrefill blend = new BlendedPrefill(engine, model, settings);
+             BlendedPrefill everything = new BlendedPrefill(engine, model, settings.withRecomputeRatio(1.0));
+             CachedPrefill prefix = new CachedPrefill(engine, model)) {
             for (int[] document : pool) {
                 int[] ingest = join(settings.separator(), List.of(system, document));
                 blend.prefill(ingest).close();

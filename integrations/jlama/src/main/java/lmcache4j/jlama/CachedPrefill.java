@@ -16,6 +16,7 @@ import com.github.tjake.jlama.tensor.KvBufferCache;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
+import lmcache4j.engine.key.SegmentTokenDatabase;
 import lmcache4j.engine.pd.PdTransfer;
 
 /**
@@ -124,6 +125,11 @@ public final class CachedPrefill implements AutoCloseable {
 
     private Prefill prefill(int[] tokens, Optional<PdTransfer> push) {
         checkPrompt(tokens);
+        if (engine.tokenDatabase() instanceof SegmentTokenDatabase) {
+            // Segment keys are position-free: a segment retrieved as a prefix chunk lands unrotated.
+            throw new IllegalArgumentException("this engine keys every request by segment (BlendedPrefill.engine), and a "
+                    + "prefix prefill needs prefix keys; use BlendedPrefill.sharedEngine, which serves both");
+        }
         long started = System.nanoTime();
         KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer();
         try {

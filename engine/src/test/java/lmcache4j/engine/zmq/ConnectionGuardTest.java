@@ -136,6 +136,27 @@ class ConnectionGuardTest {
     }
 
     @Test
+    void anAddressStaysListedWhileOneOfItsConnectionsIsUnprovenAndLeavesWithTheLast() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(64, 64, 8, Duration.ofSeconds(30)));
+        try (OwnedZContext context = new OwnedZContext("test-guard-listed", 1)) {
+            ZMQ.Socket pull = context.createSocket(SocketType.PULL);
+            SECRET.serve(pull);
+            guard.watch(context, pull);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            try (Stranger first = Stranger.connect("127.0.0.1", port); Stranger second = Stranger.connect("127.0.0.1", port)) {
+                await(() -> guard.counts().handshaking() == 2, "two in their handshake: " + guard.counts());
+                assertEquals(3, guard.unprovenEntries(), "one address, two connections");
+                first.close();
+                await(() -> guard.counts().open() == 1, "the first forgotten: " + guard.counts());
+                assertEquals(2, guard.unprovenEntries(), "the address stays listed with the second connection");
+                second.close();
+                await(() -> guard.counts().open() == 0, "the second forgotten: " + guard.counts());
+                assertEquals(0, guard.unprovenEntries(), "the address leaves with its last connection");
+            }
+        }
+    }
+
+    @Test
     void aClosedConnectionGivesBackItsPlaceInAllAndPerHost() throws Exception {
         ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(8, 2, 2, Duration.ofSeconds(30)));
         try (OwnedZContext context = new OwnedZContext("test-guard-close", 1);
@@ -160,6 +181,16 @@ class ConnectionGuardTest {
             }
             assertEquals(0, guard.counts().refused(), guard.counts().toString());
             assertEquals(4, guard.counts().established(), guard.counts().toString());
+            // One open: a second fits the per-host limit again, a third does not (the count went down by one, not to nothing).
+            ZMQ.Socket push = clients.createSocket(SocketType.PUSH);
+            push.setLinger(0);
+            push.connect("tcp://127.0.0.1:" + port);
+            push.send("second");
+            assertEquals("second", pull.recvStr());
+            try (Stranger third = Stranger.connect("127.0.0.1", port)) {
+                await(() -> closed(third), "a third connection from the address is refused");
+            }
+            assertEquals(1, guard.counts().refusedPerHost(), guard.counts().toString());
         }
     }
 

@@ -2,6 +2,7 @@ package lmcache4j.jlama;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -63,6 +64,7 @@ class CachedPrefillEdgesTest {
     void theEdgesOfThePromptAreAcceptedAndOnePastThemRefused() {
         int vocabulary = model.getConfig().vocabularySize;
         try (LMCacheEngine engine = engine(false); CachedPrefill prefill = new CachedPrefill(engine, model)) {
+            assertSame(model, prefill.model());
             try (CachedPrefill.Prefill p = prefill.prefill(new int[] {0, vocabulary - 1})) {
                 assertEquals(2, p.promptTokens(), "token ids 0 and vocabulary - 1 are tokens");
                 assertEquals(0, p.lookupNanos(), "a prompt shorter than a chunk has nothing to look up");

@@ -128,7 +128,7 @@ class SyntheticLlamaTest {
         new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m);
         Path weights = m.resolve("model.safetensors");
         Files.write(weights, new byte[] {1, 2, 3}); // a changed file under an unchanged marker is left alone...
-        new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m);
+        assertEquals(m, new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m), "the directory, written or found");
         assertEquals(3, Files.size(weights));
         new SyntheticLlama(64, 1, 2, 1, 128, 512, 5).writeTo(m); // ...other parameters rewrite it
         assertTrue(Files.size(weights) > 3);

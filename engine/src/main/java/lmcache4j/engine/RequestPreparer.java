@@ -36,6 +36,17 @@ final class RequestPreparer {
     }
 
     /**
+     * {@code tokenIds} keyed by {@code other}, a second database of this engine, with a checked
+     * {@code mask} or none: counted as hashed, but not remembered for the control plane.
+     */
+    PreparedRequest prepareApart(TokenDatabase other, int[] tokenIds, boolean[] mask, Map<String, String> requestConfigs) {
+        int skipped = mask == null ? 0 : other.maskedPrefix(mask, tokenIds.length);
+        List<ChunkRange> chunks = other.processTokens(tokenIds, requestConfigs);
+        metrics.recordHashed(tokenIds.length);
+        return new PreparedRequest(other, tokenIds.length, chunks, skipped);
+    }
+
+    /**
      * Chunks whose hashes the caller computed (LMCache's hashes + offsets mode): consecutive ranges
      * of {@code lengths[i]} tokens from token 0.
      */

@@ -16,7 +16,6 @@ import lmcache4j.bench.json.ReportJson;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
-import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.jlama.BlendSettings;
 import lmcache4j.jlama.BlendedPrefill;
 import lmcache4j.jlama.CachedPrefill;
@@ -25,8 +24,9 @@ import lmcache4j.jlama.CachedPrefill;
  * A retrieval workload on a real transformer (Jlama), served three ways: a pool of documents is
  * ingested (each prefilled once after the system prompt), then each request is the system prompt,
  * documents drawn from the pool in random order, and a new question. Every request is prefilled in
- * full (plain Jlama), with prefix caching alone (a chunked engine that saw the same prompts), and
- * with blending (a segment engine); the blend at ratio 1 must give the full prefill's logits bit
+ * full (plain Jlama), with prefix caching alone and with blending, both on one engine as a service
+ * would run them (prefix keys for the one, segment keys for the other, one memory budget); the
+ * blend at ratio 1 must give the full prefill's logits bit
  * for bit, and the blended requests must be faster than the full prefills. The last requests repeat
  * earlier prompts, where prefix caching serves almost everything too.
  */
@@ -70,8 +70,6 @@ public final class BlendDemo {
                 .set("max_local_cpu_size", 1.0).set("hash_seed", "0").set("enable_blending", true)
                 .set("blend_recompute_ratios", List.of(s.ratio())).set("blend_check_layers", List.of(1))
                 .set("blend_min_tokens", 256).build();
-        LMCacheEngineConfig prefixConfig = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
-                .set("max_local_cpu_size", 1.0).set("hash_seed", "0").build();
         BlendSettings settings = BlendSettings.from(blendConfig, model);
         int vocabulary = model.getConfig().vocabularySize;
         Set<Integer> banned = Arrays.stream(settings.separator()).boxed().collect(Collectors.toSet());
@@ -82,13 +80,12 @@ public final class BlendDemo {
             pool[d] = text(random, 150 + random.nextInt(251), vocabulary, banned);
         }
         List<Served> served = new ArrayList<>();
-        try (LMCacheEngine blendEngine = BlendedPrefill.engine(blendConfig, CachedPrefill.metadata(model, modelName), settings,
+        // One engine for both request classes: prefix keys for CachedPrefill, segment keys for BlendedPrefill.
+        try (LMCacheEngine engine = BlendedPrefill.engine(blendConfig, CachedPrefill.metadata(model, modelName), settings,
                 List.of());
-             LMCacheEngine prefixEngine = LMCacheEngine.create(prefixConfig, CachedPrefill.metadata(model, modelName),
-                     KvConnector.host(1), List.of());
-             BlendedPrefill blend = new BlendedPrefill(blendEngine, model, settings);
-             BlendedPrefill everything = new BlendedPrefill(blendEngine, model, settings.withRecomputeRatio(1.0));
-             CachedPrefill prefix = new CachedPrefill(prefixEngine, model)) {
+             BlendedPrefill blend = new BlendedPrefill(engine, model, settings);
+             BlendedPrefill everything = new BlendedPrefill(engine, model, settings.withRecomputeRatio(1.0));
+             CachedPrefill prefix = new CachedPrefill(engine, model)) {
             for (int[] document : pool) {
                 int[] ingest = join(settings.separator(), List.of(system, document));
                 blend.prefill(ingest).close();

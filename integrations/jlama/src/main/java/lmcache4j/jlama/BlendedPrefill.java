@@ -15,12 +15,7 @@ import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
-import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkRange;
-import lmcache4j.engine.key.HashAlgorithm;
-import lmcache4j.engine.key.KeyFactory;
-import lmcache4j.engine.key.SegmentTokenDatabase;
-import lmcache4j.engine.key.StorageKeys;
 import lmcache4j.engine.storage.StorageBackend;
 
 /**
@@ -31,7 +26,10 @@ import lmcache4j.engine.storage.StorageBackend;
  * and only a selected share after it ({@link BlendedForward}), samples the first token, then
  * stores the segments not cached yet, keys as if computed at {@code 0…}.
  *
- * <p>A prompt without a separator is one segment: a blending engine serves it whole or not at all.
+ * <p>A prompt without a separator is one segment, served whole or not at all. The engine from
+ * {@link #engine} keys prefix-cache requests too: a {@link CachedPrefill} on it keys its prompts by
+ * the prefix chain, this class by segments ({@link LMCacheEngine#prepareSegments}), whatever the
+ * tokens hold, in the same tiers under one memory budget.
  * At a recompute ratio of 1 the output is a plain prefill's bit for bit; below 1 it is an
  * approximation whose quality depends on the model (see docs/blend.md).
  *
@@ -48,7 +46,8 @@ public final class BlendedPrefill implements AutoCloseable {
     private final Lock forwardLock;
 
     /**
-     * @param engine   an engine from {@link #engine(LMCacheEngineConfig, ModelMetadata, BlendSettings, List)}
+     * @param engine   an engine that keys segments: from {@link #engine(LMCacheEngineConfig, ModelMetadata, BlendSettings, List)},
+     *                 {@link LMCacheEngine#createBlending}, or one made with a segment token database
      * @param model    a Jlama model loaded with F32 or BF16 working memory, with rotary positions
      * @param settings the blend settings ({@link BlendSettings#from})
      */
@@ -63,6 +62,13 @@ public final class BlendedPrefill implements AutoCloseable {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.forwardLock = Objects.requireNonNull(forwardLock, "forwardLock");
         CachedPrefill.checkEngine(engine, model);
+        int[] separator = engine.segmentDatabase().orElseThrow(() -> new IllegalArgumentException(
+                "the engine keys prefixes only; make it with BlendedPrefill.engine or LMCacheEngine.createBlending"))
+                .separator();
+        if (!Arrays.equals(separator, settings.separator())) {
+            throw new IllegalArgumentException("the engine splits segments at " + Arrays.toString(separator)
+                    + " but blend_special_str gives " + Arrays.toString(settings.separator()));
+        }
         int layers = model.getConfig().numberOfLayers;
         if (settings.checkLayer() >= layers) {
             throw new IllegalArgumentException("blend_check_layers: layer " + settings.checkLayer() + " is past this model's "
@@ -74,20 +80,15 @@ public final class BlendedPrefill implements AutoCloseable {
     }
 
     /**
-     * A blending engine: keys from a {@link SegmentTokenDatabase} over {@code settings}' separator,
-     * with the config's hash, seed and key form, a CPU tier of {@code max_local_cpu_size} and
-     * {@code extraTiers} below it.
+     * An engine for blended and prefix-cache requests together ({@link LMCacheEngine#createBlending}):
+     * segments split at {@code settings}' separator, prefix chunks of the config's
+     * {@code chunk_size}, both with the config's hash, seed and key form, in a CPU tier of
+     * {@code max_local_cpu_size} and {@code extraTiers} below it.
      */
     public static LMCacheEngine engine(LMCacheEngineConfig config, ModelMetadata metadata, BlendSettings settings,
                                        List<StorageBackend> extraTiers) {
-        Objects.requireNonNull(config, "config");
-        Objects.requireNonNull(metadata, "metadata");
         Objects.requireNonNull(settings, "settings");
-        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
-        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
-        SegmentTokenDatabase segments = new SegmentTokenDatabase(settings.separator(), hasher, keys,
-                StorageKeys.fromName(config.storageChunkKeys()));
-        return LMCacheEngine.create(config, metadata, KvConnector.host(1), extraTiers, segments);
+        return LMCacheEngine.createBlending(config, metadata, KvConnector.host(1), extraTiers, settings.separator());
     }
 
     /** The settings this instance blends with. */
@@ -148,7 +149,7 @@ public final class BlendedPrefill implements AutoCloseable {
                     firstTokenAt - started, 0, loaded - started, firstTokenAt - loaded, firstTokenAt, forwardLock);
             if (store) {
                 long storeStarted = System.nanoTime();
-                prefill.stored = engine.store(engine.prepare(tokens, Map.of()), segments);
+                prefill.stored = engine.store(engine.prepareSegments(tokens, Map.of()), segments);
                 prefill.storeNanos = System.nanoTime() - storeStarted;
             }
             double full = (double) tokens.length * model.getConfig().numberOfLayers;
@@ -165,12 +166,12 @@ public final class BlendedPrefill implements AutoCloseable {
      * after the last miss.
      */
     private void loadSegments(int[] tokens, SegmentKvCache segments, boolean[] cached) {
-        List<ChunkRange> ranges = engine.prepare(tokens, Map.of()).chunks();
+        List<ChunkRange> ranges = engine.prepareSegments(tokens, Map.of()).chunks();
         int i = 0;
         while (i < ranges.size()) {
             boolean[] mask = new boolean[tokens.length];
             Arrays.fill(mask, ranges.get(i).start(), tokens.length, true);
-            boolean[] loaded = engine.retrieve(engine.prepare(tokens, mask, Map.of()), segments, null);
+            boolean[] loaded = engine.retrieve(engine.prepareSegments(tokens, mask, Map.of()), segments, null);
             while (i < ranges.size() && loaded[ranges.get(i).start()]) {
                 ChunkRange r = ranges.get(i);
                 Arrays.fill(cached, r.start(), r.end(), true);

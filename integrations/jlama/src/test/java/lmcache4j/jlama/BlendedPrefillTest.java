@@ -201,7 +201,7 @@ class BlendedPrefillTest {
         StorageBackend backend = engine.storage().tier(tier).orElseThrow();
         long deadline = System.nanoTime() + 20_000_000_000L;
         for (int d = 0; d < w.docs.length; d++) {
-            for (ChunkRange segment : engine.prepare(w.single(d), Map.of()).chunks()) {
+            for (ChunkRange segment : engine.prepareSegments(w.single(d), Map.of()).chunks()) {
                 while (!backend.contains(segment.key(), false)) {
                     assertTrue(System.nanoTime() < deadline, tier + " never held segment " + segment);
                     Thread.onSpinWait();

@@ -16,8 +16,6 @@ import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.controller.ControllerWorker;
 import lmcache4j.engine.key.ChunkHash;
-import lmcache4j.engine.key.ChunkedTokenDatabase;
-import lmcache4j.engine.key.SegmentTokenDatabase;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.p2p.P2pBackend;
@@ -45,11 +43,6 @@ import lmcache4j.engine.storage.StorageManager;
  * Bad input is an {@link IllegalArgumentException} raised before any chunk is stored or any byte
  * is written into the paged cache.
  *
- * <p>An engine made by {@link #createBlending} keys each request as its caller says: by the prefix
- * chain ({@link #prepare}) or by separator-delimited segments for CacheBlend
- * ({@link #prepareSegments}), in the same tiers under one memory budget. The two key spaces are
- * disjoint ({@link SegmentTokenDatabase#besidePrefixes}).
- *
  * <p>Thread-safe: requests may run concurrently.
  */
 public final class LMCacheEngine implements AutoCloseable {
@@ -59,8 +52,6 @@ public final class LMCacheEngine implements AutoCloseable {
     private final ModelMetadata metadata;
     private final KvConnector connector;
     private final TokenDatabase tokens;
-    /** What {@link #prepareSegments} keys with: the extra segment database, the main one if it keys segments, or null. */
-    private final SegmentTokenDatabase segments;
     private final StorageManager storage;
     private final EngineMetrics metrics;
     private final AllocationMode storeMode;
@@ -75,21 +66,18 @@ public final class LMCacheEngine implements AutoCloseable {
     private volatile boolean closed;
 
     private LMCacheEngine(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
-                          TokenDatabase tokens, SegmentTokenDatabase extraSegments, ControllerKeys.Index controllerKeys,
-                          StorageManager storage) {
+                          TokenDatabase tokens, ControllerKeys.Index controllerKeys, StorageManager storage) {
         this.config = config;
         this.metadata = metadata;
         this.connector = connector;
         this.tokens = tokens;
-        this.segments = extraSegments != null ? extraSegments
-                : tokens instanceof SegmentTokenDatabase own ? own : null;
         this.storage = storage;
         this.metrics = new EngineMetrics(metadata.modelName(), metadata.workerId());
         this.storeMode = config.storeWaitsForMemory() ? AllocationMode.EVICT_AND_WAIT : AllocationMode.EVICT;
         this.threads = new EngineThreads(metadata.modelName());
         this.lookupPins = new LookupPins(storage, config, threads);
         this.prefetches = new Prefetches(storage, config, threads);
-        this.checks = new RequestChecks(metadata, tokens, extraSegments);
+        this.checks = new RequestChecks(metadata, tokens);
         this.lookups = new Lookups(config, metadata, tokens, storage, metrics, lookupPins, prefetches,
                 controllerKeys);
         this.preparer = new RequestPreparer(tokens, metrics, lookups, controlPlane);
@@ -109,52 +97,16 @@ public final class LMCacheEngine implements AutoCloseable {
         Objects.requireNonNull(connector, "connector");
         if (config.enableBlending()) {
             throw new IllegalArgumentException("enable_blending needs the separator's token ids from a tokenizer; "
-                    + "use createBlending(config, metadata, connector, tiers, separator)");
+                    + "build a SegmentTokenDatabase and use create(config, metadata, connector, tiers, tokenDatabase)");
         }
         return create(config, metadata, connector, extraTiers, EngineAssembly.tokenDatabase(config, metadata));
-    }
-
-    /**
-     * An engine for prefix-cache requests and CacheBlend requests together: {@link #prepare} keys a
-     * request by the prefix chain of the config's {@code chunk_size}, {@link #prepareSegments} by
-     * the segments between occurrences of {@code separator}, and both share the CPU tier of
-     * {@code max_local_cpu_size}, {@code extraTiers} below it, eviction and metrics. A segment key
-     * never equals a prefix key ({@link SegmentTokenDatabase#besidePrefixes}). Segment chunks are
-     * not keyed for the control plane (controller reports, lookup service, P2P, KV events' token
-     * lists): a scheduler asks for prefix chunks only.
-     *
-     * @param separator the separator's token ids ({@code blend_special_str} tokenized without BOS),
-     *                  at least one
-     * @throws IllegalArgumentException when the config does not set {@code enable_blending}, or the
-     *                                  separator is empty
-     */
-    public static LMCacheEngine createBlending(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
-                                               List<StorageBackend> extraTiers, int[] separator) {
-        Objects.requireNonNull(config, "config");
-        Objects.requireNonNull(metadata, "metadata");
-        Objects.requireNonNull(connector, "connector");
-        Objects.requireNonNull(separator, "separator");
-        if (!config.enableBlending()) {
-            throw new IllegalArgumentException("createBlending needs enable_blending: true in the config "
-                    + "(for prefix caching alone, use create)");
-        }
-        if (separator.length == 0) {
-            throw new IllegalArgumentException("the blend separator has no tokens; tokenize blend_special_str "
-                    + "(default \" # # \") without BOS");
-        }
-        ChunkedTokenDatabase prefixes = EngineAssembly.tokenDatabase(config, metadata);
-        SegmentTokenDatabase segments = SegmentTokenDatabase.besidePrefixes(separator, prefixes.hasher(),
-                prefixes.keyFactory(), prefixes.storageKeys());
-        ControllerKeys.Index keys = EngineAssembly.controllerKeys(config);
-        return create(config, metadata, connector, extraTiers, prefixes, segments, keys,
-                EngineTiers.controllerP2pTier(config, metadata, keys));
     }
 
     /** As {@link #create(LMCacheEngineConfig, ModelMetadata, KvConnector, List)} with a given token database. */
     public static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                        List<StorageBackend> extraTiers, TokenDatabase tokenDatabase) {
         ControllerKeys.Index keys = EngineAssembly.controllerKeys(config);
-        return create(config, metadata, connector, extraTiers, tokenDatabase, null, keys,
+        return create(config, metadata, connector, extraTiers, tokenDatabase, keys,
                 EngineTiers.controllerP2pTier(config, metadata, keys));
     }
 
@@ -174,15 +126,14 @@ public final class LMCacheEngine implements AutoCloseable {
                 "createWithPeers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
-        return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata), null,
+        return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),
                 EngineAssembly.controllerKeys(config), EngineTiers.p2pTier(config, p2p, locator, instanceId));
     }
 
     private static LMCacheEngine create(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                         List<StorageBackend> extraTiers, TokenDatabase tokenDatabase,
-                                        SegmentTokenDatabase extraSegments, ControllerKeys.Index keys,
-                                        Optional<Function<MemoryProvider, StorageBackend>> lowest) {
-        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, extraSegments, keys,
+                                        ControllerKeys.Index keys, Optional<Function<MemoryProvider, StorageBackend>> lowest) {
+        LMCacheEngine engine = new LMCacheEngine(config, metadata, connector, tokenDatabase, keys,
                 EngineTiers.open(config, metadata, extraTiers, lowest));
         try {
             engine.controlPlane.start(engine, engine.lookups);
@@ -226,56 +177,35 @@ public final class LMCacheEngine implements AutoCloseable {
     }
 
     /**
-     * Cuts {@code tokens} into segments at the separator, each keyed by its own tokens alone
-     * (CacheBlend): the caller's choice for a blended request, never made from the tokens. The result
-     * goes to the same lookup, retrieve and store calls as {@link #prepare(int[], Map)}'s.
+     * As {@link #prepare(int[], boolean[], Map)}, keyed by {@code keying} instead of this engine's own
+     * database: how one engine serves prefix-cached requests (its own database) and blended ones (a
+     * {@link lmcache4j.engine.key.SegmentTokenDatabase}) from the same tiers and memory. The caller
+     * chooses the keying per request; nothing is guessed from the tokens. The chunks of such a
+     * request are not reported to the control plane (controller, KV events), which speaks of vLLM's
+     * prefix blocks.
      *
-     * @param requestConfigs the request's configs; {@code lmcache.tag.*} entries tag the keys
-     * @throws IllegalStateException when this engine keys no segments (make it with {@link #createBlending})
+     * @param mask   null, or one entry per token of the form F…FT…T (as {@code keying} allows)
+     * @param keying a database whose keys name this engine's model, world size, worker, KV dtype and
+     *               key form
+     * @throws IllegalArgumentException when {@code keying}'s keys would name another engine's chunks,
+     *                                  or for a mask {@code keying} refuses
      */
-    public PreparedRequest prepareSegments(int[] tokens, Map<String, String> requestConfigs) {
-        ensureOpen("prepareSegments");
+    public PreparedRequest prepare(int[] tokens, boolean[] mask, Map<String, String> requestConfigs, TokenDatabase keying) {
+        ensureOpen("prepare");
         Objects.requireNonNull(tokens, "tokens");
-        return prepareSegments(tokens, null, requestConfigs);
-    }
-
-    /**
-     * As {@link #prepareSegments(int[], Map)}, with a mask of one entry per token of the form F…FT…T
-     * (any number of Falses): stores and retrieves of the result leave out the segments that start
-     * in the {@code False} prefix.
-     *
-     * @throws IllegalArgumentException for a mask of the wrong length or form
-     * @throws IllegalStateException    when this engine keys no segments
-     */
-    public PreparedRequest prepareSegments(int[] tokens, boolean[] mask, Map<String, String> requestConfigs) {
-        ensureOpen("prepareSegments");
-        Objects.requireNonNull(tokens, "tokens");
-        if (segments == null) {
-            throw new IllegalStateException("this engine keys prefixes only; for blended requests make it with "
-                    + "LMCacheEngine.createBlending(config, metadata, connector, tiers, separator)");
+        Objects.requireNonNull(keying, "keying");
+        if (keying == this.tokens) {
+            return mask == null ? prepare(tokens, requestConfigs) : prepare(tokens, mask, requestConfigs);
+        }
+        if (!keying.keyFactory().equals(this.tokens.keyFactory()) || keying.storageKeys() != this.tokens.storageKeys()) {
+            throw new IllegalArgumentException("the keying database's keys (" + keying.keyFactory() + ", "
+                    + keying.storageKeys() + ") differ from this engine's (" + this.tokens.keyFactory() + ", "
+                    + this.tokens.storageKeys() + "); build it from the engine's tokenDatabase()");
         }
         if (mask != null) {
             RequestChecks.checkMask(tokens, mask);
         }
-        // Segments of a shared engine stay out of the control plane: their controller keys, chained
-        // like a prefix's, could name a prefix chunk.
-        return segments == this.tokens ? preparer.prepare(tokens, mask, requestConfigs)
-                : preparer.prepareApart(segments, tokens, mask, requestConfigs);
-    }
-
-    /** The database {@link #prepare} keys requests with. */
-    public TokenDatabase tokenDatabase() {
-        return tokens;
-    }
-
-    /**
-     * The database {@link #prepareSegments} keys requests with: the segment database of an engine
-     * from {@link #createBlending}, the main one of an engine created with a
-     * {@link SegmentTokenDatabase} (which keys every request by segments, as LMCache does with
-     * {@code enable_blending}), else empty.
-     */
-    public Optional<SegmentTokenDatabase> segmentDatabase() {
-        return Optional.ofNullable(segments);
+        return preparer.prepareKeyedBy(keying, tokens, mask, requestConfigs);
     }
 
     // ---- store ------------------------------------------------------------------------------
@@ -544,6 +474,15 @@ public final class LMCacheEngine implements AutoCloseable {
     /** The tiers. */
     public StorageManager storage() {
         return storage;
+    }
+
+    /**
+     * The token database this engine keys requests with by default: prefix chunks, or segments for
+     * an engine made to blend. Its hasher, key factory and key form build another keying for
+     * {@link #prepare(int[], boolean[], Map, TokenDatabase)}.
+     */
+    public TokenDatabase tokenDatabase() {
+        return tokens;
     }
 
     /** The effective configuration. */

@@ -50,7 +50,7 @@ public final class PreparedRequest {
         return toProcess;
     }
 
-    /** Whether {@code tokens} (an engine's token database) made these keys. */
+    /** Whether the engine whose own token database is {@code tokens} prepared this request (whatever keyed it). */
     boolean preparedBy(TokenDatabase tokens) {
         return preparedBy == tokens;
     }

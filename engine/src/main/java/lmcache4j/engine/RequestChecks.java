@@ -11,13 +11,10 @@ import lmcache4j.engine.key.TokenDatabase;
 final class RequestChecks {
     private final ModelMetadata metadata;
     private final TokenDatabase tokens;
-    private final TokenDatabase extraSegments;
 
-    /** @param extraSegments the engine's second database (segments beside prefixes), or null */
-    RequestChecks(ModelMetadata metadata, TokenDatabase tokens, TokenDatabase extraSegments) {
+    RequestChecks(ModelMetadata metadata, TokenDatabase tokens) {
         this.metadata = metadata;
         this.tokens = tokens;
-        this.extraSegments = extraSegments;
     }
 
     void check(int[] tokenIds, boolean[] mask, PagedKvCache kv, long[] slotMapping) {
@@ -52,10 +49,10 @@ final class RequestChecks {
         }
     }
 
-    /** The request was prepared by one of this engine's token databases. */
+    /** The request was prepared by this engine's token database. */
     void check(PreparedRequest request) {
         Objects.requireNonNull(request, "request");
-        if (!request.preparedBy(tokens) && (extraSegments == null || !request.preparedBy(extraSegments))) {
+        if (!request.preparedBy(tokens)) {
             throw new IllegalArgumentException(request + " was prepared by another engine; prepare it with this one");
         }
     }

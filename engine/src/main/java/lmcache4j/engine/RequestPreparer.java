@@ -36,14 +36,15 @@ final class RequestPreparer {
     }
 
     /**
-     * {@code tokenIds} keyed by {@code other}, a second database of this engine, with a checked
-     * {@code mask} or none: counted as hashed, but not remembered for the control plane.
+     * {@code tokenIds} keyed by another database (segments beside prefix chunks), with a checked
+     * {@code mask} or none: accepted by this engine, but kept from the control plane, whose keys
+     * chain over prefix blocks.
      */
-    PreparedRequest prepareApart(TokenDatabase other, int[] tokenIds, boolean[] mask, Map<String, String> requestConfigs) {
-        int skipped = mask == null ? 0 : other.maskedPrefix(mask, tokenIds.length);
-        List<ChunkRange> chunks = other.processTokens(tokenIds, requestConfigs);
+    PreparedRequest prepareKeyedBy(TokenDatabase keying, int[] tokenIds, boolean[] mask, Map<String, String> requestConfigs) {
+        int skipped = mask == null ? 0 : keying.maskedPrefix(mask, tokenIds.length);
+        List<ChunkRange> chunks = keying.processTokens(tokenIds, requestConfigs);
         metrics.recordHashed(tokenIds.length);
-        return new PreparedRequest(other, tokenIds.length, chunks, skipped);
+        return new PreparedRequest(tokens, tokenIds.length, chunks, skipped);
     }
 
     /**

@@ -9,11 +9,15 @@ import java.lang.foreign.Arena;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
 
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
+import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.SegmentTokenDatabase;
+import lmcache4j.engine.key.TokenDatabase;
 import org.junit.jupiter.api.Test;
 
 /** A request prepared once is hashed once, and behaves as the token-array calls do. */
@@ -99,6 +103,43 @@ class PreparedRequestTest {
             assertTrue(refused.getMessage().contains("prepared by another engine"), refused.getMessage());
             assertThrows(IllegalArgumentException.class, () -> engine.store(engine.prepare(tokens, Map.of()), kv, new long[5]));
             assertEquals(0, engine.metrics().snapshot().storedTokens());
+        }
+    }
+
+    @Test
+    void aSecondKeyingServesItsOwnKeysFromTheSameTiersAndOnlyThisEngineTakesIt() {
+        int[] separator = {200_000, 200_001};
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine engine = engine(); LMCacheEngine other = engine()) {
+            TokenDatabase own = engine.tokenDatabase();
+            SegmentTokenDatabase segments = new SegmentTokenDatabase(separator, own.hasher(), own.keyFactory(), own.storageKeys());
+            int[] a = SyntheticKv.tokens(100, 7);
+            int[] b = SyntheticKv.tokens(60, 8);
+            int[] tokens = new int[a.length + separator.length + b.length];
+            System.arraycopy(a, 0, tokens, 0, a.length);
+            System.arraycopy(separator, 0, tokens, a.length, separator.length);
+            System.arraycopy(b, 0, tokens, a.length + separator.length, b.length);
+            PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
+            long[] slots = SyntheticKv.slots(tokens.length, BLOCKS, 9);
+            SyntheticKv.compute(kv, tokens, slots, 0, tokens.length);
+
+            PreparedRequest bySegment = engine.prepare(tokens, null, Map.of(), segments);
+            assertEquals(List.of(100, 60), bySegment.chunks().stream().map(r -> r.end() - r.start()).toList(),
+                    "keyed by the second database: two segments, not 64-token chunks");
+            assertEquals(160, engine.store(bySegment, kv, slots));
+            assertEquals(0, engine.lookup(engine.prepare(tokens, Map.of())), "the engine's own keys are other keys");
+            assertEquals(tokens.length, engine.lookup(engine.prepare(tokens, null, Map.of(), segments)));
+
+            PagedKvCache fresh = SyntheticKv.cache(arena, BLOCKS);
+            boolean[] loaded = engine.retrieve(engine.prepare(tokens, null, Map.of(), segments), fresh, slots);
+            assertEquals(160, IntStream.range(0, loaded.length).filter(t -> loaded[t]).count());
+            assertEquals(0, SyntheticKv.mismatches(fresh, tokens, slots, 0, a.length));
+
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> other.store(bySegment, kv, slots));
+            assertTrue(refused.getMessage().contains("prepared by another engine"), refused.getMessage());
+            KeyFactory foreignModel = new KeyFactory("another-model", 1, 0, own.keyFactory().kvDtype());
+            IllegalArgumentException wrongKeys = assertThrows(IllegalArgumentException.class, () -> engine.prepare(tokens, null,
+                    Map.of(), new SegmentTokenDatabase(separator, own.hasher(), foreignModel, own.storageKeys())));
+            assertTrue(wrongKeys.getMessage().contains("differ from this engine's"), wrongKeys.getMessage());
         }
     }
 }

@@ -102,7 +102,7 @@ public final class BlendBench {
                     + model.getConfig().contextLength + " positions: fewer or shorter documents");
         }
         List<Row> rows = new ArrayList<>();
-        try (LMCacheEngine engine = BlendedPrefill.engine(config, CachedPrefill.metadata(model, modelName), base, List.of());
+        try (LMCacheEngine engine = BlendedPrefill.sharedEngine(config, CachedPrefill.metadata(model, modelName), List.of());
              CachedPrefill plain = new CachedPrefill(engine, model)) {
             log.println("bench blend: warming up the JIT and caching " + s.documents() + " documents of " + s.documentTokens()
                     + " tokens, each from a prompt of its own");

@@ -24,9 +24,8 @@ import lmcache4j.jlama.CachedPrefill;
  * A retrieval workload on a real transformer (Jlama), served three ways: a pool of documents is
  * ingested (each prefilled once after the system prompt), then each request is the system prompt,
  * documents drawn from the pool in random order, and a new question. Every request is prefilled in
- * full (plain Jlama), with prefix caching alone and with blending, both on one engine as a service
- * would run them (prefix keys for the one, segment keys for the other, one memory budget); the
- * blend at ratio 1 must give the full prefill's logits bit
+ * full (plain Jlama), with prefix caching alone (a chunked engine that saw the same prompts), and
+ * with blending (a segment engine); the blend at ratio 1 must give the full prefill's logits bit
  * for bit, and the blended requests must be faster than the full prefills. The last requests repeat
  * earlier prompts, where prefix caching serves almost everything too.
  */
@@ -66,8 +65,9 @@ public final class BlendDemo {
 
     /** Runs the workload; each request is told to {@code progress} when served. */
     public static List<Served> run(Settings s, AbstractModel model, String modelName, Consumer<Served> progress) {
+        // One engine serves the prefix-cached and the blended requests, as a service runs both.
         LMCacheEngineConfig blendConfig = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
-                .set("max_local_cpu_size", 1.0).set("hash_seed", "0").set("enable_blending", true)
+                .set("max_local_cpu_size", 2.0).set("hash_seed", "0").set("enable_blending", true)
                 .set("blend_recompute_ratios", List.of(s.ratio())).set("blend_check_layers", List.of(1))
                 .set("blend_min_tokens", 256).build();
         BlendSettings settings = BlendSettings.from(blendConfig, model);
@@ -80,9 +80,7 @@ public final class BlendDemo {
             pool[d] = text(random, 150 + random.nextInt(251), vocabulary, banned);
         }
         List<Served> served = new ArrayList<>();
-        // One engine for both request classes: prefix keys for CachedPrefill, segment keys for BlendedPrefill.
-        try (LMCacheEngine engine = BlendedPrefill.engine(blendConfig, CachedPrefill.metadata(model, modelName), settings,
-                List.of());
+        try (LMCacheEngine engine = BlendedPrefill.sharedEngine(blendConfig, CachedPrefill.metadata(model, modelName), List.of());
              BlendedPrefill blend = new BlendedPrefill(engine, model, settings);
              BlendedPrefill everything = new BlendedPrefill(engine, model, settings.withRecomputeRatio(1.0));
              CachedPrefill prefix = new CachedPrefill(engine, model)) {

@@ -139,6 +139,18 @@ public final class ConnectionGuard {
     }
 
     /**
+     * Entries on the lists of connections not yet proven (addresses and connections): every ended or
+     * proven connection must leave them, or strangers that come and go would grow them without end.
+     */
+    synchronized int unprovenEntries() {
+        int entries = unprovenPlain.size() + unprovenCurve.size();
+        for (Deque<Connection> waiting : unprovenCurve.values()) {
+            entries += waiting.size();
+        }
+        return entries;
+    }
+
+    /**
      * The context's CURVE gate admitted a handshake from {@code host} (the deployment's key): that
      * address's newest connection not yet proven is established.
      */

@@ -12,6 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import org.junit.jupiter.api.Test;
 import org.zeromq.SocketType;
@@ -60,6 +63,7 @@ class ConnectionGuardTest {
                     await(() -> closed(s), "every stranger's connection is closed");
                 }
                 await(() -> guard.counts().open() == 0 && guard.counts().handshaking() == 0, "forgotten: " + guard.counts());
+                assertEquals(0, guard.unprovenEntries(), "the timed-out connections left the unproven lists");
             } finally {
                 for (Stranger s : strangers) {
                     s.close();
@@ -94,6 +98,7 @@ class ConnectionGuardTest {
                 assertEquals(1, guard.counts().established(), guard.counts().toString());
                 assertEquals(1, guard.counts().open(), guard.counts().toString());
                 assertEquals(0, guard.counts().handshaking(), guard.counts().toString());
+                assertEquals(0, guard.unprovenEntries(), "the member proven, the stranger gone: no address left listed");
             }
         }
     }
@@ -125,7 +130,116 @@ class ConnectionGuardTest {
             talker.send("still there");
             assertEquals("still there", pull.recvStr(), "the proven connection outlived the timeout");
             assertEquals(2, guard.counts().established(), guard.counts().toString());
+            assertEquals(0, guard.unprovenEntries(), "proven and timed-out connections left the unproven list");
         }
+    }
+
+    @Test
+    void anAddressStaysListedWhileOneOfItsConnectionsIsUnprovenAndLeavesWithTheLast() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(64, 64, 8, Duration.ofSeconds(30)));
+        try (OwnedZContext context = new OwnedZContext("test-guard-listed", 1)) {
+            ZMQ.Socket pull = context.createSocket(SocketType.PULL);
+            SECRET.serve(pull);
+            guard.watch(context, pull);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            try (Stranger first = Stranger.connect("127.0.0.1", port); Stranger second = Stranger.connect("127.0.0.1", port)) {
+                await(() -> guard.counts().handshaking() == 2, "two in their handshake: " + guard.counts());
+                assertEquals(3, guard.unprovenEntries(), "one address, two connections");
+                first.close();
+                await(() -> guard.counts().open() == 1, "the first forgotten: " + guard.counts());
+                assertEquals(2, guard.unprovenEntries(), "the address stays listed with the second connection");
+                second.close();
+                await(() -> guard.counts().open() == 0, "the second forgotten: " + guard.counts());
+                assertEquals(0, guard.unprovenEntries(), "the address leaves with its last connection");
+            }
+        }
+    }
+
+    @Test
+    void aClosedConnectionGivesBackItsPlaceInAllAndPerHost() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(8, 2, 2, Duration.ofSeconds(30)));
+        try (OwnedZContext context = new OwnedZContext("test-guard-close", 1);
+                ZContext clients = new OwnedZContext("test-guard-close-clients", 1)) {
+            ZMQ.Socket pull = guard.watch(context, context.createSocket(SocketType.PULL));
+            new ReceiveBudget(1 << 20, Optional.of(guard)).apply(pull, 1 << 20);
+            pull.setReceiveTimeOut(5_000);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            List<ZMQ.Socket> pushes = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                while (pushes.size() < 2) {
+                    ZMQ.Socket push = clients.createSocket(SocketType.PUSH);
+                    push.setLinger(0);
+                    push.connect("tcp://127.0.0.1:" + port);
+                    push.send("round " + round);
+                    assertEquals("round " + round, pull.recvStr(), "a connection within the per-host limit again");
+                    pushes.add(push);
+                }
+                await(() -> guard.counts().open() == 2 && guard.counts().handshaking() == 0, "two established: " + guard.counts());
+                pushes.removeFirst().close(); // its place per host comes back
+                await(() -> guard.counts().open() == 1, "the closed connection forgotten: " + guard.counts());
+            }
+            assertEquals(0, guard.counts().refused(), guard.counts().toString());
+            assertEquals(4, guard.counts().established(), guard.counts().toString());
+            // One open: a second fits the per-host limit again, a third does not (the count went down by one, not to nothing).
+            ZMQ.Socket push = clients.createSocket(SocketType.PUSH);
+            push.setLinger(0);
+            push.connect("tcp://127.0.0.1:" + port);
+            push.send("second");
+            assertEquals("second", pull.recvStr());
+            try (Stranger third = Stranger.connect("127.0.0.1", port)) {
+                await(() -> closed(third), "a third connection from the address is refused");
+            }
+            assertEquals(1, guard.counts().refusedPerHost(), guard.counts().toString());
+        }
+    }
+
+    @Test
+    void aRefusalWarnsOnceAThousandNamingTheAddressAndTheCount() throws Exception {
+        Logger log = Logger.getLogger(ConnectionGuard.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
+        ConnectionGuard guard = new ConnectionGuard("warned", new ConnectionLimits(64, 64, 1, Duration.ofSeconds(30)));
+        List<Stranger> strangers = new ArrayList<>();
+        try (OwnedZContext context = new OwnedZContext("test-guard-warn", 1)) {
+            ZMQ.Socket pull = guard.watch(context, context.createSocket(SocketType.PULL));
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            strangers.add(Stranger.connect("127.0.0.1", port)); // holds the one place in the handshake
+            await(() -> guard.counts().handshaking() == 1, "one handshaking: " + guard.counts());
+            for (int i = 0; i < 3; i++) {
+                strangers.add(Stranger.connect("127.0.0.1", port));
+            }
+            await(() -> guard.counts().refusedHandshaking() == 3, "three refused: " + guard.counts());
+            assertEquals(List.of("warned: refused a connection from 127.0.0.1 at the limit of connections in their handshake (1);"
+                    + " 1 refused so far"), warnings, "the first refusal warns, the next 999 do not");
+        } finally {
+            log.removeHandler(handler);
+            for (Stranger s : strangers) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void countsAddEveryKindOfRefusalAndTheGuardKeepsItsLimits() {
+        assertEquals(7, new ConnectionGuard.Counts(0, 0, 0, 1, 2, 4, 0).refused());
+        ConnectionLimits limits = new ConnectionLimits(8, 4, 2, TIMEOUT);
+        assertEquals(limits, new ConnectionGuard("test", limits).limits());
     }
 
     @Test

@@ -15,7 +15,14 @@ import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.key.ChunkHasher;
+import lmcache4j.engine.key.ChunkedTokenDatabase;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.HashAlgorithm;
+import lmcache4j.engine.key.KeyFactory;
+import lmcache4j.engine.key.SegmentTokenDatabase;
+import lmcache4j.engine.key.StorageKeys;
+import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.storage.StorageBackend;
 
 /**
@@ -26,12 +33,19 @@ import lmcache4j.engine.storage.StorageBackend;
  * and only a selected share after it ({@link BlendedForward}), samples the first token, then
  * stores the segments not cached yet, keys as if computed at {@code 0…}.
  *
- * <p>A prompt without a separator is one segment, served whole or not at all. The engine from
- * {@link #engine} keys prefix-cache requests too: a {@link CachedPrefill} on it keys its prompts by
- * the prefix chain, this class by segments ({@link LMCacheEngine#prepareSegments}), whatever the
- * tokens hold, in the same tiers under one memory budget.
+ * <p>A prompt without a separator is one segment: a blending engine serves it whole or not at all.
  * At a recompute ratio of 1 the output is a plain prefill's bit for bit; below 1 it is an
  * approximation whose quality depends on the model (see docs/blend.md).
+ *
+ * <p><b>One engine for both kinds.</b> On an engine from {@link #engine} (every request keyed by
+ * segment, as LMCache does with {@code enable_blending}) the segments carry LMCache's keys, and a
+ * {@link CachedPrefill} can only prefill without the cache. On an engine from {@link #sharedEngine}
+ * (or any engine keyed by prefix), which a {@link CachedPrefill} uses at the same time, the
+ * segments are keyed beside the prefix chunks in the same tiers and memory, with the tag {@value #SEGMENT_TAG}
+ * {@code = 1} and hashes no prefix chunk can have ({@link SegmentTokenDatabase#besidePrefixes}): a
+ * segment's KV was computed after other documents, so it must never be found under the key of a
+ * prompt's first prefix chunk, which the same tokens would otherwise give (the tag alone would not
+ * do: a prefix request's configs may carry the same tag).
  *
  * <p>One prefill at a time per instance; instances sharing a model and a forward lock take turns
  * per layer call.
@@ -44,10 +58,15 @@ public final class BlendedPrefill implements AutoCloseable {
     private final KeyRotation rotation;
     private final BlendedForward forward;
     private final Lock forwardLock;
+    private final TokenDatabase keying;
+    private final Map<String, String> keyTags;
+
+    /** The request config that tags segment keys on an engine shared with prefix requests. */
+    public static final String SEGMENT_TAG = "lmcache.tag.segment";
 
     /**
-     * @param engine   an engine that keys segments: from {@link #engine(LMCacheEngineConfig, ModelMetadata, BlendSettings, List)},
-     *                 {@link LMCacheEngine#createBlending}, or one made with a segment token database
+     * @param engine   an engine from {@link #engine(LMCacheEngineConfig, ModelMetadata, BlendSettings, List)}, or a
+     *                 plain engine, shared with prefix prefills ({@link CachedPrefill})
      * @param model    a Jlama model loaded with F32 or BF16 working memory, with rotary positions
      * @param settings the blend settings ({@link BlendSettings#from})
      */
@@ -62,17 +81,25 @@ public final class BlendedPrefill implements AutoCloseable {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.forwardLock = Objects.requireNonNull(forwardLock, "forwardLock");
         CachedPrefill.checkEngine(engine, model);
-        int[] separator = engine.segmentDatabase().orElseThrow(() -> new IllegalArgumentException(
-                "the engine keys prefixes only; make it with BlendedPrefill.engine or LMCacheEngine.createBlending"))
-                .separator();
-        if (!Arrays.equals(separator, settings.separator())) {
-            throw new IllegalArgumentException("the engine splits segments at " + Arrays.toString(separator)
-                    + " but blend_special_str gives " + Arrays.toString(settings.separator()));
-        }
         int layers = model.getConfig().numberOfLayers;
         if (settings.checkLayer() >= layers) {
             throw new IllegalArgumentException("blend_check_layers: layer " + settings.checkLayer() + " is past this model's "
                     + layers + " layers");
+        }
+        TokenDatabase own = engine.tokenDatabase();
+        if (own instanceof SegmentTokenDatabase segments) {
+            if (!Arrays.equals(segments.separator(), settings.separator())) {
+                throw new IllegalArgumentException("the engine splits at the separator " + Arrays.toString(segments.separator())
+                        + ", the settings at " + Arrays.toString(settings.separator()));
+            }
+            this.keying = own;
+            this.keyTags = Map.of();
+        } else {
+            // The tag alone does not keep the key spaces apart: a prefix request's configs can carry
+            // it too. Segment hashes beside prefixes carry an extra key no prefix chunk has.
+            this.keying = SegmentTokenDatabase.besidePrefixes(settings.separator(), own.hasher(), own.keyFactory(),
+                    own.storageKeys());
+            this.keyTags = Map.of(SEGMENT_TAG, "1");
         }
         this.rotation = KeyRotation.of(model.getConfig());
         this.forward = new BlendedForward(model, new JlamaLayers(model), forwardLock, CachedPrefill.JLAMA_BATCH);
@@ -80,15 +107,37 @@ public final class BlendedPrefill implements AutoCloseable {
     }
 
     /**
-     * An engine for blended and prefix-cache requests together ({@link LMCacheEngine#createBlending}):
-     * segments split at {@code settings}' separator, prefix chunks of the config's
-     * {@code chunk_size}, both with the config's hash, seed and key form, in a CPU tier of
-     * {@code max_local_cpu_size} and {@code extraTiers} below it.
+     * A blending engine: keys from a {@link SegmentTokenDatabase} over {@code settings}' separator,
+     * with the config's hash, seed and key form, a CPU tier of {@code max_local_cpu_size} and
+     * {@code extraTiers} below it.
      */
     public static LMCacheEngine engine(LMCacheEngineConfig config, ModelMetadata metadata, BlendSettings settings,
                                        List<StorageBackend> extraTiers) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(metadata, "metadata");
         Objects.requireNonNull(settings, "settings");
-        return LMCacheEngine.createBlending(config, metadata, KvConnector.host(1), extraTiers, settings.separator());
+        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
+        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
+        SegmentTokenDatabase segments = new SegmentTokenDatabase(settings.separator(), hasher, keys,
+                StorageKeys.fromName(config.storageChunkKeys()));
+        return LMCacheEngine.create(config, metadata, KvConnector.host(1), extraTiers, segments);
+    }
+
+    /**
+     * An engine for both kinds of request: prefix keys (the config's chunk size, hash, seed and key
+     * form) for {@link CachedPrefill}, and segment keys, tagged {@value #SEGMENT_TAG}, for the
+     * {@code BlendedPrefill}s on it; one CPU tier of {@code max_local_cpu_size} and
+     * {@code extraTiers} below it hold both.
+     */
+    public static LMCacheEngine sharedEngine(LMCacheEngineConfig config, ModelMetadata metadata,
+                                             List<StorageBackend> extraTiers) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(metadata, "metadata");
+        ChunkHasher hasher = ChunkHasher.of(HashAlgorithm.fromName(config.preCachingHashAlgorithm()), config.hashSeed());
+        KeyFactory keys = new KeyFactory(metadata.modelName(), metadata.worldSize(), metadata.workerId(), metadata.kvDtype());
+        ChunkedTokenDatabase prefixes = new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys,
+                StorageKeys.fromName(config.storageChunkKeys()));
+        return LMCacheEngine.create(config, metadata, KvConnector.host(1), extraTiers, prefixes);
     }
 
     /** The settings this instance blends with. */
@@ -149,7 +198,7 @@ public final class BlendedPrefill implements AutoCloseable {
                     firstTokenAt - started, 0, loaded - started, firstTokenAt - loaded, firstTokenAt, forwardLock);
             if (store) {
                 long storeStarted = System.nanoTime();
-                prefill.stored = engine.store(engine.prepareSegments(tokens, Map.of()), segments);
+                prefill.stored = engine.store(engine.prepare(tokens, null, keyTags, keying), segments);
                 prefill.storeNanos = System.nanoTime() - storeStarted;
             }
             double full = (double) tokens.length * model.getConfig().numberOfLayers;
@@ -166,12 +215,12 @@ public final class BlendedPrefill implements AutoCloseable {
      * after the last miss.
      */
     private void loadSegments(int[] tokens, SegmentKvCache segments, boolean[] cached) {
-        List<ChunkRange> ranges = engine.prepareSegments(tokens, Map.of()).chunks();
+        List<ChunkRange> ranges = engine.prepare(tokens, null, keyTags, keying).chunks();
         int i = 0;
         while (i < ranges.size()) {
             boolean[] mask = new boolean[tokens.length];
             Arrays.fill(mask, ranges.get(i).start(), tokens.length, true);
-            boolean[] loaded = engine.retrieve(engine.prepareSegments(tokens, mask, Map.of()), segments, null);
+            boolean[] loaded = engine.retrieve(engine.prepare(tokens, mask, keyTags, keying), segments, null);
             while (i < ranges.size() && loaded[ranges.get(i).start()]) {
                 ChunkRange r = ranges.get(i);
                 Arrays.fill(cached, r.start(), r.end(), true);

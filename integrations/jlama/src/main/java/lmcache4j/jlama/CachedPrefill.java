@@ -16,7 +16,7 @@ import com.github.tjake.jlama.tensor.KvBufferCache;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
-import lmcache4j.engine.key.ChunkedTokenDatabase;
+import lmcache4j.engine.key.SegmentTokenDatabase;
 import lmcache4j.engine.pd.PdTransfer;
 
 /**
@@ -72,11 +72,6 @@ public final class CachedPrefill implements AutoCloseable {
         this.model = Objects.requireNonNull(model, "model");
         this.forwardLock = Objects.requireNonNull(forwardLock, "forwardLock");
         checkEngine(engine, model);
-        if (!(engine.tokenDatabase() instanceof ChunkedTokenDatabase)) {
-            // Segment keys hold KV moved to positions 0…; served as a prefix they would be wrong.
-            throw new IllegalArgumentException("the engine keys every request by segments (" + engine.tokenDatabase()
-                    + "); prefix caching needs prefix keys: make it with BlendedPrefill.engine or LMCacheEngine.createBlending");
-        }
         this.buffers = new KvBufferCache(model);
         this.alignment = lcm(engine.config().chunkSize(), JLAMA_BATCH);
         this.partialChunks = engine.config().saveUnfullChunk();
@@ -130,6 +125,11 @@ public final class CachedPrefill implements AutoCloseable {
 
     private Prefill prefill(int[] tokens, Optional<PdTransfer> push) {
         checkPrompt(tokens);
+        if (engine.tokenDatabase() instanceof SegmentTokenDatabase) {
+            // Segment keys are position-free: a segment retrieved as a prefix chunk lands unrotated.
+            throw new IllegalArgumentException("this engine keys every request by segment (BlendedPrefill.engine), and a "
+                    + "prefix prefill needs prefix keys; use BlendedPrefill.sharedEngine, which serves both");
+        }
         long started = System.nanoTime();
         KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer();
         try {

@@ -26,12 +26,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.key.ChunkRange;
+import lmcache4j.engine.key.SegmentTokenDatabase;
+import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.storage.StorageBackend;
 
 /**
@@ -89,6 +91,22 @@ class BlendedPrefillTest {
                 List.of());
     }
 
+    /** An engine for prefix and blended requests both. */
+    private static LMCacheEngine sharedEngine(Map<String, Object> extra, double ratio) {
+        return BlendedPrefill.sharedEngine(config(extra, ratio), CachedPrefill.metadata(model, "synthetic/blend"), List.of());
+    }
+
+    /** The keys a BlendedPrefill on {@code engine} gives the segments of {@code tokens}. */
+    private static List<ChunkRange> segmentKeys(LMCacheEngine engine, int[] tokens) {
+        TokenDatabase own = engine.tokenDatabase();
+        if (own instanceof SegmentTokenDatabase) {
+            return engine.prepare(tokens, Map.of()).chunks();
+        }
+        SegmentTokenDatabase segments = SegmentTokenDatabase.besidePrefixes(separator, own.hasher(), own.keyFactory(),
+                own.storageKeys());
+        return engine.prepare(tokens, null, Map.of(BlendedPrefill.SEGMENT_TAG, "1"), segments).chunks();
+    }
+
     private static BlendedPrefill blend(LMCacheEngine engine) {
         return new BlendedPrefill(engine, model, BlendSettings.from(engine.config(), model));
     }
@@ -134,7 +152,7 @@ class BlendedPrefillTest {
             return system.length + IntStream.of(order).map(d -> docs[d].length).sum();
         }
 
-        private static int[] join(List<int[]> parts) {
+        static int[] join(List<int[]> parts) {
             int[] out = new int[0];
             for (int[] part : parts) {
                 int at = out.length;
@@ -159,16 +177,19 @@ class BlendedPrefillTest {
         }
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"LocalCPUBackend", "LocalDiskBackend", "RemoteBackend"})
-    void atRatioOneTheBlendedPrefillIsTheFullPrefillFromEveryTier(String tier) {
+    @ParameterizedTest(name = "{0}, {1} engine")
+    @CsvSource({"LocalCPUBackend, blending", "LocalDiskBackend, blending", "RemoteBackend, blending",
+            "LocalCPUBackend, shared", "LocalDiskBackend, shared", "RemoteBackend, shared"})
+    void atRatioOneTheBlendedPrefillIsTheFullPrefillFromEveryTier(String tier, String kind) {
+        String place = kind + "-" + tier;
         Map<String, Object> extra = switch (tier) {
-            case "LocalDiskBackend" -> Map.of("local_disk", dir.resolve("disk").toString(), "max_local_disk_size", 0.05);
-            case "RemoteBackend" -> Map.of("remote_url", "fs://" + dir.resolve("shared").toAbsolutePath());
+            case "LocalDiskBackend" -> Map.of("local_disk", dir.resolve("disk-" + place).toString(), "max_local_disk_size", 0.05);
+            case "RemoteBackend" -> Map.of("remote_url", "fs://" + dir.resolve("shared-" + place).toAbsolutePath());
             default -> Map.of();
         };
         Workload w = new Workload(1);
-        try (LMCacheEngine engine = engine(extra, 1.0); BlendedPrefill blend = blend(engine);
+        try (LMCacheEngine engine = kind.equals("shared") ? sharedEngine(extra, 1.0) : engine(extra, 1.0);
+             BlendedPrefill blend = blend(engine);
              CachedPrefill plain = new CachedPrefill(engine, model)) {
             cacheDocuments(blend, w);
             if (!tier.equals(CPU_TIER)) {
@@ -201,7 +222,7 @@ class BlendedPrefillTest {
         StorageBackend backend = engine.storage().tier(tier).orElseThrow();
         long deadline = System.nanoTime() + 20_000_000_000L;
         for (int d = 0; d < w.docs.length; d++) {
-            for (ChunkRange segment : engine.prepareSegments(w.single(d), Map.of()).chunks()) {
+            for (ChunkRange segment : segmentKeys(engine, w.single(d))) {
                 while (!backend.contains(segment.key(), false)) {
                     assertTrue(System.nanoTime() < deadline, tier + " never held segment " + segment);
                     Thread.onSpinWait();
@@ -250,6 +271,65 @@ class BlendedPrefillTest {
             try (BlendedPrefill.Result r = blend.prefill(w.rag(0, 1))) {
                 assertEquals(0, r.prefill().cachedTokens());
             }
+        }
+    }
+
+    @Test
+    void prefixAndBlendedRequestsShareOneEngine() {
+        Workload w = new Workload(4);
+        try (LMCacheEngine engine = sharedEngine(Map.of(), 1.0); BlendedPrefill blend = blend(engine);
+             CachedPrefill plain = new CachedPrefill(engine, model)) {
+            cacheDocuments(blend, w);
+            // A prefix request whose prompt holds the separator: keyed by prefix chunks all the same.
+            int[] prefixPrompt = w.rag(0, 1);
+            try (CachedPrefill.Prefill first = plain.prefill(prefixPrompt)) {
+                assertEquals(0, first.cachedTokens(), "segments are never served as prefix chunks");
+            }
+            for (ChunkRange chunk : engine.prepare(prefixPrompt, Map.of()).chunks()) {
+                assertTrue(engine.storage().contains(chunk.key(), false).isPresent(), "prefix chunk " + chunk + " stored");
+                assertTrue(chunk.end() - chunk.start() <= 256, "prefix chunks, not segments: " + chunk);
+            }
+            try (CachedPrefill.Prefill again = plain.prefill(prefixPrompt)) {
+                int reused = engine.config().saveUnfullChunk() ? prefixPrompt.length - 1 : prefixPrompt.length / 256 * 256;
+                assertEquals(reused, again.cachedTokens(), "the prefix request's repeat");
+            }
+            // The documents in a new order, blended from the same engine, with the prefix chunks beside them.
+            try (BlendedPrefill.Result r = blend.prefill(w.rag(1, 2, 0))) {
+                assertEquals(w.cachedIn(1, 2, 0), r.prefill().cachedTokens(), "segments found in the shared engine");
+            }
+        }
+    }
+
+    @Test
+    void aSegmentIsNeverServedAsThePrefixChunkOfTheSameTokens() {
+        Workload w = new Workload(5);
+        int[] document = Arrays.copyOf(w.docs[0], 256);
+        int[] blended = Workload.join(List.of(w.system, document, w.question));
+        // The same 256 tokens opening a prefix prompt: without the segment tag their prefix-chunk key
+        // is the segment's, whose KV was computed after the system prompt.
+        int[] prefixPrompt = Workload.join(List.of(document, w.question));
+        try (LMCacheEngine engine = sharedEngine(Map.of(), 1.0); BlendedPrefill blend = blend(engine);
+             CachedPrefill plain = new CachedPrefill(engine, model)) {
+            try (BlendedPrefill.Result r = blend.prefill(blended)) {
+                assertTrue(r.prefill().storedTokens() >= document.length, "the document's segment stored");
+            }
+            float[] fullLogits;
+            try (CachedPrefill.Prefill full = plain.prefillWithoutCache(prefixPrompt)) {
+                fullLogits = full.logits();
+            }
+            try (CachedPrefill.Prefill p = plain.prefill(prefixPrompt)) {
+                assertEquals(0, p.cachedTokens(), "the segment's KV served as a prefix chunk");
+                assertArrayEquals(fullLogits, p.logits());
+            }
+        }
+    }
+
+    @Test
+    void aPrefixPrefillRefusesAnEngineThatKeysEverythingBySegment() {
+        Workload w = new Workload(6);
+        try (LMCacheEngine engine = engine(Map.of(), 1.0); CachedPrefill plain = new CachedPrefill(engine, model)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> plain.prefill(w.rag(0, 1)));
+            assertTrue(e.getMessage().contains("sharedEngine"), e.getMessage());
         }
     }
 

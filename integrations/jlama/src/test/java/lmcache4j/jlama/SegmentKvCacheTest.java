@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.Random;
@@ -16,10 +17,10 @@ import com.github.tjake.jlama.safetensors.DType;
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A segment's KV gathered at one position and scattered at another: its layer-0 keys and values
@@ -29,23 +30,26 @@ import org.junit.jupiter.api.io.TempDir;
 class SegmentKvCacheTest {
     @TempDir
     static Path dir;
-    private static AbstractModel model;
-    private static KvBufferCache buffers;
+    private static Path modelDir;
 
     @BeforeAll
-    static void loadModel() throws IOException {
-        model = ModelSupport.loadModel(SyntheticLlama.tiny().writeTo(dir.resolve("model")).toFile(), DType.F32, DType.F32);
-        buffers = new KvBufferCache(model);
+    static void writeModel() throws IOException {
+        // Head size 64: Jlama's BF16 attention needs whole vectors of a head (the tiny model's 16 fail its check).
+        modelDir = new SyntheticLlama(128, 2, 2, 1, 256, 4_352, 7).writeTo(dir.resolve("model"));
     }
 
-    @AfterAll
-    static void closeModel() {
-        buffers.close();
-        model.close();
+    @ParameterizedTest(name = "{0} KV")
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    void aSegmentStoredFromOnePositionLoadsAsComputedAtAnother(DType working) {
+        AbstractModel model = ModelSupport.loadModel(modelDir.toFile(), working, DType.F32);
+        try (KvBufferCache buffers = new KvBufferCache(model)) {
+            check(model, buffers, working);
+        } finally {
+            model.close();
+        }
     }
 
-    @Test
-    void aSegmentStoredFromOnePositionLoadsAsComputedAtAnother() {
+    private static void check(AbstractModel model, KvBufferCache buffers, DType working) {
         int[] segment = new Random(5).ints(200, 3, SyntheticLlama.VOCAB_SIZE).toArray();
         int[] first = concat(new Random(6).ints(100, 3, SyntheticLlama.VOCAB_SIZE).toArray(), segment);
         int[] second = concat(new Random(7).ints(700, 3, SyntheticLlama.VOCAB_SIZE).toArray(), segment);
@@ -58,8 +62,12 @@ class SegmentKvCacheTest {
              Arena arena = Arena.ofConfined()) {
             model.batchForward(first, 0, source, Optional.empty()).close();
             model.batchForward(second, 0, expected, Optional.empty()).close();
-            MemorySegment chunk = arena.allocate(2L * layers * segment.length * kvLength * Float.BYTES);
-            new SegmentKvCache(new JlamaKvCache(model, source), rotation).gather(100, 300, chunk);
+            JlamaKvCache sourceKv = new JlamaKvCache(model, source);
+            assertEquals(working == DType.BF16 ? lmcache4j.allocator.DType.BFLOAT16 : lmcache4j.allocator.DType.FLOAT32,
+                    sourceKv.dtype());
+            MemorySegment chunk = arena.allocate(2L * layers * segment.length * kvLength * sourceKv.dtype().byteSize());
+            new SegmentKvCache(sourceKv, rotation).gather(100, 300, chunk);
+            assertGatheredKeysAreTurnedAndRounded(source, chunk, rotation, layers, segment.length, kvLength, sourceKv.dtype());
             MemorySegment stored = arena.allocate(chunk.byteSize());
             stored.copyFrom(chunk);
             new SegmentKvCache(new JlamaKvCache(model, target), rotation).scatter(chunk, 700, 900);
@@ -80,12 +88,69 @@ class SegmentKvCacheTest {
                     largestValue = Math.max(largestValue, Math.abs(ev.get(0, e)));
                 }
             }
-            // Two moves (100… to 0…, 0… to 700…), each within KeyRotationTest's 8 ulps.
-            assertTrue(worstKey <= 16 * Math.ulp(largest), "keys differ by " + worstKey + " (largest " + largest + ")");
-            // Values carry no position, but Jlama's batched projection rounds a row differently at
-            // another place in its batch (measured 7.2e-7 here): a few ulps, never a wrong row.
-            assertTrue(worstValue <= 8 * Math.ulp(largestValue), "values differ by " + worstValue + " (largest " + largestValue + ")");
+            assertTrue(largest > 0 && largestValue > 0, "the forward pass wrote KV");
+            if (working == DType.F32) {
+                // Two moves (100… to 0…, 0… to 700…), each within KeyRotationTest's 8 ulps.
+                assertTrue(worstKey <= 16 * Math.ulp(largest), "keys differ by " + worstKey + " (largest " + largest + ")");
+                // Values carry no position, but Jlama's batched projection rounds a row differently at
+                // another place in its batch (measured 7.2e-7 here): a few ulps, never a wrong row.
+                assertTrue(worstValue <= 8 * Math.ulp(largestValue), "values differ by " + worstValue + " (largest " + largestValue + ")");
+            } else {
+                // BF16 keeps 8 bits of mantissa: each move rounds the turned key to BF16 once, and
+                // Jlama's own key at 700… was rounded from another float; a few BF16 ulps of the largest.
+                assertTrue(worstKey <= 4 * bf16Ulp(largest), "keys differ by " + worstKey + " (largest " + largest + ")");
+                assertTrue(worstValue <= 2 * bf16Ulp(largestValue), "values differ by " + worstValue + " (largest " + largestValue + ")");
+            }
         }
+    }
+
+    /**
+     * Each gathered key row is Jlama's row at {@code 100 + t} turned to {@code t} by the same rotation
+     * and stored in the KV dtype; for BF16 rounded to nearest, ties to even, bit for bit.
+     */
+    private static void assertGatheredKeysAreTurnedAndRounded(KvBufferCache.KvBuffer source, MemorySegment chunk,
+                                                              KeyRotation rotation, int layers, int tokens, int kvLength,
+                                                              lmcache4j.allocator.DType dtype) {
+        float[] row = new float[kvLength];
+        int roundedDifferently = 0;
+        for (int layer = 0; layer < layers; layer++) {
+            for (int t = 0; t < tokens; t++) {
+                AbstractTensor key = source.getKeyTensorForPosition(layer, 100 + t);
+                for (int e = 0; e < kvLength; e++) {
+                    row[e] = key.get(0, e);
+                }
+                rotation.move(row, 0, 100 + t, t);
+                long base = ((long) layer * tokens + t) * kvLength * dtype.byteSize();
+                for (int e = 0; e < kvLength; e++) {
+                    if (dtype == lmcache4j.allocator.DType.FLOAT32) {
+                        assertEquals(row[e], chunk.get(ValueLayout.JAVA_FLOAT_UNALIGNED, base + 4L * e), "layer " + layer + " token " + t);
+                    } else {
+                        short got = chunk.get(ValueLayout.JAVA_SHORT_UNALIGNED, base + 2L * e);
+                        assertEquals(nearestBf16(row[e]), got, "layer " + layer + " token " + t + " element " + e + " of " + row[e]);
+                        roundedDifferently += (Float.floatToRawIntBits(row[e]) >>> 16) != (got & 0xFFFF) ? 1 : 0;
+                    }
+                }
+            }
+        }
+        if (dtype != lmcache4j.allocator.DType.FLOAT32) {
+            assertTrue(roundedDifferently > 0, "no turned key needed rounding up: the check cannot tell rounding from truncation");
+        }
+    }
+
+    /** Round to nearest, ties to even, by the definition: the nearer of the two BF16 neighbours. */
+    private static short nearestBf16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        int down = bits & 0xFFFF0000;
+        int up = down + 0x10000;
+        double toDown = Math.abs((double) f - Float.intBitsToFloat(down));
+        double toUp = Math.abs((double) Float.intBitsToFloat(up) - f);
+        int pick = toDown < toUp ? down : toUp < toDown ? up : ((down >>> 16) & 1) == 0 ? down : up;
+        return (short) (pick >>> 16);
+    }
+
+    /** The gap between BF16 values near {@code x}: 16 fewer mantissa bits than a float's. */
+    private static float bf16Ulp(float x) {
+        return Math.ulp(x) * 65_536f;
     }
 
     private static int[] concat(int[] a, int[] b) {

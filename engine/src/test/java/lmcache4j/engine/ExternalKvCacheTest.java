@@ -34,7 +34,7 @@ class ExternalKvCacheTest {
     private static final ModelMetadata MODEL = new ModelMetadata("ext/model", 1, 0, DType.FLOAT32, LAYERS, HEADS, HEAD, false);
 
     /** Positions in one segment per layer and plane: {@code [capacity, hidden]} floats. */
-    private static class RowsKv implements ExternalKvCache {
+    static class RowsKv implements ExternalKvCache {
         final MemorySegment[][] planes;
         final int capacity;
         int gathers;

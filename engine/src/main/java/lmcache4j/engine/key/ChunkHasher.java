@@ -243,6 +243,32 @@ public final class ChunkHasher {
                 : unchained(tokens, from, to);
     }
 
+    /** The extra key that sets a segment's key apart from every prefix chunk's ({@link #segmentApart}). */
+    static final String SEGMENT_EXTRA_KEY = "lmcache4j.segment";
+
+    /**
+     * The hash of a segment that shares an engine with prefix chunks. In LMCache's integer form
+     * {@link #segment} is {@code [NONE_HASH, [tokens], []]}, exactly the first prefix chunk's input
+     * when the tokens are the same; here the extra keys hold {@value #SEGMENT_EXTRA_KEY} instead of
+     * nothing, and a prefix chunk's are always empty, so no prefix key can equal a segment key. The
+     * digest form is already apart: a segment's parent is CBOR null, a chunk's a byte string.
+     */
+    ChunkHash segmentApart(int[] tokens, int from, int to, StorageKeys form) {
+        if (form != StorageKeys.LMCACHE) {
+            return unchained(tokens, from, to);
+        }
+        Objects.checkFromToIndex(from, to, tokens.length);
+        Scratch s = SCRATCH.get();
+        s.cbor.reset();
+        s.cbor.arrayHead(3);
+        s.cbor.writeUnsigned(noneIntKey());
+        s.cbor.writeIntArray(tokens, from, to);
+        s.cbor.arrayHead(1);
+        s.cbor.writeText(SEGMENT_EXTRA_KEY);
+        s.sha256.update(s.cbor.buffer(), 0, s.cbor.length());
+        return ChunkHash.ofLong(firstEightBytes(s.sha256.digest()));
+    }
+
     static long firstEightBytes(byte[] digest) {
         long bits = 0;
         for (int i = 0; i < Long.BYTES; i++) {

@@ -31,6 +31,7 @@ import java.util.List;
  */
 public final class SegmentTokenDatabase extends TokenDatabase {
     private final int[] separator;
+    private final boolean apartFromPrefixes;
 
     /**
      * A database whose keys carry LMCache's current integer hashes ({@link StorageKeys#LMCACHE}).
@@ -46,8 +47,28 @@ public final class SegmentTokenDatabase extends TokenDatabase {
 
     /** As above, with the keys' hash form: {@code storage_chunk_keys}. */
     public SegmentTokenDatabase(int[] separator, ChunkHasher hasher, KeyFactory keys, StorageKeys form) {
+        this(separator, hasher, keys, form, false);
+    }
+
+    private SegmentTokenDatabase(int[] separator, ChunkHasher hasher, KeyFactory keys, StorageKeys form,
+                                 boolean apartFromPrefixes) {
         super(hasher, keys, form);
         this.separator = separator.clone();
+        this.apartFromPrefixes = apartFromPrefixes;
+    }
+
+    /**
+     * A database for an engine that keys prefix requests too (a {@link ChunkedTokenDatabase} with
+     * the same hasher and key fields): its keys can never equal a prefix chunk's. LMCache's own
+     * integer-form segment key of text {@code T} is the key of a prefix whose first chunk is
+     * {@code T}, but the two hold different KV (a segment's is computed after other text and its
+     * keys are moved to positions {@code 0…}), so a shared engine must not let one serve the other.
+     * Here a segment's hash carries an extra key no prefix chunk has; the keys are lmcache4j's own
+     * and match no LMCache segment key.
+     */
+    public static SegmentTokenDatabase besidePrefixes(int[] separator, ChunkHasher hasher, KeyFactory keys,
+                                                      StorageKeys form) {
+        return new SegmentTokenDatabase(separator, hasher, keys, form, true);
     }
 
     /** A copy of the separator's token ids. */
@@ -92,12 +113,14 @@ public final class SegmentTokenDatabase extends TokenDatabase {
 
     private void add(List<HashRange> ranges, int[] tokens, int from, int to, int skipBefore) {
         if (to > from && from >= skipBefore) {
-            ranges.add(new HashRange(from, to, hasher().segment(tokens, from, to, storageKeys())));
+            ranges.add(new HashRange(from, to, apartFromPrefixes ? hasher().segmentApart(tokens, from, to, storageKeys())
+                    : hasher().segment(tokens, from, to, storageKeys())));
         }
     }
 
     @Override
     public String toString() {
-        return "SegmentTokenDatabase[separator of " + separator.length + " tokens, " + hasher().algorithm().lmcacheName() + "]";
+        return "SegmentTokenDatabase[separator of " + separator.length + " tokens, " + hasher().algorithm().lmcacheName()
+                + (apartFromPrefixes ? ", keys apart from prefix keys" : "") + "]";
     }
 }

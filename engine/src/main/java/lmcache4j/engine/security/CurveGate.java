@@ -133,7 +133,21 @@ public final class CurveGate implements AutoCloseable {
         monitor.connect(address); // here, before the server binds: no connection's events are missed
         newWatches.add(new Watched(monitor, name, new GreetingWatch()));
         // JeroMQ's own monitor writes its events the same way, on the I/O thread, under the socket's monitor lock.
-        return event -> event.write(sender.base());
+        return event -> withPeer(event).write(sender.base());
+    }
+
+    /**
+     * {@code event}, an accept's carrying the peer's address where the endpoint's was: read here, on
+     * the I/O thread as it accepts, while the channel is surely open. By the time the gate's thread
+     * drains the event, JeroMQ may have closed a refused stranger's channel, whose address is then gone.
+     */
+    static zmq.ZMQ.Event withPeer(zmq.ZMQ.Event event) {
+        if (event.event != ZMQ.EVENT_ACCEPTED) {
+            return event;
+        }
+        String peer = peer(event.arg);
+        // JeroMQ writes the address's length in one signed byte: a longer one (an IPv6 scope) is not said.
+        return new zmq.ZMQ.Event(event.event, peer.length() > Byte.MAX_VALUE ? "a peer" : peer, event.arg);
     }
 
     private void serve() {
@@ -192,7 +206,7 @@ public final class CurveGate implements AutoCloseable {
             switch (e.getEvent()) {
                 case ZMQ.EVENT_ACCEPTED -> {
                     if (channel != null) {
-                        w.greetings().accepted(channel, peer(channel));
+                        w.greetings().accepted(channel, e.getAddress()); // the peer's, read at the accept (withPeer)
                     }
                 }
                 case ZMQ.EVENT_HANDSHAKE_PROTOCOL -> w.greetings().greeted();

@@ -12,6 +12,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 import org.zeromq.ZMQ;
 
@@ -49,6 +50,8 @@ public final class ConnectionGuard {
     private final String name;
     private final ConnectionLimits limits;
     private final long timeoutNanos;
+    /** {@link System#nanoTime}, but in tests. */
+    private final LongSupplier nanoClock;
     // Guarded by this: every connection open on the watched sockets, by channel; the handshaking ones of
     // CURVE sockets by host (newest last) and of plain sockets by peer address; the counts.
     private final Map<SelectableChannel, Connection> open = new IdentityHashMap<>();
@@ -96,9 +99,15 @@ public final class ConnectionGuard {
 
     /** A guard named {@code name} (in its warnings) enforcing {@code limits} on the sockets it will watch. */
     public ConnectionGuard(String name, ConnectionLimits limits) {
+        this(name, limits, System::nanoTime);
+    }
+
+    /** As {@link #ConnectionGuard(String, ConnectionLimits)}, reading the time from {@code nanoClock} (tests). */
+    ConnectionGuard(String name, ConnectionLimits limits, LongSupplier nanoClock) {
         this.name = Objects.requireNonNull(name, "name");
         this.limits = Objects.requireNonNull(limits, "limits");
         this.timeoutNanos = limits.handshakeTimeout().toNanos();
+        this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
     }
 
     public ConnectionLimits limits() {
@@ -185,7 +194,7 @@ public final class ConnectionGuard {
      * JeroMQ's event hook: runs on the I/O thread that accepted or lost the connection. True when it
      * refused the connection accepted.
      */
-    private boolean event(zmq.ZMQ.Event event, boolean curve) {
+    boolean event(zmq.ZMQ.Event event, boolean curve) {
         if (!(event.arg instanceof SocketChannel channel)) {
             return false;
         }
@@ -218,7 +227,7 @@ public final class ConnectionGuard {
             } else {
                 // JeroMQ's Peer-Address metadata: the address as Java prints it, a colon, the port.
                 String peer = remote == null ? "?" : host + ":" + remote.getPort();
-                Connection c = new Connection(channel, host, peer, curve, System.nanoTime());
+                Connection c = new Connection(channel, host, peer, curve, nanoClock.getAsLong());
                 open.put(channel, c);
                 perHost.merge(host, 1, Integer::sum);
                 handshaking++;
@@ -242,8 +251,8 @@ public final class ConnectionGuard {
     }
 
     /** Shuts connections past the handshake timeout; runs on the context's I/O threads' ticks. */
-    private void sweep() {
-        long now = System.nanoTime();
+    void sweep() {
+        long now = nanoClock.getAsLong();
         List<SocketChannel> late = new ArrayList<>();
         synchronized (this) {
             if (handshaking == 0) {

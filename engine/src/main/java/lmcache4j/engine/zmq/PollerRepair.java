@@ -33,20 +33,14 @@ import zmq.poll.Poller;
  * the stuck connection would wait for that later timer after all.
  *
  * <p>A lost registration follows a change of the poller's handles (a connect starts or completes),
- * so the tick is {@value #ACTIVE_TICK_MILLIS} ms for a second after the number of handles changed
- * and {@value #IDLE_TICK_MILLIS} ms otherwise (a connect slower than that second completes
+ * so the tick is 20 ms for a second after the number of handles changed
+ * and 500 ms otherwise ({@link TickSchedule}) (a connect slower than that second completes
  * without changing the number: it is repaired within an idle tick). Both grow with the number of
  * handles, 10 µs a handle, so that the passes stay near 1% of the I/O thread however many
  * connections it serves. {@code PollerRepairTest} loops connects that stall without it.
  */
 final class PollerRepair implements IPollEvents, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PollerRepair.class.getName());
-    static final long ACTIVE_TICK_MILLIS = 20;
-    static final long IDLE_TICK_MILLIS = 500;
-    /** How long the ticks stay short after the number of handles changed. */
-    static final long ACTIVE_MILLIS = 1_000;
-    /** A compiled pass costs under 100 ns per handle: a tick of 10 µs per handle keeps the passes near 1% of the thread. */
-    private static final long MICROS_PER_HANDLE = 10;
     private static final int TIMER_ID = 0x1c4e;
     /** JeroMQ's name for an I/O thread's poller (the reaper's poller serves no connections). */
     private static final String IO_THREAD_PREFIX = "iothread-";
@@ -57,8 +51,7 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     private final Poller.Handle wakeHandle;
     private final ByteBuffer one = ByteBuffer.allocate(1);
     private final ByteBuffer drain = ByteBuffer.allocate(64);
-    private int lastLoad = -1;
-    private long activeUntilNanos;
+    private final TickSchedule ticks = new TickSchedule(System::nanoTime);
 
     private PollerRepair(Poller poller, Consumer<Poller> onTick) {
         this.poller = poller;
@@ -80,20 +73,26 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
      * loop ends, {@code onTick} run on each tick; anything else unchanged.
      */
     static Runnable around(Runnable body, String name, Consumer<Poller> onTick) {
+        return around(body, name, onTick, repair -> { });
+    }
+
+    /** As {@link #around(Runnable, String, Consumer)}, handing {@code installed} the repair as it is added (tests). */
+    static Runnable around(Runnable body, String name, Consumer<Poller> onTick, Consumer<PollerRepair> installed) {
         if (!(body instanceof Poller poller) || !name.startsWith(IO_THREAD_PREFIX)) {
             return body;
         }
         return () -> {
             try (PollerRepair repair = new PollerRepair(poller, onTick)) {
+                installed.accept(repair);
                 repair.schedule();
                 body.run();
             }
         };
     }
 
-    /** The tick for a poller watching {@code handles} handles, whose number changed recently or not. */
-    static long tickMillis(int handles, boolean active) {
-        return Math.max(active ? ACTIVE_TICK_MILLIS : IDLE_TICK_MILLIS, handles * MICROS_PER_HANDLE / 1_000);
+    /** Whether either end of the pipe that wakes the poller is still open (it must not outlive the poller). */
+    boolean holdsPipe() {
+        return wake.sink().isOpen() || wake.source().isOpen();
     }
 
     @Override
@@ -125,13 +124,7 @@ final class PollerRepair implements IPollEvents, AutoCloseable {
     }
 
     private void schedule() {
-        int load = poller.getLoad();
-        long now = System.nanoTime();
-        if (load != lastLoad) {
-            lastLoad = load;
-            activeUntilNanos = now + ACTIVE_MILLIS * 1_000_000;
-        }
-        poller.addTimer(tickMillis(load, now - activeUntilNanos < 0), this, TIMER_ID);
+        poller.addTimer(ticks.nextTickMillis(poller.getLoad()), this, TIMER_ID);
     }
 
     /** Closes the pipe (the poller's loop has ended: nothing watches it any more). */

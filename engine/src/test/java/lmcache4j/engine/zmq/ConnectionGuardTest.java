@@ -64,6 +64,7 @@ class ConnectionGuardTest {
                 }
                 await(() -> guard.counts().open() == 0 && guard.counts().handshaking() == 0, "forgotten: " + guard.counts());
                 assertEquals(0, guard.unprovenEntries(), "the timed-out connections left the unproven lists");
+                assertEquals(4, guard.counts().timedOut(), "each connection timed out once, not again while it closed");
             } finally {
                 for (Stranger s : strangers) {
                     s.close();
@@ -135,6 +136,27 @@ class ConnectionGuardTest {
     }
 
     @Test
+    void anAddressStaysListedWhileOneOfItsConnectionsIsUnprovenAndLeavesWithTheLast() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(64, 64, 8, Duration.ofSeconds(30)));
+        try (OwnedZContext context = new OwnedZContext("test-guard-listed", 1)) {
+            ZMQ.Socket pull = context.createSocket(SocketType.PULL);
+            SECRET.serve(pull);
+            guard.watch(context, pull);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            try (Stranger first = Stranger.connect("127.0.0.1", port); Stranger second = Stranger.connect("127.0.0.1", port)) {
+                await(() -> guard.counts().handshaking() == 2, "two in their handshake: " + guard.counts());
+                assertEquals(3, guard.unprovenEntries(), "one address, two connections");
+                first.close();
+                await(() -> guard.counts().open() == 1, "the first forgotten: " + guard.counts());
+                assertEquals(2, guard.unprovenEntries(), "the address stays listed with the second connection");
+                second.close();
+                await(() -> guard.counts().open() == 0, "the second forgotten: " + guard.counts());
+                assertEquals(0, guard.unprovenEntries(), "the address leaves with its last connection");
+            }
+        }
+    }
+
+    @Test
     void aClosedConnectionGivesBackItsPlaceInAllAndPerHost() throws Exception {
         ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(8, 2, 2, Duration.ofSeconds(30)));
         try (OwnedZContext context = new OwnedZContext("test-guard-close", 1);
@@ -159,6 +181,16 @@ class ConnectionGuardTest {
             }
             assertEquals(0, guard.counts().refused(), guard.counts().toString());
             assertEquals(4, guard.counts().established(), guard.counts().toString());
+            // One open: a second fits the per-host limit again, a third does not (the count went down by one, not to nothing).
+            ZMQ.Socket push = clients.createSocket(SocketType.PUSH);
+            push.setLinger(0);
+            push.connect("tcp://127.0.0.1:" + port);
+            push.send("second");
+            assertEquals("second", pull.recvStr());
+            try (Stranger third = Stranger.connect("127.0.0.1", port)) {
+                await(() -> closed(third), "a third connection from the address is refused");
+            }
+            assertEquals(1, guard.counts().refusedPerHost(), guard.counts().toString());
         }
     }
 
@@ -200,6 +232,97 @@ class ConnectionGuardTest {
             log.removeHandler(handler);
             for (Stranger s : strangers) {
                 s.close();
+            }
+        }
+    }
+
+    @Test
+    void theFirstRefusalAtEachLimitWarnsNamingThatLimit() throws Exception {
+        assertEquals("warned: refused a connection from 127.0.0.1 at the limit of connections from one address (1);"
+                + " 1 refused so far", firstWarning(new ConnectionLimits(64, 1, 64, Duration.ofSeconds(30))));
+        assertEquals("warned: refused a connection from 127.0.0.1 at the limit of connections (1); 1 refused so far",
+                firstWarning(new ConnectionLimits(1, 1, 1, Duration.ofSeconds(30))));
+    }
+
+    /** The warning of the one refusal of a second stranger while a first holds the only place {@code limits} give. */
+    private static String firstWarning(ConnectionLimits limits) throws Exception {
+        Logger log = Logger.getLogger(ConnectionGuard.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
+        ConnectionGuard guard = new ConnectionGuard("warned", limits);
+        try (OwnedZContext context = new OwnedZContext("test-guard-first-warning", 1);
+                Stranger first = connectTo(guard, context);
+                Stranger second = Stranger.connect("127.0.0.1", first.serverPort())) {
+            await(() -> guard.counts().refused() == 1, "the second refused: " + guard.counts());
+            assertEquals(1, warnings.size(), warnings.toString());
+            return warnings.get(0);
+        } finally {
+            log.removeHandler(handler);
+        }
+    }
+
+    private static Stranger connectTo(ConnectionGuard guard, OwnedZContext context) throws Exception {
+        ZMQ.Socket pull = guard.watch(context, context.createSocket(SocketType.PULL));
+        Stranger first = Stranger.connect("127.0.0.1", pull.bindToRandomPort("tcp://127.0.0.1"));
+        await(() -> guard.counts().open() == 1, "the first taken: " + guard.counts());
+        return first;
+    }
+
+    /**
+     * The other watcher (a CURVE gate's) is handed only the events it asked for, and never the accept
+     * of a connection the guard refused: it would count a connection that never was.
+     */
+    @Test
+    void theOtherWatcherSeesOnlyItsEventsAndNoRefusedAccept() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(64, 64, 1, Duration.ofSeconds(30)));
+        List<Integer> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (OwnedZContext context = new OwnedZContext("test-guard-also", 1)) {
+            ZMQ.Socket pull = guard.watch(context, context.createSocket(SocketType.PULL), e -> seen.add(e.event),
+                    ZMQ.EVENT_ACCEPTED);
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            try (Stranger first = Stranger.connect("127.0.0.1", port)) {
+                await(() -> guard.counts().handshaking() == 1, "the first taken: " + guard.counts());
+                for (int i = 0; i < 2; i++) {
+                    try (Stranger refused = Stranger.connect("127.0.0.1", port)) {
+                        await(() -> closed(refused), "past the handshake limit: refused");
+                    }
+                }
+            }
+            await(() -> guard.counts().open() == 0, "the first's disconnect seen: " + guard.counts());
+            assertEquals(2, guard.counts().refusedHandshaking(), guard.counts().toString());
+            assertEquals(List.of(ZMQ.EVENT_ACCEPTED), seen, "one accept (the taken one), no disconnect (not asked for)");
+        }
+    }
+
+    /** A watched socket closed while connections are in their handshake: JeroMQ says nothing, the next ticks forget them. */
+    @Test
+    void connectionsOfAClosedSocketAreForgottenWithoutADisconnectEvent() throws Exception {
+        ConnectionGuard guard = new ConnectionGuard("test", new ConnectionLimits(64, 64, 4, Duration.ofSeconds(30)));
+        try (OwnedZContext context = new OwnedZContext("test-guard-closed-socket", 1)) {
+            ZMQ.Socket pull = guard.watch(context, context.createSocket(SocketType.PULL));
+            int port = pull.bindToRandomPort("tcp://127.0.0.1");
+            try (Stranger a = Stranger.connect("127.0.0.1", port); Stranger b = Stranger.connect("127.0.0.1", port)) {
+                await(() -> guard.counts().handshaking() == 2, "two in their handshake: " + guard.counts());
+                context.destroySocket(pull);
+                await(() -> guard.counts().open() == 0 && guard.counts().handshaking() == 0, "forgotten: " + guard.counts());
+                assertEquals(0, guard.counts().timedOut(), "forgotten, not timed out: " + guard.counts());
+                assertEquals(0, guard.unprovenEntries());
             }
         }
     }

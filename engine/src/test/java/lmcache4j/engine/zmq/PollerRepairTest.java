@@ -1,12 +1,27 @@
 package lmcache4j.engine.zmq;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import org.junit.jupiter.api.Test;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
+
+import zmq.Ctx;
+import zmq.poll.Poller;
 
 /**
  * Connects made by an {@link OwnedZContext} do not stall in JeroMQ 0.6.0's lost poller
@@ -49,12 +64,66 @@ class PollerRepairTest {
         }
     }
 
+    /**
+     * The repair runs only on a JeroMQ I/O thread's poller, ticks its task again and again (a task
+     * that throws does not stop the ticks), and closes its pipe when the poller's loop ends.
+     */
     @Test
-    void theTickIsShortAfterAChangeAndGrowsWithTheHandles() {
-        assertEquals(PollerRepair.ACTIVE_TICK_MILLIS, PollerRepair.tickMillis(0, true));
-        assertEquals(PollerRepair.IDLE_TICK_MILLIS, PollerRepair.tickMillis(0, false));
-        assertEquals(PollerRepair.ACTIVE_TICK_MILLIS, PollerRepair.tickMillis(2_000, true));
-        assertEquals(160, PollerRepair.tickMillis(16_000, true));
-        assertEquals(PollerRepair.IDLE_TICK_MILLIS, PollerRepair.tickMillis(16_000, false));
+    void theRepairTicksOnAnIoThreadsPollerAndClosesItsPipeWhenTheLoopEnds() throws InterruptedException {
+        Runnable other = () -> { };
+        assertSame(other, PollerRepair.around(other, "iothread-1", p -> { }), "not a poller: unchanged");
+        Ctx ctx = new Ctx();
+        Poller reaper = new Poller(ctx, "reaper");
+        assertSame(reaper, PollerRepair.around(reaper, "reaper", p -> { }), "the reaper's poller: unchanged");
+        List<String> errors = new CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == Level.SEVERE) {
+                    errors.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger log = Logger.getLogger(PollerRepair.class.getName());
+        log.addHandler(handler);
+        AtomicInteger ticks = new AtomicInteger();
+        AtomicReference<PollerRepair> installed = new AtomicReference<>();
+        AtomicReference<Poller> running = new AtomicReference<>();
+        AtomicReference<Thread> loop = new AtomicReference<>();
+        // JeroMQ makes its poller's thread through the context's factory, as an I/O thread's (its timers check the thread).
+        ctx.setThreadFactory((body, name) -> {
+            loop.set(new Thread(PollerRepair.around(body, name, p -> {
+                assertSame(running.get(), p, "the task is handed its own poller");
+                if (ticks.incrementAndGet() == 1) {
+                    throw new IllegalStateException("a failing task (logged; the ticks go on)");
+                }
+            }, installed::set), "test-poller-repair"));
+            return loop.get();
+        });
+        Poller poller = new Poller(ctx, "iothread-test");
+        running.set(poller);
+        poller.start();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (ticks.get() < 3) {
+            assertTrue(System.nanoTime() < deadline, "three ticks within 10 s, the first one failing: " + ticks);
+            Thread.sleep(10);
+        }
+        log.removeHandler(handler);
+        assertEquals(List.of("a task on a ZeroMQ I/O thread's tick failed: java.lang.IllegalStateException: a failing task"
+                + " (logged; the ticks go on)"), errors, "the failing task is logged once, as an error");
+        assertTrue(installed.get().holdsPipe(), "the pipe is open while the poller runs");
+        poller.stop();
+        loop.get().join(10_000);
+        assertFalse(loop.get().isAlive(), "the poller's loop ended");
+        assertFalse(installed.get().holdsPipe(), "both ends of the pipe are closed with the loop");
+        ctx.terminate();
     }
 }

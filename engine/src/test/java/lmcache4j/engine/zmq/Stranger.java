@@ -52,6 +52,16 @@ public final class Stranger implements AutoCloseable {
         return g.array();
     }
 
+    /** The server's port this stranger connected to. */
+    public int serverPort() {
+        return socket.getPort();
+    }
+
+    /** The port of this end of the connection: what the server sees as the peer's port. */
+    public int localPort() {
+        return socket.getLocalPort();
+    }
+
     /** Sends {@code bytes} unless the server already ended the connection (a refused stranger's writes fail). */
     private void send(byte[] bytes) {
         try {

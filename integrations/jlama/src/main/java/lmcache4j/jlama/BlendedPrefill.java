@@ -42,8 +42,10 @@ import lmcache4j.engine.storage.StorageBackend;
  * {@link CachedPrefill} can only prefill without the cache. On an engine from {@link #sharedEngine}
  * (or any engine keyed by prefix), which a {@link CachedPrefill} uses at the same time, the
  * segments are keyed beside the prefix chunks in the same tiers and memory, with the tag {@value #SEGMENT_TAG}
- * {@code = 1}: a segment's KV was computed after other documents, so it must never be found under
- * the key of a prompt's first prefix chunk, which the same tokens would otherwise give.
+ * {@code = 1} and hashes no prefix chunk can have ({@link SegmentTokenDatabase#besidePrefixes}): a
+ * segment's KV was computed after other documents, so it must never be found under the key of a
+ * prompt's first prefix chunk, which the same tokens would otherwise give (the tag alone would not
+ * do: a prefix request's configs may carry the same tag).
  *
  * <p>One prefill at a time per instance; instances sharing a model and a forward lock take turns
  * per layer call.
@@ -93,7 +95,10 @@ public final class BlendedPrefill implements AutoCloseable {
             this.keying = own;
             this.keyTags = Map.of();
         } else {
-            this.keying = new SegmentTokenDatabase(settings.separator(), own.hasher(), own.keyFactory(), own.storageKeys());
+            // The tag alone does not keep the key spaces apart: a prefix request's configs can carry
+            // it too. Segment hashes beside prefixes carry an extra key no prefix chunk has.
+            this.keying = SegmentTokenDatabase.besidePrefixes(settings.separator(), own.hasher(), own.keyFactory(),
+                    own.storageKeys());
             this.keyTags = Map.of(SEGMENT_TAG, "1");
         }
         this.rotation = KeyRotation.of(model.getConfig());

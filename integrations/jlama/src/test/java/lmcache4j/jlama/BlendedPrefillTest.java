@@ -102,7 +102,8 @@ class BlendedPrefillTest {
         if (own instanceof SegmentTokenDatabase) {
             return engine.prepare(tokens, Map.of()).chunks();
         }
-        SegmentTokenDatabase segments = new SegmentTokenDatabase(separator, own.hasher(), own.keyFactory(), own.storageKeys());
+        SegmentTokenDatabase segments = SegmentTokenDatabase.besidePrefixes(separator, own.hasher(), own.keyFactory(),
+                own.storageKeys());
         return engine.prepare(tokens, null, Map.of(BlendedPrefill.SEGMENT_TAG, "1"), segments).chunks();
     }
 

@@ -17,6 +17,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -125,7 +128,7 @@ class SyntheticLlamaTest {
         new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m);
         Path weights = m.resolve("model.safetensors");
         Files.write(weights, new byte[] {1, 2, 3}); // a changed file under an unchanged marker is left alone...
-        new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m);
+        assertEquals(m, new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).writeTo(m), "the directory, written or found");
         assertEquals(3, Files.size(weights));
         new SyntheticLlama(64, 1, 2, 1, 128, 512, 5).writeTo(m); // ...other parameters rewrite it
         assertTrue(Files.size(weights) > 3);
@@ -144,5 +147,36 @@ class SyntheticLlamaTest {
         assertTrue(odd.getMessage().contains("even head size"), odd.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new SyntheticLlama(64, 1, 4, 3, 128, 512, 3));
         assertEquals(32, new SyntheticLlama(64, 1, 2, 1, 128, 512, 3).headSize());
+    }
+
+    @Test
+    void aZeroInAnySizeIsRefusedAsNotPositive() {
+        int[] valid = {64, 1, 2, 1, 128, 512};
+        for (int i = 0; i < valid.length; i++) {
+            int[] s = valid.clone();
+            s[i] = 0;
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> new SyntheticLlama(s[0], s[1], s[2], s[3], s[4], s[5], 3), "size " + i + " zero");
+            assertTrue(e.getMessage().startsWith("every size must be positive"), e.getMessage());
+        }
+    }
+
+    @Test
+    void theDemoAndBlendModelsHaveTheirDocumentedSizes() {
+        assertEquals(new SyntheticLlama(256, 4, 8, 2, 768, 16_640, 42), SyntheticLlama.demo());
+        assertEquals(new SyntheticLlama(256, 12, 8, 2, 768, 16_640, 42), SyntheticLlama.blend());
+        assertEquals(32, SyntheticLlama.blend().headSize());
+    }
+
+    /** Strict JSON (no trailing or missing commas), as Hugging Face's tokenizers library reads it. */
+    @Test
+    void theTokenizerIsStrictJsonWithEveryTokenAndMerge() throws IOException {
+        JsonNode json = new ObjectMapper().readTree(SyntheticLlama.tokenizerJson());
+        assertEquals(3, json.get("added_tokens").size());
+        assertEquals("</s>", json.get("added_tokens").get(2).get("content").asText());
+        assertEquals(SyntheticLlama.VOCAB_SIZE, json.get("model").get("vocab").size());
+        assertEquals(27 * 27, json.get("model").get("merges").size());
+        assertEquals("\u2581 \u2581", json.get("model").get("merges").get(0).asText());
+        assertEquals(SyntheticLlama.VOCAB_SIZE - 1, json.get("model").get("vocab").get("zz").asInt());
     }
 }

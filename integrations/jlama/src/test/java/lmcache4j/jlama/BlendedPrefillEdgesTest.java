@@ -1,0 +1,152 @@
+package lmcache4j.jlama;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import com.github.tjake.jlama.model.AbstractModel;
+import com.github.tjake.jlama.model.ModelSupport;
+import com.github.tjake.jlama.safetensors.DType;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+
+/**
+ * A blended prefill at its edges, on a 2-layer model of 600 positions (check layer 0): the longest
+ * prompt the rotary table allows is blended and one more token refused; a prompt of exactly
+ * {@code blend_min_tokens} blends; a prompt whose every segment is cached still computes its last
+ * position (and gives the plain prefill's logits at ratio 1); a prefill told not to store leaves its
+ * segments uncached; the timings and the recomputed share add up.
+ */
+class BlendedPrefillEdgesTest {
+    @TempDir
+    static Path dir;
+    private static AbstractModel model;
+    private static int[] separator;
+    private static Set<Integer> banned;
+
+    @BeforeAll
+    static void loadModel() throws IOException {
+        model = ModelSupport.loadModel(new SyntheticLlama(64, 2, 4, 2, 128, 600, 7).writeTo(dir.resolve("model")).toFile(),
+                DType.F32, DType.F32);
+        separator = BlendSettings.separatorTokens(" # # ", model);
+        banned = Arrays.stream(separator).boxed().collect(Collectors.toSet());
+    }
+
+    @AfterAll
+    static void closeModel() {
+        model.close();
+    }
+
+    private static LMCacheEngine engine(int minTokens) {
+        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
+                .set("max_local_cpu_size", 0.05).set("hash_seed", "0").set("enable_blending", true)
+                .set("blend_recompute_ratios", List.of(1.0)).set("blend_check_layers", List.of(0))
+                .set("blend_min_tokens", minTokens).build();
+        return BlendedPrefill.engine(config, CachedPrefill.metadata(model, "synthetic/blend-edges"),
+                BlendSettings.from(config, model), List.of());
+    }
+
+    private static BlendedPrefill blend(LMCacheEngine engine) {
+        return new BlendedPrefill(engine, model, BlendSettings.from(engine.config(), model));
+    }
+
+    private static int[] text(Random random, int n) {
+        return random.ints(3, SyntheticLlama.VOCAB_SIZE).filter(t -> !banned.contains(t)).limit(n).toArray();
+    }
+
+    private static int[] join(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + separator.length + b.length);
+        System.arraycopy(separator, 0, out, a.length, separator.length);
+        System.arraycopy(b, 0, out, a.length + separator.length, b.length);
+        return out;
+    }
+
+    @Test
+    void theLongestPromptTheRotaryTableAllowsIsBlendedAndOneMoreTokenRefused() {
+        int longest = KeyRotation.of(model.getConfig()).lastPosition() + 1;
+        try (LMCacheEngine engine = engine(16); BlendedPrefill blend = blend(engine)) {
+            try (BlendedPrefill.Result r = blend.prefill(text(new Random(1), longest), false)) {
+                assertEquals(longest, r.prefill().promptTokens());
+            }
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> blend.prefill(text(new Random(1), longest + 1), false));
+            assertTrue(e.getMessage().contains("at most " + longest + " tokens for this model's rotary table, got " + (longest + 1)),
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void aPromptOfExactlyBlendMinTokensBlends() {
+        Random random = new Random(2);
+        int[] document = text(random, 120);
+        int[] prompt = join(text(random, 30), document);
+        try (LMCacheEngine engine = engine(prompt.length); BlendedPrefill blend = blend(engine)) {
+            blend.prefill(join(text(random, 20), document)).close();
+            try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                assertEquals(document.length - 1, r.prefill().cachedTokens(),
+                        "the document's segment, cached from another prompt, but for the prompt's last position");
+            }
+        }
+        try (LMCacheEngine engine = engine(prompt.length + 1); BlendedPrefill blend = blend(engine)) {
+            blend.prefill(join(text(random, 20), document)).close();
+            try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                assertEquals(0, r.prefill().cachedTokens(), "one token short of blend_min_tokens: prefilled whole");
+            }
+        }
+    }
+
+    @Test
+    void aPromptCachedWholeComputesItsLastPositionAndAPrefillNotToldToStoreStoresNothing() {
+        Random random = new Random(3);
+        int[] prompt = join(text(random, 40), text(random, 150));
+        try (LMCacheEngine engine = engine(16); BlendedPrefill blend = blend(engine);
+             CachedPrefill plain = new CachedPrefill(engine, model)) {
+            float[] full;
+            try (CachedPrefill.Prefill p = plain.prefillWithoutCache(prompt)) {
+                full = p.logits();
+            }
+            try (BlendedPrefill.Result r = blend.prefill(prompt, false)) {
+                assertEquals(0, r.prefill().storedTokens(), "told not to store");
+                assertEquals(1.0, r.recomputedFraction(), "nothing cached: every token-layer computed");
+            }
+            try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                assertEquals(0, r.prefill().cachedTokens(), "the prefill before stored nothing");
+                assertEquals(prompt.length - separator.length, r.prefill().storedTokens(), "both segments stored now (the separator is no segment's)");
+                assertTimingsAddUp(r);
+            }
+            try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                assertEquals(prompt.length - separator.length - 1, r.prefill().cachedTokens(),
+                        "every position of both segments from the cache but the prompt's last");
+                assertEquals(prompt.length, r.recomputedTokens(), "ratio 1: every cached position recomputed too");
+                assertArrayEquals(full, r.prefill().logits(), 1e-4f, "ratio 1 gives the plain prefill's logits");
+                assertTimingsAddUp(r);
+            }
+        }
+    }
+
+    private static void assertTimingsAddUp(BlendedPrefill.Result r) {
+        CachedPrefill.Prefill p = r.prefill();
+        assertEquals(0, p.lookupNanos(), "a blended prefill has no separate lookup");
+        assertTrue(p.retrieveNanos() > 0 && p.computeNanos() > 0, "loading and computing each take time");
+        assertEquals(p.timeToFirstTokenNanos(), p.retrieveNanos() + p.computeNanos());
+        assertTrue(p.storeNanos() >= 0);
+        assertEquals(1 / r.recomputedFraction(), r.predictedSpeedup(), 1e-12);
+    }
+}

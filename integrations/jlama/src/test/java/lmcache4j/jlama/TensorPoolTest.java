@@ -1,0 +1,105 @@
+package lmcache4j.jlama;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+
+import com.github.tjake.jlama.model.AbstractModel;
+import com.github.tjake.jlama.model.ModelSupport;
+import com.github.tjake.jlama.safetensors.DType;
+import com.github.tjake.jlama.tensor.TensorCache;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+
+/**
+ * Every tensor a prefill takes from Jlama's tensor pool goes back to it, and every forward call
+ * gives the forward lock back. Jlama's pool counts the bytes of the tensors it ever handed out
+ * ({@code TensorCache.currentBytes}, up to 100 MB) and reuses the ones closed: a prefill that does
+ * not close a tensor makes the next one take a new tensor, so the count grows with every request
+ * until the pool is full and every tensor after is a fresh allocation.
+ */
+class TensorPoolTest {
+    @TempDir
+    static Path dir;
+    private static AbstractModel model;
+
+    @BeforeAll
+    static void loadModel() throws IOException {
+        model = ModelSupport.loadModel(SyntheticLlama.tiny().writeTo(dir.resolve("model")).toFile(), DType.F32, DType.F32);
+    }
+
+    @AfterAll
+    static void closeModel() {
+        model.close();
+    }
+
+    @Test
+    void repeatedPrefillsOfEveryKindTakeNoMoreOfJlamasTensorPoolThanTheFirst() throws ReflectiveOperationException {
+        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
+                .set("max_local_cpu_size", 0.05).set("hash_seed", "0").set("enable_blending", true)
+                .set("blend_recompute_ratios", List.of(0.5)).set("blend_check_layers", List.of(0))
+                .set("blend_min_tokens", 16).build();
+        int[] separator = BlendSettings.separatorTokens(" # # ", model);
+        Random random = new Random(9);
+        int[] document = random.ints(300, 3, 40).toArray(); // ids below the letters: never the separator's
+        int[] question = random.ints(20, 3, 40).toArray();
+        int[] cacheIt = join(document, separator, question);
+        int[] reuseIt = join(random.ints(30, 3, 40).toArray(), separator, document, separator, question);
+        int[] prefix = random.ints(300, 3, SyntheticLlama.VOCAB_SIZE).toArray();
+        ReentrantLock lock = new ReentrantLock();
+        try (LMCacheEngine engine = BlendedPrefill.sharedEngine(config, CachedPrefill.metadata(model, "synthetic/pool"), List.of());
+             CachedPrefill cached = new CachedPrefill(engine, model, lock);
+             BlendedPrefill blended = new BlendedPrefill(engine, model, BlendSettings.from(config, model), lock)) {
+            Runnable requests = () -> {
+                try (CachedPrefill.Prefill p = cached.prefill(prefix)) {
+                    p.decode(3);
+                }
+                try (CachedPrefill.Prefill p = cached.prefillWithoutCache(prefix)) {
+                    p.decode(2);
+                }
+                try (BlendedPrefill.Result r = blended.prefill(cacheIt)) {
+                    r.prefill().decode(2);
+                }
+                try (BlendedPrefill.Result r = blended.prefill(reuseIt)) {
+                    assertTrue(r.prefill().cachedTokens() > 0, "the document's segment was reused");
+                    assertTrue(r.recomputedTokens() < reuseIt.length, "a share of the cached positions was not recomputed");
+                }
+            };
+            // Twice first: the second round finds cached what the first stored, and runs other shapes.
+            requests.run();
+            requests.run();
+            long warm = pooledBytes();
+            assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a tensor not given back would count: " + warm);
+            requests.run();
+            assertEquals(warm, pooledBytes(), "the pool handed out no new tensor: every one was given back and reused");
+            assertFalse(lock.isLocked(), "every forward call gave the lock back");
+        }
+    }
+
+    private static long pooledBytes() throws ReflectiveOperationException {
+        Field f = TensorCache.class.getDeclaredField("currentBytes");
+        f.setAccessible(true);
+        return ((AtomicLong) f.get(TensorCache.instance)).get();
+    }
+
+    private static int[] join(int[]... parts) {
+        return Arrays.stream(parts).flatMapToInt(Arrays::stream).toArray();
+    }
+}

@@ -12,6 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import org.junit.jupiter.api.Test;
 import org.zeromq.SocketType;
@@ -193,8 +196,25 @@ class ConnectionGuardTest {
 
     @Test
     void aRefusalWarnsOnceAThousandNamingTheAddressAndTheCount() throws Exception {
-        LogCapture log = LogCapture.of(ConnectionGuard.class, java.util.logging.Level.WARNING);
-        List<String> warnings = log.messages();
+        Logger log = Logger.getLogger(ConnectionGuard.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
         ConnectionGuard guard = new ConnectionGuard("warned", new ConnectionLimits(64, 64, 1, Duration.ofSeconds(30)));
         List<Stranger> strangers = new ArrayList<>();
         try (OwnedZContext context = new OwnedZContext("test-guard-warn", 1)) {
@@ -209,7 +229,7 @@ class ConnectionGuardTest {
             assertEquals(List.of("warned: refused a connection from 127.0.0.1 at the limit of connections in their handshake (1);"
                     + " 1 refused so far"), warnings, "the first refusal warns, the next 999 do not");
         } finally {
-            log.close();
+            log.removeHandler(handler);
             for (Stranger s : strangers) {
                 s.close();
             }
@@ -226,8 +246,25 @@ class ConnectionGuardTest {
 
     /** The warning of the one refusal of a second stranger while a first holds the only place {@code limits} give. */
     private static String firstWarning(ConnectionLimits limits) throws Exception {
-        LogCapture log = LogCapture.of(ConnectionGuard.class, java.util.logging.Level.WARNING);
-        List<String> warnings = log.messages();
+        Logger log = Logger.getLogger(ConnectionGuard.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
         ConnectionGuard guard = new ConnectionGuard("warned", limits);
         try (OwnedZContext context = new OwnedZContext("test-guard-first-warning", 1);
                 Stranger first = connectTo(guard, context);
@@ -236,7 +273,7 @@ class ConnectionGuardTest {
             assertEquals(1, warnings.size(), warnings.toString());
             return warnings.get(0);
         } finally {
-            log.close();
+            log.removeHandler(handler);
         }
     }
 

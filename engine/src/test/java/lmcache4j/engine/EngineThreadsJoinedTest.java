@@ -62,8 +62,11 @@ class EngineThreadsJoinedTest {
     void fsRemoteControllerEventsAndP2pEngines() throws Exception {
         try (FakeController controller = new FakeController();
                 ZContext zmq = new OwnedZContext("test-engine-threads-joined", 1)) {
-            String eventsEndpoint = "ipc://lmcache4j-threads-" + ProcessHandle.current().pid(); // the engine binds it
+            // The subscriber binds a port the kernel picks and the engine connects: no port can be taken first.
+            // (JeroMQ's ipc:// is a loopback TCP port derived from the name, and CI once found it taken.)
             ZMQ.Socket events = zmq.createSocket(SocketType.SUB);
+            events.bind("tcp://127.0.0.1:*");
+            String eventsEndpoint = events.getLastEndpoint(); // not a bind address, so the engine connects
             events.subscribe(new byte[0]); // a subscriber, so the publisher holds nothing back at close
             Set<Thread> before = liveThreads(); // the test's own controller and subscriber are running now
             String remote = "fs://" + dir.resolve("remote");
@@ -83,7 +86,6 @@ class EngineThreadsJoinedTest {
                  LMCacheEngine layered = LMCacheEngine.create(base().set("use_layerwise", true).build(), SyntheticKv.model(),
                          KvConnector.host(2), List.of());
                  LookupClient lookups = LookupClient.open(lookupConfig(), SyntheticKv.model())) {
-                events.connect(eventsEndpoint);
                 PagedKvCache kv = SyntheticKv.cache(arena, BLOCKS);
                 int[] tokens = storeAndReadBack(writer, kv, 1);
                 assertTrue(heardWhileStoring(events, writer, kv), "the subscriber hears the writer's KV events");

@@ -97,9 +97,29 @@ final class KvEventPublisher implements AutoCloseable {
         } catch (ZMQException | IllegalArgumentException e) {
             context.close();
             throw new IllegalArgumentException("KV events: cannot open " + settings.endpoint()
-                    + settings.replayEndpoint().map(r -> " / replay " + r).orElse("") + ": " + e.getMessage(), e);
+                    + settings.replayEndpoint().map(r -> " / replay " + r).orElse("") + ": " + reason(e, settings.endpoint()), e);
         }
         thread = threads.start("kv-events", this::run);
+    }
+
+    /** ZeroMQ's errno by name; for a taken ipc:// name, why a name can be taken at all. */
+    static String reason(RuntimeException e, String endpoint) {
+        if (!(e instanceof ZMQException z)) {
+            return e.getMessage();
+        }
+        int code = z.getErrorCode();
+        if (code == ZMQ.Error.EADDRINUSE.getCode()) {
+            return "address already in use" + (endpoint.startsWith("ipc://")
+                    ? " (JeroMQ serves ipc:// on a loopback TCP port derived from the name, and another socket holds"
+                            + " that port: choose another name or a tcp:// address)"
+                    : "");
+        }
+        for (ZMQ.Error error : ZMQ.Error.values()) {
+            if (error.getCode() == code) {
+                return error.name() + ": " + error.getMessage();
+            }
+        }
+        return z.getMessage();
     }
 
     /** vLLM's rule: bind a wildcard, IPv6-any, ipc:// or inproc:// address; connect to anything else. */

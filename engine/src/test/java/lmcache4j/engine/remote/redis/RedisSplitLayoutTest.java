@@ -307,9 +307,11 @@ class RedisSplitLayoutTest {
 
             redis.restart(); // empty: nothing was persisted
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (true) {
+            while (true) { // each of the connector's connections comes back on its own: the put may find one still down
                 try {
                     r.ping().get(10, TimeUnit.SECONDS);
+                    r.put(TestChunks.key(10), RemoteMetadata.forObject(stored.get(0)), stored.get(0).segment())
+                            .get(10, TimeUnit.SECONDS);
                     break;
                 } catch (ExecutionException e) {
                     if (System.nanoTime() > deadline) {
@@ -318,7 +320,6 @@ class RedisSplitLayoutTest {
                     Thread.sleep(50);
                 }
             }
-            await(r.put(TestChunks.key(10), RemoteMetadata.forObject(stored.get(0)), stored.get(0).segment()));
             MemoryObj back = await(r.get(TestChunks.key(10), m -> alloc(pool, m))).orElseThrow();
             assertSameBytes(stored.get(0), back);
             back.release();

@@ -102,7 +102,9 @@ final class DocSession implements AutoCloseable {
     }
 
     private ProcessBuilder bash(List<String> args) {
-        List<String> command = new ArrayList<>(List.of("bash", "--noprofile", "--norc"));
+        // A shell in a terminal takes Ctrl-C; a test run started in the background of a script inherits SIGINT
+        // ignored, and so would every command it starts (never stopping on Ctrl-C): env restores the default.
+        List<String> command = new ArrayList<>(List.of("env", "--default-signal=INT", "bash", "--noprofile", "--norc"));
         command.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(command).directory(root.toFile()).redirectErrorStream(true);
         pb.environment().clear();

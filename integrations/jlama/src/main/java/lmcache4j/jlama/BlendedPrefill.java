@@ -161,11 +161,8 @@ public final class BlendedPrefill implements AutoCloseable {
      * again, each time with its question new).
      */
     public Result prefill(int[] tokens, boolean store) {
+        // Also keeps every position inside the rotary table that KeyRotation turns keys by.
         CachedPrefill.checkPrompt(model, tokens);
-        if (tokens.length - 1 > rotation.lastPosition()) {
-            throw new IllegalArgumentException("a blended prompt has at most " + (rotation.lastPosition() + 1)
-                    + " tokens for this model's rotary table, got " + tokens.length);
-        }
         long started = System.nanoTime();
         KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer();
         try {

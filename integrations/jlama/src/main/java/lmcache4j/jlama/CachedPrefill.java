@@ -226,13 +226,17 @@ public final class CachedPrefill implements AutoCloseable {
         checkPrompt(model, tokens);
     }
 
-    /** Refuses an empty prompt, one past the model's context, and tokens outside its vocabulary. */
+    /**
+     * Refuses an empty prompt, one longer than {@link #longestPrompt the model allows}, and tokens
+     * outside its vocabulary.
+     */
     static void checkPrompt(AbstractModel model, int[] tokens) {
         Objects.requireNonNull(tokens, "tokens");
         Config c = model.getConfig();
-        if (tokens.length == 0 || tokens.length >= c.contextLength) {
-            throw new IllegalArgumentException("a prompt has 1 to " + (c.contextLength - 1) + " tokens for this model, got "
-                    + tokens.length);
+        int longest = longestPrompt(c);
+        if (tokens.length == 0 || tokens.length > longest) {
+            throw new IllegalArgumentException("a prompt has 1 to " + longest + " tokens for this model, got " + tokens.length
+                    + " (" + limitReason(c) + ")");
         }
         for (int i = 0; i < tokens.length; i++) {
             if (tokens[i] < 0 || tokens[i] >= c.vocabularySize) {
@@ -240,6 +244,25 @@ public final class CachedPrefill implements AutoCloseable {
                         + c.vocabularySize + ")");
             }
         }
+    }
+
+    /**
+     * The longest prompt Jlama 0.8.4 can prefill on this model: one position short of its context,
+     * and no position past the last its rotary table covers for every KV head. Jlama reads that table
+     * a little past a position for each KV head after the first ({@link KeyRotation#lastPosition(int,
+     * int, int)}), so a model with grouped-query attention fails inside Jlama (an
+     * ArrayIndexOutOfBoundsException) at the last positions of its context.
+     */
+    static int longestPrompt(Config c) {
+        int belowContext = c.contextLength - 1;
+        return c.ropeFreqs.map(table -> Math.min(belowContext,
+                KeyRotation.lastPosition(table.length, c.headSize, c.numberOfKeyValueHeads) + 1)).orElse(belowContext);
+    }
+
+    private static String limitReason(Config c) {
+        return c.ropeFreqs.map(table -> "its context is " + c.contextLength + " positions, and Jlama's rotary table covers "
+                + "positions 0 to " + KeyRotation.lastPosition(table.length, c.headSize, c.numberOfKeyValueHeads)
+                + " for its " + c.numberOfKeyValueHeads + " KV heads").orElse("its context is " + c.contextLength + " positions");
     }
 
     private static int loadedPrefix(boolean[] loaded) {
@@ -386,8 +409,11 @@ public final class CachedPrefill implements AutoCloseable {
          * back through Jlama's forward pass at the next position. Call once.
          */
         public int[] decode(int count) {
-            if (count < 1 || promptTokens + count > kv.capacity()) {
-                throw new IllegalArgumentException("decode 1 to " + (kv.capacity() - promptTokens) + " tokens, not " + count);
+            // The last token sampled is never fed back: the positions fed end at promptTokens + count - 2,
+            // which may be the last position of the longest prompt, no further.
+            int room = longestPrompt(model.getConfig()) + 1 - promptTokens;
+            if (count < 1 || count > room) {
+                throw new IllegalArgumentException("decode 1 to " + room + " tokens, not " + count);
             }
             int[] out = new int[count];
             long[] times = new long[count];

@@ -35,7 +35,18 @@ final class KeyRotation {
         this.headSize = headSize;
         this.half = headSize / 2;
         this.kvHeads = kvHeads;
-        this.lastPosition = (table.length - (kvHeads - 1) * headSize - half) / half;
+        this.lastPosition = lastPosition(table.length, headSize, kvHeads);
+    }
+
+    /**
+     * The highest position whose entries for every KV head lie inside a rotary table of
+     * {@code entries} rows: Jlama reads row {@code p·headSize/2 + h·headSize + j} (j below half a
+     * head) for KV head {@code h} at position {@code p}, so each KV head after the first takes two
+     * positions off the table's end.
+     */
+    static int lastPosition(int entries, int headSize, int kvHeads) {
+        int half = headSize / 2;
+        return (entries - (kvHeads - 1) * headSize - half) / half;
     }
 
     /** The rotation of a Jlama model's keys; refuses a model whose keys carry no rotary position. */

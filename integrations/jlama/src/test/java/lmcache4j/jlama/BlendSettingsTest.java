@@ -77,7 +77,8 @@ class BlendSettingsTest {
             assertEquals(last, s.checkLayer());
             assertEquals(7, s.minTokens());
             assertArrayEquals(BlendSettings.separatorTokens(" # # ", model), s.separator());
-            assertRefused(() -> BlendSettings.from(config(List.of(0.3), last + 1, 7), model), "past this model's");
+            assertRefused(() -> BlendSettings.from(config(List.of(0.3), last + 1, 7), model),
+                    "layer 2 is past this model's 2 layers (0 to 1)");
             assertRefused(() -> BlendSettings.from(config(List.of(), 0, 7), model), "blend_recompute_ratios is empty");
             assertEquals(0, BlendSettings.separatorTokens("", model).length, "nothing to split at, not a lone BOS");
             assertThrows(NullPointerException.class, () -> BlendSettings.from(null, model));

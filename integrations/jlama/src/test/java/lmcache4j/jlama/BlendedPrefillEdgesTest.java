@@ -55,9 +55,13 @@ class BlendedPrefillEdgesTest {
     }
 
     private static LMCacheEngine engine(int minTokens) {
+        return engine(minTokens, 1.0);
+    }
+
+    private static LMCacheEngine engine(int minTokens, double ratio) {
         LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
                 .set("max_local_cpu_size", 0.05).set("hash_seed", "0").set("enable_blending", true)
-                .set("blend_recompute_ratios", List.of(1.0)).set("blend_check_layers", List.of(0))
+                .set("blend_recompute_ratios", List.of(ratio)).set("blend_check_layers", List.of(0))
                 .set("blend_min_tokens", minTokens).build();
         return BlendedPrefill.engine(config, CachedPrefill.metadata(model, "synthetic/blend-edges"),
                 BlendSettings.from(config, model), List.of());
@@ -87,8 +91,8 @@ class BlendedPrefillEdgesTest {
             }
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> blend.prefill(text(new Random(1), longest + 1), false));
-            assertTrue(e.getMessage().contains("at most " + longest + " tokens for this model's rotary table, got " + (longest + 1)),
-                    e.getMessage());
+            assertTrue(e.getMessage().contains("1 to " + longest + " tokens for this model, got " + (longest + 1)), e.getMessage());
+            assertEquals(598, longest, "600 positions, 2 KV heads: the table ends for the second head at position 597");
         }
     }
 
@@ -137,6 +141,29 @@ class BlendedPrefillEdgesTest {
                 assertEquals(prompt.length, r.recomputedTokens(), "ratio 1: every cached position recomputed too");
                 assertArrayEquals(full, r.prefill().logits(), 1e-4f, "ratio 1 gives the plain prefill's logits");
                 assertTimingsAddUp(r);
+            }
+        }
+    }
+
+    /**
+     * At recompute ratio 0.25 with check layer 0 of 2, every position runs layer 0 and only the
+     * recomputed ones layer 1: the fraction computed is {@code (n + recomputed) / 2n}, below 1, and
+     * the predicted speedup its inverse, above 1.
+     */
+    @Test
+    void belowRatioOneTheRecomputedFractionIsBelowOneAndThePredictedSpeedupItsInverse() {
+        Random random = new Random(4);
+        int[] prompt = join(text(random, 40), text(random, 200));
+        try (LMCacheEngine engine = engine(16, 0.25); BlendedPrefill blend = blend(engine)) {
+            blend.prefill(prompt).close();
+            try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                int n = prompt.length;
+                assertEquals(n - separator.length - 1, r.prefill().cachedTokens());
+                assertTrue(r.recomputedTokens() < n && r.recomputedTokens() > separator.length,
+                        "the separator, the last position and a quarter of the cached ones: " + r.recomputedTokens());
+                assertEquals((n + r.recomputedTokens()) / (2.0 * n), r.recomputedFraction(), 1e-12);
+                assertEquals(2.0 * n / (n + r.recomputedTokens()), r.predictedSpeedup(), 1e-12);
+                assertTrue(r.predictedSpeedup() > 1, "less computed than a full prefill: " + r.predictedSpeedup());
             }
         }
     }

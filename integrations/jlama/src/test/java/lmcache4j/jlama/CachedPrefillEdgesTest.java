@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -15,6 +16,7 @@ import java.util.Random;
 import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.model.ModelSupport;
 import com.github.tjake.jlama.safetensors.DType;
+import com.github.tjake.jlama.tensor.KvBufferCache;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -29,12 +31,9 @@ import lmcache4j.engine.connector.KvConnector;
  * A prefix-cached prefill at its edges, on a 2-layer model of 600 positions (so a prompt can come
  * near the context cheaply): the first and last token ids are accepted and one past each refused, a
  * prompt of the whole context is refused naming the range; a prompt shorter than a chunk is not
- * looked up; decode(1) is the first token and decode past the context is refused with the room
- * left; with {@code save_unfull_chunk} a prompt cached whole computes its last position only.
- *
- * <p>Jlama 0.8.4 reads its rotary table past the context for the last positions with grouped-query
- * attention (see {@link SyntheticLlama}'s {@code maxPositions}), so the prompts and decodes here
- * stay below position 598 of 600.
+ * looked up; decode(1) is the first token and decode past the last position is refused with the
+ * room left; the longest prompt Jlama's rotary table allows is prefilled and one more token refused;
+ * with {@code save_unfull_chunk} a prompt cached whole computes its last position only.
  */
 class CachedPrefillEdgesTest {
     private static final int POSITIONS = 600;
@@ -75,17 +74,54 @@ class CachedPrefillEdgesTest {
             assertTrue(past.getMessage().contains("token 1 is " + vocabulary + ", outside the vocabulary"), past.getMessage());
             assertThrows(IllegalArgumentException.class, () -> prefill.prefill(new int[] {-1, 1}));
 
-            int[] longest = new Random(1).ints(POSITIONS - 10, 3, vocabulary).toArray();
-            try (CachedPrefill.Prefill p = prefill.prefillWithoutCache(longest)) {
+            int[] nearTheEnd = new Random(1).ints(POSITIONS - 10, 3, vocabulary).toArray();
+            try (CachedPrefill.Prefill p = prefill.prefillWithoutCache(nearTheEnd)) {
                 assertArrayEquals(new int[] {p.firstToken()}, p.decode(1), "decode(1) is the first token");
                 assertEquals(1, p.tokenTimesNanos().length);
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> p.decode(11));
-                assertTrue(e.getMessage().contains("decode 1 to 10 tokens, not 11"), e.getMessage());
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> p.decode(10));
+                assertTrue(e.getMessage().contains("decode 1 to 9 tokens, not 10"), e.getMessage());
             }
-            IllegalArgumentException full = assertThrows(IllegalArgumentException.class,
-                    () -> prefill.prefillWithoutCache(new Random(1).ints(POSITIONS, 3, vocabulary).toArray()));
-            assertTrue(full.getMessage().contains("1 to " + (POSITIONS - 1) + " tokens for this model, got " + POSITIONS),
-                    full.getMessage());
+        }
+    }
+
+    /**
+     * Jlama 0.8.4 reads its rotary table at {@code p·headSize/2 + h·headSize + j} for KV head h, so
+     * with 2 KV heads of 16 elements the table of 600 × 8 rows ends for the second head at position
+     * 597: a prompt of 598 tokens is the longest (and decodes up to that position), 599 is refused up
+     * front, naming the limit, where Jlama itself would fail with an index out of bounds.
+     */
+    @Test
+    void theLongestPromptJlamasRotaryTableAllowsIsAcceptedAndOneMoreTokenRefused() {
+        int vocabulary = model.getConfig().vocabularySize;
+        int longest = POSITIONS - 2;
+        assertEquals(longest, CachedPrefill.longestPrompt(model.getConfig()));
+        int[] tooLong = new Random(2).ints(longest + 1, 3, vocabulary).toArray();
+        assertThrows(ArrayIndexOutOfBoundsException.class, () -> {
+            try (KvBufferCache buffers = new KvBufferCache(model); KvBufferCache.KvBuffer buffer = buffers.getEphemeralKvBuffer()) {
+                model.batchForward(tooLong, 0, buffer).close();
+            }
+        }, "Jlama itself fails one token past the limit");
+        try (LMCacheEngine engine = engine(false); CachedPrefill prefill = new CachedPrefill(engine, model)) {
+            int[] prompt = Arrays.copyOf(tooLong, longest);
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                assertEquals(longest, p.promptTokens());
+                assertEquals(512, p.storedTokens(), "the two whole chunks");
+            }
+            try (CachedPrefill.Prefill p = prefill.prefill(prompt)) {
+                assertEquals(512, p.cachedTokens());
+                assertEquals(1, p.decode(1).length, "the longest prompt leaves room for its first token only");
+                assertThrows(IllegalArgumentException.class, () -> p.decode(2));
+            }
+            try (CachedPrefill.Prefill p = prefill.prefillWithoutCache(Arrays.copyOf(prompt, longest - 5))) {
+                assertEquals(6, p.decode(6).length, "decoding feeds positions up to the last one the table covers");
+            }
+            for (int[] refused : List.of(tooLong, new Random(3).ints(POSITIONS, 3, vocabulary).toArray())) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> prefill.prefill(refused));
+                assertTrue(e.getMessage().contains("a prompt has 1 to " + longest + " tokens for this model, got " + refused.length
+                        + " (its context is 600 positions, and Jlama's rotary table covers positions 0 to 597 for its 2 KV heads)"),
+                        e.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> prefill.prefillWithoutCache(refused));
+            }
         }
     }
 

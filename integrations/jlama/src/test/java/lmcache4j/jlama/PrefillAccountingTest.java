@@ -53,10 +53,14 @@ class PrefillAccountingTest {
     void aPrefillsPhasesAndTokensAddUp() {
         int[] prompt = new Random(3).ints(600, 3, SyntheticLlama.VOCAB_SIZE).toArray();
         try (LMCacheEngine engine = engine(); CachedPrefill prefill = new CachedPrefill(engine, model)) {
+            long before = System.nanoTime();
             try (CachedPrefill.Prefill cold = prefill.prefill(prompt)) {
+                long wall = System.nanoTime() - before;
                 assertAddsUp(cold, prompt.length, 0);
                 assertEquals(512, cold.storedTokens(), "two whole chunks stored, the partial one not");
-                assertTrue(cold.storeNanos() > 0);
+                assertTrue(cold.storeNanos() > 0, "the store took time: " + cold.storeNanos());
+                assertTrue(cold.timeToFirstTokenNanos() + cold.storeNanos() <= wall, "the store follows the first token, "
+                        + "inside the call: " + cold.timeToFirstTokenNanos() + " + " + cold.storeNanos() + " ns, call " + wall + " ns");
                 assertTrue(cold.lookupNanos() > 0, "a prompt of whole chunks is looked up");
             }
             try (CachedPrefill.Prefill warm = prefill.prefill(prompt)) {
@@ -79,8 +83,9 @@ class PrefillAccountingTest {
                 assertEquals(0, plain.storedTokens());
                 assertEquals(0, plain.tokenTimesNanos().length, "nothing decoded yet");
                 assertTrue(assertThrows(IllegalArgumentException.class, () -> plain.decode(0)).getMessage().contains("decode 1 to"));
-                int room = model.getConfig().contextLength - prompt.length;
-                assertThrows(IllegalArgumentException.class, () -> plain.decode(room + 1));
+                int room = CachedPrefill.longestPrompt(model.getConfig()) + 1 - prompt.length;
+                assertTrue(assertThrows(IllegalArgumentException.class, () -> plain.decode(room + 1)).getMessage()
+                        .contains("decode 1 to " + room + " tokens"));
             }
         }
     }

@@ -1,5 +1,6 @@
 package lmcache4j.jlama;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -25,7 +26,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * A segment's KV gathered at one position and scattered at another: its layer-0 keys and values
  * must be what Jlama computes for the segment at the new position (layer 0 depends on the tokens
- * alone, apart from RoPE), and the stored chunk must be left as it was (other requests read it).
+ * alone, apart from RoPE), the stored chunk must be left as it was (other requests read it), and
+ * the key of the position after the segment must not be turned with it.
  */
 class SegmentKvCacheTest {
     @TempDir
@@ -70,8 +72,16 @@ class SegmentKvCacheTest {
             assertGatheredKeysAreTurnedAndRounded(source, chunk, rotation, layers, segment.length, kvLength, sourceKv.dtype());
             MemorySegment stored = arena.allocate(chunk.byteSize());
             stored.copyFrom(chunk);
+            // The target holds a prompt that goes on past the segment: the position after it keeps its key.
+            model.batchForward(concat(second, new Random(8).ints(10, 3, SyntheticLlama.VOCAB_SIZE).toArray()), 0, target,
+                    Optional.empty()).close();
+            float[][] after = keyRows(target, layers, 900, kvLength);
             new SegmentKvCache(new JlamaKvCache(model, target), rotation).scatter(chunk, 700, 900);
             assertEquals(-1, chunk.mismatch(stored), "scatter changed the stored chunk");
+            float[][] afterNow = keyRows(target, layers, 900, kvLength);
+            for (int layer = 0; layer < layers; layer++) {
+                assertArrayEquals(after[layer], afterNow[layer], 0f, "layer " + layer + "'s key at 900, one past the segment, is untouched");
+            }
             float worstKey = 0;
             float worstValue = 0;
             float largest = 0;
@@ -135,6 +145,17 @@ class SegmentKvCacheTest {
         if (dtype != lmcache4j.allocator.DType.FLOAT32) {
             assertTrue(roundedDifferently > 0, "no turned key needed rounding up: the check cannot tell rounding from truncation");
         }
+    }
+
+    private static float[][] keyRows(KvBufferCache.KvBuffer buffer, int layers, int position, int kvLength) {
+        float[][] rows = new float[layers][kvLength];
+        for (int layer = 0; layer < layers; layer++) {
+            AbstractTensor key = buffer.getKeyTensorForPosition(layer, position);
+            for (int e = 0; e < kvLength; e++) {
+                rows[layer][e] = key.get(0, e);
+            }
+        }
+        return rows;
     }
 
     /** Round to nearest, ties to even, by the definition: the nearer of the two BF16 neighbours. */

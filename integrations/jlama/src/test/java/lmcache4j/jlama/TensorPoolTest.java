@@ -2,6 +2,7 @@ package lmcache4j.jlama;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -27,13 +28,15 @@ import org.junit.jupiter.api.io.TempDir;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.connector.KvConnector;
 
 /**
  * Every tensor a prefill takes from Jlama's tensor pool goes back to it, and every forward call
  * gives the forward lock back. Jlama's pool counts the bytes of the tensors it ever handed out
  * ({@code TensorCache.currentBytes}, up to 100 MB) and reuses the ones closed: a prefill that does
  * not close a tensor makes the next one take a new tensor, so the count grows with every request
- * until the pool is full and every tensor after is a fresh allocation.
+ * until the pool is full and every tensor after is a fresh allocation. The same holds for a
+ * prefill whose forward pass fails: its KV buffer's pages go back.
  */
 class TensorPoolTest {
     @TempDir
@@ -90,6 +93,57 @@ class TensorPoolTest {
             requests.run();
             assertEquals(warm, pooledBytes(), "the pool handed out no new tensor: every one was given back and reused");
             assertFalse(lock.isLocked(), "every forward call gave the lock back");
+        }
+    }
+
+    /**
+     * A forward pass that fails after its first batch (the lock it takes for the second throws, as
+     * Jlama's {@code batchForward} would if it failed there) gives the prompt's KV buffer back: its
+     * pages, taken from the pool by the first batch, are reused by the next prefill, so failing
+     * prefills over and over take no more of the pool than the first.
+     */
+    @Test
+    void aForwardPassThatFailsMidPromptGivesItsKvBufferBack() throws ReflectiveOperationException {
+        int[] prompt = new Random(10).ints(300, 3, SyntheticLlama.VOCAB_SIZE).toArray();
+        try (LMCacheEngine engine = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
+                .set("max_local_cpu_size", 0.05).set("hash_seed", "0").build(),
+                CachedPrefill.metadata(model, "synthetic/failing"), KvConnector.host(1), List.of())) {
+            FailingLock lock = new FailingLock();
+            try (CachedPrefill prefill = new CachedPrefill(engine, model, lock)) {
+                Runnable failing = () -> {
+                    for (boolean cache : new boolean[] {true, false}) {
+                        lock.failAtCall(2);
+                        IllegalStateException e = assertThrows(IllegalStateException.class,
+                                () -> (cache ? prefill.prefill(prompt) : prefill.prefillWithoutCache(prompt)).close());
+                        assertEquals("forward call 2 failed", e.getMessage());
+                    }
+                };
+                failing.run(); // the same shapes every time: one round takes every tensor the next needs
+                long warm = pooledBytes();
+                assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a buffer not given back would count: " + warm);
+                failing.run();
+                assertEquals(warm, pooledBytes(), "the failed prefills' KV pages went back to the pool and were reused");
+                assertFalse(lock.isLocked(), "the failed call holds no lock");
+            }
+        }
+    }
+
+    /** A real lock whose n-th acquisition from now fails, standing for a forward call that throws. */
+    private static final class FailingLock extends ReentrantLock {
+        private int failing;
+        private int calls;
+
+        void failAtCall(int call) {
+            failing = call;
+            calls = 0;
+        }
+
+        @Override
+        public void lock() {
+            if (++calls == failing) {
+                throw new IllegalStateException("forward call " + calls + " failed");
+            }
+            super.lock();
         }
     }
 

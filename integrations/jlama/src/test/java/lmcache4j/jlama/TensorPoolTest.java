@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.model.ModelSupport;
@@ -28,7 +29,6 @@ import org.junit.jupiter.api.io.TempDir;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
-import lmcache4j.engine.connector.KvConnector;
 
 /**
  * Every tensor a prefill takes from Jlama's tensor pool goes back to it, and every forward call
@@ -97,34 +97,38 @@ class TensorPoolTest {
     }
 
     /**
-     * A forward pass that fails after its first batch (the lock it takes for the second throws, as
-     * Jlama's {@code batchForward} would if it failed there) gives the prompt's KV buffer back: its
-     * pages, taken from the pool by the first batch, are reused by the next prefill, so failing
-     * prefills over and over take no more of the pool than the first.
+     * A forward pass that fails after its first call (the lock it takes for the second throws, as
+     * Jlama's {@code batchForward} or a layer would if it failed there) gives the prompt's KV buffer
+     * back, for a prefix prefill, a plain one and a blended one: the pages its first call took from
+     * the pool are reused by the next prefill, so failing prefills over and over take no more of the
+     * pool than the first round.
      */
     @Test
     void aForwardPassThatFailsMidPromptGivesItsKvBufferBack() throws ReflectiveOperationException {
         int[] prompt = new Random(10).ints(300, 3, SyntheticLlama.VOCAB_SIZE).toArray();
-        try (LMCacheEngine engine = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
-                .set("max_local_cpu_size", 0.05).set("hash_seed", "0").build(),
-                CachedPrefill.metadata(model, "synthetic/failing"), KvConnector.host(1), List.of())) {
-            FailingLock lock = new FailingLock();
-            try (CachedPrefill prefill = new CachedPrefill(engine, model, lock)) {
-                Runnable failing = () -> {
-                    for (boolean cache : new boolean[] {true, false}) {
-                        lock.failAtCall(2);
-                        IllegalStateException e = assertThrows(IllegalStateException.class,
-                                () -> (cache ? prefill.prefill(prompt) : prefill.prefillWithoutCache(prompt)).close());
-                        assertEquals("forward call 2 failed", e.getMessage());
-                    }
-                };
-                failing.run(); // the same shapes every time: one round takes every tensor the next needs
-                long warm = pooledBytes();
-                assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a buffer not given back would count: " + warm);
-                failing.run();
-                assertEquals(warm, pooledBytes(), "the failed prefills' KV pages went back to the pool and were reused");
-                assertFalse(lock.isLocked(), "the failed call holds no lock");
-            }
+        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
+                .set("max_local_cpu_size", 0.05).set("hash_seed", "0").set("enable_blending", true)
+                .set("blend_recompute_ratios", List.of(0.5)).set("blend_check_layers", List.of(0))
+                .set("blend_min_tokens", 16).build();
+        FailingLock lock = new FailingLock();
+        try (LMCacheEngine engine = BlendedPrefill.sharedEngine(config, CachedPrefill.metadata(model, "synthetic/failing"), List.of());
+             CachedPrefill cached = new CachedPrefill(engine, model, lock);
+             BlendedPrefill blended = new BlendedPrefill(engine, model, BlendSettings.from(config, model), lock)) {
+            List<Supplier<AutoCloseable>> prefills = List.of(() -> cached.prefill(prompt), () -> cached.prefillWithoutCache(prompt),
+                    () -> blended.prefill(prompt));
+            Runnable failing = () -> {
+                for (Supplier<AutoCloseable> prefill : prefills) {
+                    lock.failAtCall(2);
+                    IllegalStateException e = assertThrows(IllegalStateException.class, () -> prefill.get().close());
+                    assertEquals("forward call 2 failed", e.getMessage());
+                }
+            };
+            failing.run(); // the same shapes every time: one round takes every tensor the next needs
+            long warm = pooledBytes();
+            assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a buffer not given back would count: " + warm);
+            failing.run();
+            assertEquals(warm, pooledBytes(), "the failed prefills' KV pages went back to the pool and were reused");
+            assertFalse(lock.isLocked(), "the failed call holds no lock");
         }
     }
 

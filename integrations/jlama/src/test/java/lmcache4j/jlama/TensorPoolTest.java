@@ -23,6 +23,7 @@ import com.github.tjake.jlama.tensor.TensorCache;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -149,6 +150,17 @@ class TensorPoolTest {
             }
             super.lock();
         }
+    }
+
+    /**
+     * Empties the pool's queues of tensors ready for reuse, which earlier tests in this JVM filled:
+     * a tensor not given back would otherwise be replaced by one of those, and the count not grow.
+     */
+    @BeforeEach
+    void forgetReadyTensors() throws ReflectiveOperationException {
+        Field f = TensorCache.class.getDeclaredField("availableByShape");
+        f.setAccessible(true);
+        ((Map<?, ?>) f.get(TensorCache.instance)).clear();
     }
 
     private static long pooledBytes() throws ReflectiveOperationException {

@@ -7,6 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -82,6 +85,46 @@ class CachedPrefillEdgesTest {
                 assertTrue(e.getMessage().contains("decode 1 to 9 tokens, not 10"), e.getMessage());
             }
         }
+    }
+
+    /**
+     * Decoding feeds each token at the next position: every decoded token is the first token a plain
+     * prefill of the prompt with the tokens decoded before it gives, and the KV decoding wrote is that
+     * prefill's, position for position (the same model computed another way: one batch instead of one
+     * position at a time, so equal up to float rounding).
+     */
+    @Test
+    void eachDecodedTokenIsTheGreedyNextTokenOfThePromptAndTheTokensBeforeIt() {
+        int[] prompt = new Random(5).ints(40, 3, model.getConfig().vocabularySize).toArray();
+        try (LMCacheEngine engine = engine(false); CachedPrefill prefill = new CachedPrefill(engine, model);
+             Arena arena = Arena.ofConfined();
+             CachedPrefill.Prefill p = prefill.prefillWithoutCache(prompt)) {
+            int[] decoded = p.decode(5);
+            int[] longer = Arrays.copyOf(prompt, prompt.length + decoded.length - 1);
+            System.arraycopy(decoded, 0, longer, prompt.length, decoded.length - 1);
+            for (int i = 1; i < decoded.length; i++) {
+                try (CachedPrefill.Prefill q = prefill.prefillWithoutCache(Arrays.copyOf(longer, prompt.length + i))) {
+                    assertEquals(q.firstToken(), decoded[i], "decoded token " + i + " of " + Arrays.toString(decoded));
+                }
+            }
+            try (CachedPrefill.Prefill q = prefill.prefillWithoutCache(longer)) {
+                float[] fed = kv(p.kv(), longer.length, arena);
+                float[] batched = kv(q.kv(), longer.length, arena);
+                float worst = 0;
+                float largest = 0;
+                for (int i = 0; i < fed.length; i++) {
+                    worst = Math.max(worst, Math.abs(fed[i] - batched[i]));
+                    largest = Math.max(largest, Math.abs(batched[i]));
+                }
+                assertTrue(largest > 0 && worst <= 1e-4f * largest, "the decoded positions' KV differs by " + worst + " (largest " + largest + ")");
+            }
+        }
+    }
+
+    private static float[] kv(JlamaKvCache kv, int positions, Arena arena) {
+        MemorySegment chunk = arena.allocate(2L * kv.layerCount() * positions * kv.numKvHeads() * kv.headSize() * Float.BYTES);
+        kv.gather(0, positions, chunk);
+        return chunk.toArray(ValueLayout.JAVA_FLOAT);
     }
 
     /**

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 
@@ -58,11 +59,15 @@ class BlendedPrefillEdgesTest {
         return engine(minTokens, 1.0);
     }
 
-    private static LMCacheEngine engine(int minTokens, double ratio) {
-        LMCacheEngineConfig config = ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
+    private static LMCacheEngineConfig config(int minTokens, double ratio) {
+        return ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
                 .set("max_local_cpu_size", 0.05).set("hash_seed", "0").set("enable_blending", true)
                 .set("blend_recompute_ratios", List.of(ratio)).set("blend_check_layers", List.of(0))
                 .set("blend_min_tokens", minTokens).build();
+    }
+
+    private static LMCacheEngine engine(int minTokens, double ratio) {
+        LMCacheEngineConfig config = config(minTokens, ratio);
         return BlendedPrefill.engine(config, CachedPrefill.metadata(model, "synthetic/blend-edges"),
                 BlendSettings.from(config, model), List.of());
     }
@@ -130,7 +135,12 @@ class BlendedPrefillEdgesTest {
                 assertEquals(0, r.prefill().storedTokens(), "told not to store");
                 assertEquals(1.0, r.recomputedFraction(), "nothing cached: every token-layer computed");
             }
+            long before = System.nanoTime();
             try (BlendedPrefill.Result r = blend.prefill(prompt)) {
+                long wall = System.nanoTime() - before;
+                assertTrue(r.prefill().storeNanos() > 0 && r.prefill().timeToFirstTokenNanos() + r.prefill().storeNanos() <= wall,
+                        "the store follows the first token, inside the call: " + r.prefill().timeToFirstTokenNanos() + " + "
+                                + r.prefill().storeNanos() + " ns, call " + wall + " ns");
                 assertEquals(0, r.prefill().cachedTokens(), "the prefill before stored nothing");
                 assertEquals(prompt.length - separator.length, r.prefill().storedTokens(), "both segments stored now (the separator is no segment's)");
                 assertTimingsAddUp(r);
@@ -142,6 +152,23 @@ class BlendedPrefillEdgesTest {
                 assertArrayEquals(full, r.prefill().logits(), 1e-4f, "ratio 1 gives the plain prefill's logits");
                 assertTimingsAddUp(r);
             }
+        }
+    }
+
+    @Test
+    void anEngineForAnotherModelAndACheckLayerPastTheModelAreRefused() {
+        BlendSettings last = new BlendSettings(separator, 1.0, 1, 16);
+        try (LMCacheEngine engine = engine(16); BlendedPrefill blend = new BlendedPrefill(engine, model, last)) {
+            assertEquals(last, blend.settings(), "check layer 1, the last of 2, is accepted");
+            IllegalArgumentException past = assertThrows(IllegalArgumentException.class,
+                    () -> new BlendedPrefill(engine, model, new BlendSettings(separator, 1.0, 2, 16)));
+            assertTrue(past.getMessage().contains("blend_check_layers: layer 2 is past this model's 2 layers"), past.getMessage());
+        }
+        ModelMetadata threeLayers = new ModelMetadata("synthetic/blend-edges", 1, 0, lmcache4j.allocator.DType.FLOAT32, 3, 2, 16,
+                false);
+        try (LMCacheEngine other = BlendedPrefill.engine(config(16, 1.0), threeLayers, last, List.of())) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new BlendedPrefill(other, model, last));
+            assertTrue(e.getMessage().contains("the engine was made for"), e.getMessage());
         }
     }
 

@@ -11,6 +11,7 @@ import java.util.Random;
 
 import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.model.ModelSupport;
+import com.github.tjake.jlama.model.gpt2.GPT2Config;
 import com.github.tjake.jlama.safetensors.Config;
 import com.github.tjake.jlama.safetensors.DType;
 
@@ -72,5 +73,12 @@ class KeyRotationEdgesTest {
         } finally {
             model.close();
         }
+    }
+
+    @Test
+    void aModelWithoutARotaryTableIsRefusedNamingWhy() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> KeyRotation.of(new GPT2Config(600, 64, 4, 2, 1e-5f, 1015, 1, 2)));
+        assertTrue(e.getMessage().contains("this model has no rotary table"), e.getMessage());
     }
 }

@@ -110,6 +110,7 @@ class SegmentKvCacheTest {
                 // Jlama's own key at 700… was rounded from another float; a few BF16 ulps of the largest.
                 assertTrue(worstKey <= 4 * bf16Ulp(largest), "keys differ by " + worstKey + " (largest " + largest + ")");
                 assertTrue(worstValue <= 2 * bf16Ulp(largestValue), "values differ by " + worstValue + " (largest " + largestValue + ")");
+                assertANanKeyIsStoredAsANan(source, sourceKv, rotation, kvLength, arena);
             }
         }
     }
@@ -144,6 +145,24 @@ class SegmentKvCacheTest {
         }
         if (dtype != lmcache4j.allocator.DType.FLOAT32) {
             assertTrue(roundedDifferently > 0, "no turned key needed rounding up: the check cannot tell rounding from truncation");
+        }
+    }
+
+    /**
+     * A NaN key (an activation that overflowed) is stored as a BF16 NaN: rounding its bits as a
+     * number's could carry it into an infinity, or a dropped branch make it a number.
+     */
+    private static void assertANanKeyIsStoredAsANan(KvBufferCache.KvBuffer source, JlamaKvCache sourceKv, KeyRotation rotation,
+                                                    int kvLength, Arena arena) {
+        source.getKeyTensorForPosition(0, 150).set(Float.NaN, 0, 0);
+        MemorySegment chunk = arena.allocate(2L * sourceKv.layerCount() * 200 * kvLength * Short.BYTES);
+        new SegmentKvCache(sourceKv, rotation).gather(100, 300, chunk);
+        long row = 50L * kvLength * Short.BYTES; // keys, layer 0, token 50 of the segment (position 150)
+        // The turn mixes element 0 with element headSize/2: both come out NaN.
+        for (int e : new int[] {0, sourceKv.headSize() / 2}) {
+            int bits = chunk.get(ValueLayout.JAVA_SHORT_UNALIGNED, row + (long) e * Short.BYTES) & 0xFFFF;
+            assertTrue((bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0, "element " + e + " of the NaN key is a BF16 NaN, not 0x"
+                    + Integer.toHexString(bits));
         }
     }
 

@@ -195,6 +195,7 @@ public final class CachedPrefill implements AutoCloseable {
                 int end = Math.min(tokens.length, at + JLAMA_BATCH);
                 if (hidden != null) {
                     hidden.close();
+                    hidden = null; // given back: the finally below must not give it back again if this batch fails
                 }
                 forwardLock.lock();
                 try {

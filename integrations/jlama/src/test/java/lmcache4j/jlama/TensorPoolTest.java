@@ -8,10 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -129,7 +134,29 @@ class TensorPoolTest {
             assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a buffer not given back would count: " + warm);
             failing.run();
             assertEquals(warm, pooledBytes(), "the failed prefills' KV pages went back to the pool and were reused");
+            assertNoTensorIsReadyTwice();
             assertFalse(lock.isLocked(), "the failed call holds no lock");
+        }
+    }
+
+    /**
+     * A tensor given back twice waits in the pool twice, and two later users get the same memory:
+     * each pool queue, drained, holds distinct tensors (put back in the same order).
+     */
+    private static void assertNoTensorIsReadyTwice() throws ReflectiveOperationException {
+        Field f = TensorCache.class.getDeclaredField("availableByShape");
+        f.setAccessible(true);
+        for (Object q : ((Map<?, ?>) f.get(TensorCache.instance)).values()) {
+            @SuppressWarnings("unchecked")
+            Queue<Object> queue = (Queue<Object>) q;
+            List<Object> ready = new ArrayList<>();
+            for (Object t = queue.poll(); t != null; t = queue.poll()) {
+                ready.add(t);
+            }
+            ready.forEach(queue::offer);
+            Set<Object> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+            distinct.addAll(ready);
+            assertEquals(ready.size(), distinct.size(), "a tensor was given back twice and waits in the pool twice: " + ready);
         }
     }
 

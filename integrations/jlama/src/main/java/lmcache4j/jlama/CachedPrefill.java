@@ -251,8 +251,8 @@ public final class CachedPrefill implements AutoCloseable {
      * The longest prompt Jlama 0.8.4 can prefill on this model: one position short of its context,
      * and no position past the last its rotary table covers for every KV head. Jlama reads that table
      * a little past a position for each KV head after the first ({@link KeyRotation#lastPosition(int,
-     * int, int)}), so a model with grouped-query attention fails inside Jlama (an
-     * ArrayIndexOutOfBoundsException) at the last positions of its context.
+     * int, int)}), so a model with more than one KV head fails inside Jlama (an
+     * ArrayIndexOutOfBoundsException) at the last 2·(KV heads − 1) positions of its context.
      */
     static int longestPrompt(Config c) {
         int belowContext = c.contextLength - 1;

@@ -71,4 +71,14 @@ class ArcPolicyTest {
         arc.onPut(4);    // T1 = 3, 4: above its target
         assertEquals(List.of(3, 4, 2), arc.evictionCandidates(3, k -> true));
     }
+
+    @Test
+    void aNamedPolicyRemembersAKeyByItsHashCode() {
+        CachePolicy<String> arc = CachePolicies.create("ARC");
+        arc.onPut("a");
+        arc.onPut("b");
+        arc.onRemove("a"); // B1 remembers "a"'s hash code, not any other key's
+        arc.onPut("c");    // new: T1 = b, c, above its target 0
+        assertEquals(List.of("b", "c"), arc.evictionCandidates(2, k -> true));
+    }
 }

@@ -39,6 +39,7 @@ class BonusTunerTest {
         assertTrue(third.inSample(3_002_399_751_580_330L << 11));
         assertFalse(third.inSample(3_002_399_751_580_331L << 11));
         assertTrue(new BonusTuner(4).inSample(-1)); // a cache no larger than a replica: all
+        assertFalse(half.access(GOLDEN_GAMMA)); // mixes to 0xE220...: outside the sample, no decision
     }
 
     @Test

@@ -97,4 +97,18 @@ class S3FifoPolicyTest {
         assertEquals(List.of(1, 3), s3.evictionCandidates(3, k -> true));
         assertEquals(List.of(), s3.evictionCandidates(1, k -> true));
     }
+
+    @Test
+    void aHitInMainBuysOneMoreRoundAndAnUnhitKeyNone() {
+        S3FifoPolicy<Integer> s3 = holding(1, 3);
+        s3.onHit(1);
+        s3.onHit(2);
+        assertEquals(List.of(3), s3.evictionCandidates(1, k -> true)); // M = 1, 2 at frequency 0; G remembers 3
+        s3.onHit(1);
+        assertEquals(List.of(2), s3.evictionCandidates(1, k -> true)); // 1 takes its round, 2 goes
+        s3.onPut(3);    // remembered: M = 1 (frequency 0), 3
+        s3.onHit(1);    // one round again, not less
+        assertEquals(List.of(3), s3.evictionCandidates(1, k -> true));
+        assertEquals(List.of(1), s3.evictionCandidates(1, k -> true));
+    }
 }

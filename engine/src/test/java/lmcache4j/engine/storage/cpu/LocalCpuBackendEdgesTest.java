@@ -106,6 +106,9 @@ class LocalCpuBackendEdgesTest {
             assertEquals(0, cpu.allocator().stats().pinnedObjects());
             cpu.batchedUnpin(keys(0, 2));
             assertEquals(0, cpu.allocator().stats().pinnedObjects());
+            cpu.memcheck();
+            assertEquals(256, cpu.clear());
+            assertFalse(cpu.lock().isLocked(), "memcheck and clear released the lock");
         }
     }
 
@@ -117,10 +120,11 @@ class LocalCpuBackendEdgesTest {
         loose.release();
         cpu.close();
         assertEquals(0, cpu.size(), "closing dropped the tier's entries");
+        assertFalse(cpu.lock().isLocked(), "close released the lock");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> cpu.submitPut(key(2), loose));
         assertTrue(e.getMessage().contains("LocalCPUBackend is closed"), e.getMessage());
         assertThrows(IllegalStateException.class, () -> cpu.batchedSubmitPut(List.of(), List.of()));
-        cpu.close(); // a second close does nothing, and in particular does not close the allocator again
+        cpu.close(); // a second close is harmless
     }
 
     @Test

@@ -88,6 +88,7 @@ class ResidencyIndexTest {
         assertEquals(1, index.get(key(0)).pins, "a lookup that misses at once pins nothing");
         assertArrayEquals(new boolean[] {true, false, true, false}, index.containsEach(keys(0, 4)));
         assertEquals(1, index.get(key(0)).pins, "containsEach neither pins nor unpins");
+        assertFalse(index.lock().isLocked(), "every lookup released the lock");
     }
 
     @Test
@@ -105,6 +106,7 @@ class ResidencyIndexTest {
         index.unpinAll(List.of(key(0), key(7), key(1), key(1)));
         assertEquals(0, index.get(key(0)).pins);
         assertEquals(0, index.get(key(1)).pins, "a second unpin of an unpinned entry changes nothing");
+        assertFalse(index.lock().isLocked(), "unpinAll released the lock");
     }
 
     @Test
@@ -118,6 +120,7 @@ class ResidencyIndexTest {
         assertNull(index.evictOne(), "every entry pinned: no victim");
         assertEquals(2, index.size());
         assertEquals(List.of(), index.evictableKeys());
+        assertEquals(java.util.Set.of(key(0), key(2)), java.util.Set.copyOf(index.keys()));
         index.unpin(key(2));
         assertEquals(List.of(key(2)), index.evictableKeys());
         index.check();
@@ -145,15 +148,18 @@ class ResidencyIndexTest {
         ResidencyIndex<Entry> again = filled(3);
         again.contains(key(0), true);
         again.unpinAll(keys(0, 3));
-        again.touch();
+        again.touch(); // 1, 2, 0
+        again.put(key(2), again.remove(key(2))); // put again: 2 is the most recent, 1, 0, 2
         again.touch(); // the remembered keys were cleared: this does nothing
-        again.contains(key(1), false);
-        assertEquals(1, again.evictOne().id, "0 was touched; 1 and 2 follow in put order");
-        again.contains(key(2), true);
+        assertEquals(1, again.evictOne().id, "1 and 0 were neither touched nor put since");
+        assertEquals(0, again.evictOne().id, "a second touch does not touch the first touch's keys again");
+        again.put(key(1), new Entry(1));
+        again.contains(key(2), true); // 2, 1
         again.unpin(key(2));
         again.forgetRequest();
         again.touch();
         assertEquals(2, again.evictOne().id, "a forgotten request is not touched");
+        assertFalse(again.lock().isLocked(), "every operation released the lock");
     }
 
     @Test

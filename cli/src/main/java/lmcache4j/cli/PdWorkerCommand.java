@@ -153,8 +153,8 @@ public final class PdWorkerCommand implements CliMain.Command {
         }
         StopSignals.Armed stopping = StopSignals.arm(stop, "lmcache4j-pd-worker-shutdown");
         out.println("PD " + role.label() + " (" + source.name() + "): HTTP API on " + host + ":" + http.address().getPort()
-                + worker.receiver().map(r -> "; PD ports on " + r.host() + ": alloc " + r.allocPort() + ", transfer "
-                + r.initPort()).orElse(""));
+                + worker.receiver().map(r -> "; PD ports on " + r.peer().host() + ": alloc " + r.peer().allocPort()
+                + ", transfer " + r.peer().initPort()).orElse(""));
         out.flush();
         stopping.awaitThen(() -> {
             http.close();

@@ -120,7 +120,7 @@ final class EngineTiers {
     /**
      * A decoder's PD tier ({@code enable_pd} with {@code pd_role: receiver}), searched right after the
      * CPU tier, as LMCache puts its PD backend first: chunks its prefiller pushed. Its receive server
-     * (the ports senders connect to) is the server module's {@code PdReceiveServer}. A sender's engine
+     * (the ports senders connect to) is {@code PdReceiver}. A sender's engine
      * has no PD tier: its pushes go through {@code PdSender}.
      */
     static Optional<StorageBackend> pdTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {

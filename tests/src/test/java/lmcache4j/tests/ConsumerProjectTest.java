@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
  * {@code target/consumer-repository} (never from the reactor's folders), then the quickstart runs
  * on the module path with {@code --enable-native-access=lmcache4j.cuda} and on the class path, and
  * both print the same result; its second program reads a chunk back from a shared store through
- * the exported remote connectors, into memory of an allocator it built itself. {@code
+ * the exported remote connectors, into memory of an allocator it built itself; its third runs
+ * disaggregated prefill's two sides (PdSender and PdReceiver) in one JVM. {@code
  * tests/consumer-allocator} requires {@code lmcache4j.allocator} alone: its jqwik property fuzzes
  * the allocator through the exported packages, and its example (docs/allocator.md) runs. Both
  * compile as modules, so only exported packages are reachable. The published artifacts carry
@@ -85,6 +86,13 @@ class ConsumerProjectTest {
                 "--module", "lmcache4j.consumer/example.remote.RemoteChunkExample", store.toString()), WORK, 120);
         assertEquals(0, remote.exitCode(), "the remote example failed:\n" + remote.output());
         assertEquals("Result[found=true, bytes=4194304, wrongBytes=0]", remote.stdout().strip(), remote.output());
+
+        // Disaggregated prefill, both sides: a prefiller engine pushes a prompt's KV to a decoder engine's PD receiver.
+        Run pd = run(List.of(java, "--enable-native-access=lmcache4j.cuda", "--module-path", path,
+                "--module", "lmcache4j.consumer/example.pd.PdExample"), WORK, 120);
+        assertEquals(0, pd.exitCode(), "the PD example failed:\n" + pd.output());
+        assertEquals("Result[pushedChunks=4, found=1000, retrievedTokens=1000, wrongBytes=0, landedWrites=4, tagFailures=0]",
+                pd.stdout().strip(), pd.output());
     }
 
     @Test

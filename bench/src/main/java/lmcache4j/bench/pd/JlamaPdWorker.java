@@ -17,10 +17,10 @@ import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.pd.PdPeer;
+import lmcache4j.engine.pd.PdReceiver;
 import lmcache4j.engine.pd.PdSender;
 import lmcache4j.engine.pd.PdTransfer;
 import lmcache4j.jlama.CachedPrefill;
-import lmcache4j.server.pd.PdReceiveServer;
 import lmcache4j.server.pd.PdWorkerApi;
 import lmcache4j.server.pd.PdWorkerServer;
 
@@ -75,11 +75,11 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
     private final String modelName;
     private final LMCacheEngine engine;
     private final Optional<PdSender> sender;
-    private final Optional<PdReceiveServer> receiver;
+    private final Optional<PdReceiver> receiver;
     private final Lock forward = new ReentrantLock(true);
 
     private JlamaPdWorker(Role role, AbstractModel model, String modelName, LMCacheEngine engine, Optional<PdSender> sender,
-                          Optional<PdReceiveServer> receiver) {
+                          Optional<PdReceiver> receiver) {
         this.role = role;
         this.model = model;
         this.modelName = modelName;
@@ -87,6 +87,10 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
         this.sender = sender;
         this.receiver = receiver;
     }
+
+    /** Why a prefiller without a proxy is refused: the proxy waits for its notice before it calls the decoder. */
+    static final String NEEDS_PROXY = "a prefiller needs pd_proxy_host and pd_proxy_port: where the PD proxy listens for "
+            + "the notice that a request's KV is ready (./lmcache4j pd-proxy --notice-port)";
 
     /**
      * Starts {@code role} over {@code model}: its engine (from {@code config}, whose {@code pd_role}
@@ -104,13 +108,16 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
                     + "pd_role: " + r.configName()).orElse("enable_pd: false") + " in its engine config, not "
                     + pd.map(r -> "pd_role: " + r.configName()).orElse("enable_pd: false"));
         }
+        if (role == Role.PREFILLER && config.pd().flatMap(PdSettings::proxyHost).isEmpty()) {
+            throw new IllegalArgumentException(NEEDS_PROXY);
+        }
         LMCacheEngine engine = LMCacheEngine.create(config, CachedPrefill.metadata(model, modelName), KvConnector.host(1),
                 List.of());
         try {
             Optional<PdSender> sender = role == Role.PREFILLER ? Optional.of(PdSender.create(engine)) : Optional.empty();
-            Optional<PdReceiveServer> receiver = Optional.empty();
+            Optional<PdReceiver> receiver = Optional.empty();
             try {
-                receiver = role == Role.DECODER ? Optional.of(PdReceiveServer.start(engine)) : Optional.empty();
+                receiver = role == Role.DECODER ? Optional.of(PdReceiver.start(engine)) : Optional.empty();
             } catch (IOException | RuntimeException e) {
                 sender.ifPresent(PdSender::close);
                 throw e;
@@ -172,9 +179,9 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("model", modelName);
         receiver.ifPresent(r -> {
-            m.put("pd_peer_host", r.host());
-            m.put("pd_peer_init_port", List.of((long) r.initPort()));
-            m.put("pd_peer_alloc_port", List.of((long) r.allocPort()));
+            m.put("pd_peer_host", r.peer().host());
+            m.put("pd_peer_init_port", List.of((long) r.peer().initPort()));
+            m.put("pd_peer_alloc_port", List.of((long) r.peer().allocPort()));
             PdBackend.Stats t = r.tier().stats();
             Map<String, Object> tier = new LinkedHashMap<>();
             tier.put("allocated_chunks", t.allocatedChunks());
@@ -212,7 +219,7 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
     }
 
     /** The decoder's PD ports, if this is a decoder. */
-    public Optional<PdReceiveServer> receiver() {
+    public Optional<PdReceiver> receiver() {
         return receiver;
     }
 
@@ -224,7 +231,7 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
     /** Closes the PD ports or the sender, then the engine (its leak check). The model stays open. */
     @Override
     public void close() {
-        receiver.ifPresent(PdReceiveServer::close);
+        receiver.ifPresent(PdReceiver::close);
         sender.ifPresent(PdSender::close);
         engine.close();
     }

@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.config.ConfigSource;
 import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.config.PdSettings;
 
 /**
  * A PD role's engine config: what the user gave (a file, {@code LMCACHE_*} variables, {@code --set}),
@@ -54,7 +55,10 @@ public final class PdRoleConfig {
         unsetSeed(given, user, filled);
         notes(filled, notes);
         LMCacheEngineConfig config = user.build();
-        config.pd(); // every missing piece (a prefiller's proxy, the token) is named now, before the model loads
+        // Every missing piece (the token, a prefiller's proxy) is named now, before the model loads.
+        if (role == JlamaPdWorker.Role.PREFILLER && config.pd().flatMap(PdSettings::proxyHost).isEmpty()) {
+            throw new IllegalArgumentException(JlamaPdWorker.NEEDS_PROXY);
+        }
         return config;
     }
 

@@ -30,7 +30,7 @@ import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.pd.wire.PdPusher;
-import lmcache4j.server.pd.PdReceiveServer;
+import lmcache4j.engine.pd.wire.PdReceiveServer;
 
 /**
  * The PD transfer alone, in one process over loopback: a request's chunks pushed by the sender

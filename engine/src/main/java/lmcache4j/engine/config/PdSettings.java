@@ -140,10 +140,8 @@ public record PdSettings(Role role, long bufferBytes, Optional<String> peerHost,
         }
         Role r = role.equals("sender") ? Role.SENDER : Role.RECEIVER;
         OptionalInt proxyPort = config.pdProxyPort().map(OptionalInt::of).orElse(OptionalInt.empty());
-        if (r == Role.SENDER && (config.pdProxyHost().isEmpty() || proxyPort.isEmpty())) {
-            throw new IllegalArgumentException("pd_role sender needs pd_proxy_host and pd_proxy_port: where the PD proxy "
-                    + "listens for the notice that a request's KV is ready (./lmcache4j pd-proxy --notice-port)");
-        }
+        // A sender without a proxy is an embedder's, who learns a push is done from PdTransfer.finish(); the
+        // pd-worker process, which a proxy drives, demands one (LMCache's sender always has one).
         return Optional.of(new PdSettings(r, buffer, r == Role.RECEIVER ? config.pdPeerHost() : Optional.empty(),
                 r == Role.RECEIVER ? config.pdPeerInitPort().orElse(List.of()) : List.of(),
                 r == Role.RECEIVER ? config.pdPeerAllocPort().orElse(List.of()) : List.of(),

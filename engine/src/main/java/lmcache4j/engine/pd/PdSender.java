@@ -17,7 +17,8 @@ import lmcache4j.engine.security.DeploymentSecret;
  * A prefiller's side of disaggregated prefill ({@code enable_pd} with {@code pd_role: sender}):
  * pushes each chunk of a request's KV to the decoder the proxy named as soon as the prefill has
  * computed it, over lmcache4j's authenticated TCP channel, then tells the proxy
- * ({@code pd_proxy_host:pd_proxy_port}) the request is ready.
+ * ({@code pd_proxy_host:pd_proxy_port}) the request is ready. Without a proxy (an embedder that
+ * drives both sides itself) nobody is told: {@link PdTransfer#finish()} returning is the signal.
  *
  * <pre>{@code
  * try (PdSender sender = PdSender.create(engine)) {
@@ -56,7 +57,7 @@ public final class PdSender implements AutoCloseable {
 
     /**
      * The sender of {@code engine}, whose config has {@code enable_pd}, {@code pd_role: sender},
-     * {@code pd_buffer_size}, {@code pd_proxy_host} and {@code pd_proxy_port}, and a token
+     * {@code pd_buffer_size}, optionally {@code pd_proxy_host} and {@code pd_proxy_port}, and a token
      * ({@code extra_config.p2p_token} or {@code deployment_secret_file}).
      *
      * @throws IllegalArgumentException when the config is not a PD sender's, naming what is missing

@@ -63,6 +63,14 @@ class PdSettingsTest {
     }
 
     @Test
+    void aSenderWithoutAProxyIsAnEmbeddersAndTellsNoProxy() {
+        PdSettings pd = receiver().set("pd_role", "sender").build().pd().orElseThrow();
+        assertEquals(PdSettings.Role.SENDER, pd.role());
+        assertEquals(Optional.empty(), pd.proxyHost());
+        assertEquals(OptionalInt.empty(), pd.proxyPort());
+    }
+
+    @Test
     void eachMissingPieceIsNamed() {
         assertMessage(ConfigLoader.builder().environment(Map.of()).set("enable_pd", true), "enable_pd needs pd_role");
         assertMessage(receiver().set("pd_buffer_size", Optional.empty()), "enable_pd needs pd_buffer_size");
@@ -71,7 +79,8 @@ class PdSettingsTest {
         assertMessage(receiver().set("pd_peer_alloc_port", Optional.empty()), "pd_role receiver needs pd_peer_init_port and "
                 + "pd_peer_alloc_port");
         assertMessage(receiver().set("pd_peer_alloc_port", List.of(7400)), "must have one entry per worker each");
-        assertMessage(receiver().set("pd_role", "sender"), "pd_role sender needs pd_proxy_host and pd_proxy_port");
+        assertMessage(receiver().set("pd_role", "sender").set("pd_proxy_host", "127.0.0.1"),
+                "pd_proxy_host and pd_proxy_port go together");
         assertMessage(receiver().set("pd_peer_init_port", List.of(7300, 70000)), "0..65535");
     }
 

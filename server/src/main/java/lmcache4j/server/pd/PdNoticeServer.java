@@ -18,6 +18,7 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.pd.wire.PdConnection;
 import lmcache4j.engine.pd.wire.PdMessages;
 import lmcache4j.engine.pd.wire.PdProtocolException;
+import lmcache4j.engine.pd.wire.PdReceiveServer;
 import lmcache4j.engine.pd.wire.PdTagMismatchException;
 import lmcache4j.engine.pd.wire.ProxyNotif;
 

@@ -266,8 +266,11 @@ public final class PdPusher implements AutoCloseable {
             boolean notified = proxyHost.isPresent() && notifyProxy(reqId);
             lock.lock();
             try {
-                int notGathered = chunks.size() - next;
-                return new Result(pushedChunks, alreadySentChunks, refusedChunks, failedChunks + notGathered, bytes,
+                int notGathered = chunks.size() - next; // never pushed either: counted once, here and in the totals
+                failedChunks += notGathered;
+                failed.addAndGet(notGathered);
+                next = chunks.size();
+                return new Result(pushedChunks, alreadySentChunks, refusedChunks, failedChunks, bytes,
                         Optional.ofNullable(stopReason), notified, stagingWaitNanos, drain);
             } finally {
                 lock.unlock();

@@ -1,4 +1,4 @@
-package lmcache4j.server.pd;
+package lmcache4j.engine.pd.wire;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,7 +35,6 @@ import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.PdBackend;
-import lmcache4j.engine.pd.wire.PdPusher;
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
 
@@ -300,6 +299,27 @@ class PdReceiveServerTest {
                     s.close();
                 }
             }
+        }
+    }
+
+    @Test
+    void chunksNeverGatheredBecauseThePushStoppedCountAsFailedInTheResultAndTheTotalsAlike() throws Exception {
+        int unreachable;
+        try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            unreachable = probe.getLocalPort(); // closed below: connections are refused at once
+        }
+        try (Arena arena = Arena.ofConfined(); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             LMCacheEngine keys = decoder(1 << 20)) {
+            PreparedRequest r = keys.prepare(tokens(512, 11), Map.of()); // 8 chunks
+            PdPusher.Transfer t = pusher.begin("req-stopped", r.chunks(), new PdPusher.Peer("127.0.0.1", unreachable,
+                    unreachable));
+            t.pushComputed(new RowsKv(arena, 512, 12), 2 * CHUNK); // the prefill got this far when the push failed
+            PdPusher.Result result = t.finish();
+            assertEquals(0, result.pushedChunks());
+            assertEquals(8, result.failedChunks(), "2 gathered and failed, 6 never gathered");
+            assertEquals(8, pusher.stats().failedChunks(), "the totals count what the results count");
+            assertEquals(result.failedChunks(), t.finish().failedChunks(), "a second finish counts nothing twice");
+            assertEquals(8, pusher.stats().failedChunks());
         }
     }
 

@@ -1,4 +1,4 @@
-package lmcache4j.server.pd;
+package lmcache4j.engine.pd.wire;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -21,11 +21,6 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.pd.PdBackend;
-import lmcache4j.engine.pd.wire.AllocResponse;
-import lmcache4j.engine.pd.wire.PdConnection;
-import lmcache4j.engine.pd.wire.PdMessages;
-import lmcache4j.engine.pd.wire.PdProtocolException;
-import lmcache4j.engine.pd.wire.PdTagMismatchException;
 import lmcache4j.engine.security.DeploymentSecret;
 
 /**
@@ -45,9 +40,9 @@ import lmcache4j.engine.security.DeploymentSecret;
 public final class PdReceiveServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PdReceiveServer.class.getName());
     static final int MAX_CONNECTIONS = 64;
-    static final long AUTH_FAILURE_DELAY_MS = 200;
+    public static final long AUTH_FAILURE_DELAY_MS = 200;
     /** How long a sender's connection may sit between frames (it keeps it between requests) before it is closed. */
-    static final Duration IDLE_TIMEOUT = Duration.ofMinutes(10);
+    public static final Duration IDLE_TIMEOUT = Duration.ofMinutes(10);
     private static final int SMALL_FRAME_BYTES = 1 << 20;
 
     /** Counters, a snapshot. */

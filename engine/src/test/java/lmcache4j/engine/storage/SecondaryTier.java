@@ -16,6 +16,8 @@ final class SecondaryTier implements StorageBackend {
     private final String name;
     private final Map<CacheKey, MemoryObj> stored = new LinkedHashMap<>();
     private final AllocatorBackend own;
+    private volatile boolean local = true;
+    private int containsEachCalls;
 
     SecondaryTier(String name, AllocatorBackend own) {
         this.name = name;
@@ -34,6 +36,28 @@ final class SecondaryTier implements StorageBackend {
             obj.pin();
         }
         return obj != null;
+    }
+
+    @Override
+    public synchronized boolean[] containsEach(List<? extends CacheKey> keys) {
+        containsEachCalls++;
+        return StorageBackend.super.containsEach(keys);
+    }
+
+    @Override
+    public boolean isLocal() {
+        return local;
+    }
+
+    /** From now on the tier answers as a remote store would ({@link #isLocal()} false). */
+    synchronized SecondaryTier asRemote() {
+        local = false;
+        return this;
+    }
+
+    /** How often {@link #containsEach} was asked. */
+    synchronized int containsEachCalls() {
+        return containsEachCalls;
     }
 
     @Override

@@ -100,6 +100,11 @@ final class ArcPolicy<K> implements CachePolicy<K> {
         return t1.size() + t2.size();
     }
 
+    /** T1's target size p, for checks. */
+    double target() {
+        return target;
+    }
+
     @Override
     public String name() {
         return NAME;

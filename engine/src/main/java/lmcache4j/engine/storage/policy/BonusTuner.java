@@ -60,7 +60,7 @@ final class BonusTuner {
     /** One chunk a lookup asked for; returns whether the choice changed. */
     boolean access(long fingerprint) {
         long mixed = mix(fingerprint);
-        if ((mixed >>> 11) >= threshold) {
+        if (!inSample(mixed)) {
             return false;
         }
         boolean reused = seen.touch(mixed);
@@ -71,21 +71,40 @@ final class BonusTuner {
             return false;
         }
         sampled = 0;
-        int best = choice;
+        double[] hits = new double[replicas.length];
         for (int i = 0; i < replicas.length; i++) {
-            double h = replicas[i].hits();
-            double b = replicas[best].hits();
-            // Ties go to the candidate nearest the current choice: no flapping on equal counts.
-            if (h > b || (h == b && Math.abs(i - choice) < Math.abs(best - choice))) {
-                best = i;
-            }
+            hits[i] = replicas[i].hits();
+            replicas[i].decay(DECAY);
         }
-        for (BonusReplica r : replicas) {
-            r.decay(DECAY);
-        }
+        int best = best(hits, choice);
         boolean changed = best != choice;
         choice = best;
         return changed;
+    }
+
+    /** Whether the sample takes a chunk whose fingerprint mixes to {@code mixed}. */
+    boolean inSample(long mixed) {
+        return (mixed >>> 11) < threshold;
+    }
+
+    /**
+     * The candidate with the most hits; of equal ones, the nearest to {@code choice} (the lower on
+     * equal distance), so equal counts never make the choice flap.
+     */
+    static int best(double[] hits, int choice) {
+        int best = choice;
+        for (int i = 0; i < hits.length; i++) {
+            if (hits[i] > hits[best]
+                    || (hits[i] == hits[best] && Math.abs(i - choice) < Math.abs(best - choice))) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    /** Candidate {@code i}'s replica's hits, decayed, for checks. */
+    double hits(int i) {
+        return replicas[i].hits();
     }
 
     /** The chosen bonus for the real cache, in accesses. */

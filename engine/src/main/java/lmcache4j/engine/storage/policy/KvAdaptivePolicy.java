@@ -130,7 +130,6 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
     };
     private BonusTuner tuner;
     private long clock;
-    private long bonus;
     private int peak;
     /** The node the latest put stored: its successor in the same request goes before it. */
     private Node<K> lastPut;
@@ -152,9 +151,7 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         }
         if (tuner != null) {
             for (K key : keys) {
-                if (tuner.access(fingerprint.applyAsLong(key))) {
-                    bonus = tuner.bonus();
-                }
+                tuner.access(fingerprint.applyAsLong(key));
             }
         }
     }
@@ -232,6 +229,7 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         if (tuner == null && peak > 0) {
             tuner = new BonusTuner(peak); // the first eviction: the cache is full, its capacity known
         }
+        long bonus = tuner == null ? 0 : tuner.bonus();
         List<K> chosen = new ArrayList<>(Math.min(n, 16));
         for (Iterator<Node<K>> it = orphans.iterator(); it.hasNext() && chosen.size() < n; ) {
             Node<K> orphan = it.next();
@@ -266,6 +264,11 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
     @Override
     public String name() {
         return NAME;
+    }
+
+    /** Orphans waiting in their queue, removed ones included until the next eviction pass (for checks). */
+    int orphansTracked() {
+        return orphans.size();
     }
 
     /** The bonus now, in multiples of the capacity (for reports); 0 before the first eviction. */

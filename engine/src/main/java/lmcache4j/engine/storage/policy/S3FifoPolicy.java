@@ -16,8 +16,9 @@ import java.util.function.ToLongFunction;
  * raises a key's frequency (at most 3). Eviction takes from S while S holds its tenth: a key hit
  * while in S moves to M, an unhit one is the victim and G remembers it; from M, a key with a
  * frequency goes back to M's tail one lower, one without is the victim. As LMCache's, a chosen
- * candidate leaves the bookkeeping when chosen. A key that cannot be evicted now (pinned) goes to
- * its queue's tail. The capacity is the most keys held at once; G holds as many as M. Not thread-safe.
+ * candidate leaves the bookkeeping when chosen. A key that cannot be evicted now (pinned) is passed
+ * over for the pass and goes to its queue's tail, so a pass offers every evictable key it reaches.
+ * The capacity is the most keys held at once; G holds as many as M. Not thread-safe.
  */
 final class S3FifoPolicy<K> implements CachePolicy<K> {
     static final String NAME = "S3FIFO";
@@ -71,11 +72,15 @@ final class S3FifoPolicy<K> implements CachePolicy<K> {
     @Override
     public List<K> evictionCandidates(int n, Predicate<? super K> evictable) {
         List<K> chosen = new ArrayList<>(Math.min(n, 16));
-        // Each step moves a key (S to M, M back to M one lower, or to the tail when pinned); a key
-        // moves at most MAX_FREQUENCY + 2 times before it is chosen, so this bounds a pass that finds nothing.
-        long steps = (long) (MAX_FREQUENCY + 2) * frequency.size() + 2;
-        while (chosen.size() < n && !frequency.isEmpty() && steps-- > 0) {
-            boolean fromSmall = !small.isEmpty() && (small.size() >= smallTarget() || main.isEmpty());
+        // Pinned keys are set aside for the pass and go back to their queue's tail at its end, so
+        // a pinned head of S never hides M's evictable keys. Every step promotes a key, lowers a
+        // frequency, sets a key aside or chooses it, so the pass ends without a step bound.
+        List<K> pinnedSmall = new ArrayList<>();
+        List<K> pinnedMain = new ArrayList<>();
+        while (chosen.size() < n && !(small.isEmpty() && main.isEmpty())) {
+            // S's share counts its pinned keys: they hold their place in S.
+            boolean fromSmall = !small.isEmpty()
+                    && (small.size() + pinnedSmall.size() >= smallTarget() || main.isEmpty());
             LinkedHashSet<K> queue = fromSmall ? small : main;
             Iterator<K> head = queue.iterator();
             K key = head.next();
@@ -88,7 +93,7 @@ final class S3FifoPolicy<K> implements CachePolicy<K> {
                 f[0]--;
                 main.add(key); // another round in M
             } else if (!evictable.test(key)) {
-                queue.add(key); // pinned: back of its queue, unchanged
+                (fromSmall ? pinnedSmall : pinnedMain).add(key);
             } else {
                 frequency.remove(key);
                 if (fromSmall) {
@@ -97,6 +102,8 @@ final class S3FifoPolicy<K> implements CachePolicy<K> {
                 chosen.add(key);
             }
         }
+        small.addAll(pinnedSmall);
+        main.addAll(pinnedMain);
         return chosen;
     }
 

@@ -16,15 +16,17 @@ class IoExecutorTest {
     void prefetchRunsBeforeDeleteBeforePutAndPutsAreBounded() throws InterruptedException {
         IoExecutor io = new IoExecutor("test", 1, 2);
         CountDownLatch gate = new CountDownLatch(1);
+        CountDownLatch taken = new CountDownLatch(1);
         List<String> order = Collections.synchronizedList(new ArrayList<>());
         assertTrue(io.submit(IoExecutor.Priority.PUT, () -> {
+            taken.countDown();
             try {
                 gate.await(); // holds the only thread while the rest is queued
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }));
-        Thread.sleep(50); // let the thread take the blocking job
+        assertTrue(taken.await(10, java.util.concurrent.TimeUnit.SECONDS), "the thread took the blocking job");
         assertTrue(io.submit(IoExecutor.Priority.PUT, () -> order.add("put1")));
         assertTrue(io.submit(IoExecutor.Priority.PUT, () -> order.add("put2")));
         assertFalse(io.submit(IoExecutor.Priority.PUT, () -> order.add("put3")), "the put queue holds 2");

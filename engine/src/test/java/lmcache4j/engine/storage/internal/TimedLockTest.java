@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 class TimedLockTest {
     @Test
     void anUncontendedLockCountsItsHoldsAndNoWait() throws Exception {
+        long start = System.nanoTime();
         TimedLock lock = new TimedLock();
         lock.lock();
         lock.lock(); // reentrant: neither counted nor timed again
@@ -21,11 +22,13 @@ class TimedLockTest {
         assertEquals(0, lock.contended());
         assertEquals(0, lock.waitNanos());
         assertTrue(lock.holdNanos() >= 5_000_000, "held at least the 5 ms sleep: " + lock.holdNanos());
+        assertTrue(lock.holdNanos() <= System.nanoTime() - start, "held no longer than the test ran: " + lock.holdNanos());
         assertTrue(!lock.isLocked());
     }
 
     @Test
     void aThreadThatFindsTheLockHeldCountsItsWait() throws Exception {
+        long start = System.nanoTime();
         TimedLock lock = new TimedLock();
         CountDownLatch held = new CountDownLatch(1);
         Thread holder = Thread.ofPlatform().start(() -> {
@@ -46,6 +49,7 @@ class TimedLockTest {
         assertEquals(2, lock.acquisitions());
         assertEquals(1, lock.contended());
         assertTrue(lock.waitNanos() >= 10_000_000, "waited for most of the holder's sleep: " + lock.waitNanos());
+        assertTrue(lock.waitNanos() <= System.nanoTime() - start, "waited no longer than the test ran: " + lock.waitNanos());
         assertTrue(lock.holdNanos() >= 30_000_000, "the holder held it 30 ms: " + lock.holdNanos());
     }
 }

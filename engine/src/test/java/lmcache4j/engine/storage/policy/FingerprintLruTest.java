@@ -39,4 +39,29 @@ class FingerprintLruTest {
         lru.add(5001);
         assertFalse(lru.contains(1));
     }
+
+    @Test
+    void aFreedSlotIsReusedWithoutDisturbingTheOrder() {
+        FingerprintLru lru = new FingerprintLru(4);
+        lru.add(1);
+        lru.add(2);
+        lru.add(3);
+        assertTrue(lru.remove(2)); // its slot is free
+        lru.add(4);                // and taken again
+        assertTrue(lru.touch(1));  // order now 3, 4, 1
+        assertEquals(3, lru.removeEldest());
+        assertEquals(4, lru.removeEldest());
+        assertEquals(1, lru.removeEldest());
+        assertEquals(0, lru.size());
+        assertEquals(0, lru.removeEldest()); // empty
+    }
+
+    @Test
+    void theBoundOnlyGrows() {
+        FingerprintLru lru = new FingerprintLru(2);
+        lru.growTo(1);
+        assertEquals(2, lru.limit());
+        lru.growTo(5);
+        assertEquals(5, lru.limit());
+    }
 }

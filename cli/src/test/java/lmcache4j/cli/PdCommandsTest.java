@@ -141,11 +141,11 @@ class PdCommandsTest {
         assertEquals(2, bogus.exit());
         assertTrue(bogus.err().contains("prefiller, decoder or colocated"), bogus.err());
         Run noToken = worker(Map.of(), "--role", "decoder");
-        assertEquals(2, noToken.exit());
+        assertEquals(2, noToken.exit(), noToken.err());
         assertTrue(noToken.err().contains("enable_pd needs a token") && noToken.err().contains("p2p_token"), noToken.err());
         Map<String, String> token = Map.of("LMCACHE_EXTRA_CONFIG", "{\"p2p_token\": \"0123456789abcdef0123\"}");
         Run noProxy = worker(token, "--role", "prefiller");
-        assertEquals(2, noProxy.exit());
+        assertEquals(2, noProxy.exit(), noProxy.err());
         assertTrue(noProxy.err().contains("pd_proxy_host and pd_proxy_port"), noProxy.err());
         Run wrongRole = worker(token, "--role", "decoder", "--set", "enable_pd=true", "--set", "pd_role=sender");
         assertEquals(2, wrongRole.exit());

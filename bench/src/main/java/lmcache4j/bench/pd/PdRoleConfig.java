@@ -2,6 +2,7 @@ package lmcache4j.bench.pd;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 import lmcache4j.engine.config.ConfigLoader;
@@ -56,7 +57,8 @@ public final class PdRoleConfig {
         notes(filled, notes);
         LMCacheEngineConfig config = user.build();
         // Every missing piece (the token, a prefiller's proxy) is named now, before the model loads.
-        if (role == JlamaPdWorker.Role.PREFILLER && config.pd().flatMap(PdSettings::proxyHost).isEmpty()) {
+        Optional<PdSettings> pd = config.pd();
+        if (role == JlamaPdWorker.Role.PREFILLER && pd.flatMap(PdSettings::proxyHost).isEmpty()) {
             throw new IllegalArgumentException(JlamaPdWorker.NEEDS_PROXY);
         }
         return config;

@@ -126,6 +126,26 @@ class LocalDiskBackendFaultTest {
     }
 
     @Test
+    void theObjectsReadsReturnAreTheCallersUntilReleased() throws Exception {
+        try (LocalCpuBackend cpu = TestChunks.cpuTier(4, "LRU", 1);
+             CapturedLog ioLog = CapturedLog.of(IoExecutor.class);
+             LocalDiskBackend disk = disk(cpu, 4 * FILE_BYTES)) {
+            put(disk, cpu, 0);
+            put(disk, cpu, 1);
+            MemoryObj first = disk.getBlocking(key(0)).orElseThrow();
+            MemoryObj second = disk.getBlocking(key(1)).orElseThrow(); // would reuse the first's memory were it freed
+            assertEquals(1, first.refCount());
+            assertEquals(2, cpu.allocator().stats().liveObjects());
+            assertEquals(0, TestChunks.marker(first));
+            assertEquals(1, TestChunks.marker(second));
+            first.release();
+            second.release();
+            assertEquals(0, cpu.allocator().stats().liveObjects());
+            assertEquals(List.of(), ioLog.at(System.Logger.Level.ERROR), "no I/O job failed");
+        }
+    }
+
+    @Test
     void aReadThatMeetsAnIoErrorIsACountedMissThatForgetsTheChunk() throws Exception {
         try (LocalCpuBackend cpu = TestChunks.cpuTier(2, "LRU", 1);
              LocalDiskBackend disk = disk(cpu, 4 * FILE_BYTES)) {
@@ -187,6 +207,8 @@ class LocalDiskBackendFaultTest {
                 assertEquals(0, disk.stats().chunks());
                 assertEquals(0, disk.stats().usedBytes());
                 assertEquals(0, disk.clear(), "nothing is left to clear");
+                put(disk, cpu, 5); // the I/O thread takes the tier's lock: clear let go of it
+                assertTrue(disk.contains(key(5), false));
             }
         }
     }

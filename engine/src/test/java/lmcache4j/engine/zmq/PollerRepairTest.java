@@ -6,8 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Pipe;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Handler;
@@ -21,6 +25,7 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import zmq.Ctx;
+import zmq.poll.IPollEvents;
 import zmq.poll.Poller;
 
 /**
@@ -125,5 +130,88 @@ class PollerRepairTest {
         assertFalse(loop.get().isAlive(), "the poller's loop ended");
         assertFalse(installed.get().holdsPipe(), "both ends of the pipe are closed with the loop");
         ctx.terminate();
+    }
+
+    /**
+     * The loss itself, made on purpose in a poller of the test's own, and its repair: on one tick the
+     * task cancels a channel's handle and adds a new handle for the same channel with data waiting
+     * (what a completing connect does), so JeroMQ's pass over its handles in that loop iteration finds
+     * the old key still on the channel and skips the new handle. Nothing else in this poller changes
+     * its handles, so only the next tick's pass can register it: the new handle must be served before
+     * the tick after that. Every step runs on the poller's thread in JeroMQ's fixed order (timers,
+     * then the pass, then the select), so the outcome does not depend on timing.
+     */
+    @Test
+    void aRegistrationLostOnPurposeIsServedWithinOneTick() throws IOException, InterruptedException {
+        Pipe channel = Pipe.open();
+        channel.source().configureBlocking(false);
+        AtomicBoolean oldServed = new AtomicBoolean();
+        AtomicBoolean newServed = new AtomicBoolean();
+        AtomicReference<String> verdict = new AtomicReference<>();
+        IPollEvents oldHandler = readerSetting(oldServed, channel);
+        IPollEvents newHandler = readerSetting(newServed, channel);
+        AtomicInteger ticks = new AtomicInteger();
+        AtomicReference<Poller.Handle> oldHandle = new AtomicReference<>();
+        AtomicReference<Thread> loop = new AtomicReference<>();
+        Ctx ctx = new Ctx();
+        ctx.setThreadFactory((body, name) -> {
+            loop.set(new Thread(PollerRepair.around(body, name, p -> {
+                switch (ticks.incrementAndGet()) {
+                    case 1 -> { // registered by this iteration's pass
+                        oldHandle.set(p.addHandle(channel.source(), oldHandler));
+                        p.setPollIn(oldHandle.get());
+                    }
+                    case 2 -> { // the connecter leaves, the engine arrives: one iteration, the same channel
+                        p.removeHandle(oldHandle.get());
+                        p.setPollIn(p.addHandle(channel.source(), newHandler));
+                        writeOneByte(channel);
+                    }
+                    case 4 -> verdict.compareAndSet(null, "old handle served: " + oldServed.get()
+                            + ", new handle served by the third tick: " + newServed.get());
+                    default -> { }
+                }
+            }), "test-poller-repair-loss"));
+            return loop.get();
+        });
+        Poller poller = new Poller(ctx, "iothread-loss");
+        poller.start();
+        try {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (verdict.get() == null) {
+                assertTrue(System.nanoTime() < deadline, "four ticks within 10 s: " + ticks);
+                Thread.sleep(5);
+            }
+        } finally {
+            poller.stop();
+            loop.get().join(10_000);
+            ctx.terminate();
+            channel.sink().close();
+            channel.source().close();
+        }
+        assertEquals("old handle served: false, new handle served by the third tick: true", verdict.get(),
+                "the handle added while the old key was still on its channel is registered by the next tick's pass");
+    }
+
+    /** A handler that drains {@code channel} and notes that it ran. */
+    private static IPollEvents readerSetting(AtomicBoolean served, Pipe channel) {
+        return new IPollEvents() {
+            @Override
+            public void inEvent() {
+                served.set(true);
+                try {
+                    channel.source().read(ByteBuffer.allocate(16));
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        };
+    }
+
+    private static void writeOneByte(Pipe channel) {
+        try {
+            channel.sink().write(ByteBuffer.wrap(new byte[] {1}));
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 }

@@ -22,11 +22,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 
-import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.remote.lm.PayloadTag;
@@ -80,7 +76,6 @@ public final class PdConnection implements AutoCloseable {
     private static final int PIECE_BYTES = 128 * 1024;
     /** The slowest a frame may arrive on average before its connection is dropped (beyond the timeout). */
     private static final long MIN_BYTES_PER_SECOND = 1L << 20;
-    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     private final Socket socket;
     private final SocketChannel channel; // null for a socket without one: chunks then go through the streams
@@ -96,6 +91,8 @@ public final class PdConnection implements AutoCloseable {
     private PayloadTag.Message chunkTag;
     private long chunkPayloadBytes = -1;
     private Duration idleTimeout;
+    private final FrameDeadline sendDeadline = new FrameDeadline(this::close);
+    private final FrameDeadline receiveDeadline = new FrameDeadline(this::close);
 
     private PdConnection(Socket socket, Optional<LmSession> session, boolean server, Duration timeout, int maxBodyBytes)
             throws IOException {
@@ -267,13 +264,16 @@ public final class PdConnection implements AutoCloseable {
     private void sendSmall(byte kind, byte[] body) throws IOException {
         fillHeader(body.length, kind);
         PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(sendHeader).update(body);
-        try (Watch ignored = watch(body.length)) {
+        sendDeadline.arm(frameAllowanceNanos(body.length));
+        try {
             out.write(sendHeader);
             out.write(body);
             if (tag != null) {
                 out.write(tag.finish());
             }
             out.flush();
+        } finally {
+            sendDeadline.disarm();
         }
     }
 
@@ -291,7 +291,8 @@ public final class PdConnection implements AutoCloseable {
         fillHeader((int) bodyBytes, CHUNK);
         ByteBuffer head = ByteBuffer.allocate(HEADER_BYTES + Long.BYTES).put(sendHeader).putLong(slot).flip();
         PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(head.duplicate());
-        try (Watch ignored = watch(bodyBytes)) {
+        sendDeadline.arm(frameAllowanceNanos(bodyBytes));
+        try {
             if (channel == null) {
                 writeThroughStream(head, payload, tag);
                 return;
@@ -313,6 +314,8 @@ public final class PdConnection implements AutoCloseable {
             while (end.hasRemaining()) {
                 channel.write(end);
             }
+        } finally {
+            sendDeadline.disarm();
         }
     }
 
@@ -434,8 +437,8 @@ public final class PdConnection implements AutoCloseable {
             readThroughStream(dst, size);
         } else {
             ByteBuffer into = dst.asByteBuffer();
-            Watch watch = watch(size);
-            try (watch) {
+            receiveDeadline.arm(frameAllowanceNanos(size));
+            try {
                 int tagged = 0; // the tag follows the bytes as they land, while the sender writes the next ones
                 while (into.hasRemaining()) {
                     if (channel.read(into) < 0) {
@@ -448,11 +451,13 @@ public final class PdConnection implements AutoCloseable {
                     }
                 }
             } catch (ClosedChannelException e) {
-                if (watch.fired()) {
+                if (receiveDeadline.expired()) {
                     throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
                             + MIN_BYTES_PER_SECOND + " bytes/s");
                 }
                 throw e;
+            } finally {
+                receiveDeadline.disarm();
             }
         }
         finishChunk();
@@ -548,6 +553,8 @@ public final class PdConnection implements AutoCloseable {
     /** Closes the socket; a blocked read or write on another thread fails at once. */
     @Override
     public void close() {
+        sendDeadline.disarm();
+        receiveDeadline.disarm();
         try {
             socket.close();
         } catch (IOException e) {
@@ -563,39 +570,5 @@ public final class PdConnection implements AutoCloseable {
     @Override
     public String toString() {
         return "PdConnection[" + peer() + (keyed() ? "" : ", unkeyed") + "]";
-    }
-
-    /** Closes the socket if a write (or a chunk's read straight into memory) is still blocked past its allowance. */
-    private Watch watch(long bytes) {
-        Watch w = new Watch();
-        w.future = WATCHDOG.schedule(w::fire, frameAllowanceNanos(bytes), TimeUnit.NANOSECONDS);
-        return w;
-    }
-
-    /** One operation's deadline: closes the connection when it passes. */
-    private final class Watch implements AutoCloseable {
-        private volatile boolean fired;
-        private ScheduledFuture<?> future;
-
-        private void fire() {
-            fired = true;
-            PdConnection.this.close();
-        }
-
-        boolean fired() {
-            return fired;
-        }
-
-        @Override
-        public void close() {
-            future.cancel(false);
-        }
-    }
-
-    private static ScheduledThreadPoolExecutor watchdog() {
-        // One thread for the whole process (idle unless a write is in progress), never joined.
-        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> OwnedThreads.shared("pd-write-watchdog", r));
-        e.setRemoveOnCancelPolicy(true);
-        return e;
     }
 }

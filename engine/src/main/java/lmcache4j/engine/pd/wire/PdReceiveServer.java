@@ -32,10 +32,13 @@ import lmcache4j.engine.security.DeploymentSecret;
  * is freed, the failure counted, the connection closed); a write to room that has expired is
  * answered REFUSED.
  *
- * <p>One virtual thread per connection, at most {@value #MAX_CONNECTIONS} per port (the newest is
- * closed beyond that); a wrong proof waits {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL; a
- * connection idle between frames for {@link #IDLE_TIMEOUT} is closed, and a frame once begun must
- * arrive within {@code pd_timeout_ms} (plus a second per MiB).
+ * <p>One platform thread per connection, at most {@value #MAX_CONNECTIONS} per port (the newest is
+ * closed beyond that): a virtual thread's every wait for the next bytes of a chunk went through the
+ * JDK's poller thread and a carrier's wake-up, which cost the receiving side a third more CPU per byte
+ * than a thread blocked in the kernel's read (docs/performance.md). A wrong proof waits
+ * {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL; a connection idle between frames for
+ * {@link #IDLE_TIMEOUT} is closed, and a frame once begun must arrive within {@code pd_timeout_ms}
+ * (plus a second per MiB).
  */
 public final class PdReceiveServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PdReceiveServer.class.getName());
@@ -57,7 +60,7 @@ public final class PdReceiveServer implements AutoCloseable {
     private final ServerSocket allocSocket;
     private final ServerSocket transferSocket;
     private final OwnedThreads threads = new OwnedThreads();
-    private final ThreadFactory handlers = threads.virtualFactory("pd-receive-conn");
+    private final ThreadFactory handlers = threads.platformFactory("pd-receive-conn");
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 

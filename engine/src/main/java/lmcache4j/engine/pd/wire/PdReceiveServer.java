@@ -54,6 +54,7 @@ public final class PdReceiveServer implements AutoCloseable {
     }
 
     private final PdBackend tier;
+    private final PdRooms rooms;
     private final Optional<byte[]> token;
     private final Duration timeout;
     private final String host;
@@ -75,6 +76,7 @@ public final class PdReceiveServer implements AutoCloseable {
     private PdReceiveServer(PdBackend tier, Optional<byte[]> token, Duration timeout, String host, ServerSocket alloc,
                             ServerSocket transfer) {
         this.tier = tier;
+        this.rooms = PdRooms.of(tier);
         this.token = token;
         this.timeout = timeout;
         this.host = host;
@@ -227,7 +229,7 @@ public final class PdReceiveServer implements AutoCloseable {
                 throw new PdProtocolException("the allocation port takes allocation requests, got " + f);
             }
             allocations.incrementAndGet();
-            AllocResponse answer = tier.allocate(PdMessages.decodeAllocRequest(m.body()));
+            AllocResponse answer = rooms.allocate(PdMessages.decodeAllocRequest(m.body()));
             if (!answer.error().isEmpty()) {
                 LOG.log(Level.WARNING, "PD receive server: refused an allocation request from {0}: {1}", c.peer(),
                         answer.error());
@@ -243,7 +245,7 @@ public final class PdReceiveServer implements AutoCloseable {
             if (!(f instanceof PdConnection.ChunkHeader h)) {
                 throw new PdProtocolException("the transfer port takes chunk writes, got " + f);
             }
-            Optional<PdBackend.Landing> landing = tier.beginWrite(h.slot(), h.payloadBytes());
+            Optional<PdRooms.Landing> landing = rooms.beginWrite(h.slot(), h.payloadBytes());
             if (landing.isEmpty()) {
                 c.skipChunkPayload();
                 c.sendAck(PdConnection.REFUSED);

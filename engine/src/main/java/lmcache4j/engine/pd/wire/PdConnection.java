@@ -459,7 +459,7 @@ public final class PdConnection implements AutoCloseable {
                     + dst.byteSize());
         }
         if (channel == null) {
-            readThroughStream(dst, size);
+            readInPieces(size, dst);
             finishChunk();
             return;
         }
@@ -497,7 +497,8 @@ public final class PdConnection implements AutoCloseable {
         return receiveDeadline.expired() ? new SocketTimeoutException(what) : e;
     }
 
-    private void readThroughStream(MemorySegment dst, long size) throws IOException {
+    /** Reads the pending payload through {@link #scratch}, tagging it, into {@code dst} (or nowhere, when null). */
+    private void readInPieces(long size, MemorySegment dst) throws IOException {
         long deadline = System.nanoTime() + frameAllowanceNanos(size);
         long at = 0;
         while (at < size) {
@@ -506,7 +507,9 @@ public final class PdConnection implements AutoCloseable {
             if (chunkTag != null) {
                 chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
             }
-            MemorySegment.copy(scratch, 0, dst, ValueLayout.JAVA_BYTE, at, n);
+            if (dst != null) {
+                MemorySegment.copy(scratch, 0, dst, ValueLayout.JAVA_BYTE, at, n);
+            }
             at += n;
             if (System.nanoTime() - deadline > 0) {
                 throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
@@ -521,26 +524,14 @@ public final class PdConnection implements AutoCloseable {
         if (size < 0) {
             throw new IllegalStateException("no chunk frame is being read");
         }
-        long deadline = System.nanoTime() + frameAllowanceNanos(size);
         if (channel != null) {
             receiveDeadline.arm(frameAllowanceNanos(size));
         }
         try {
-            long at = 0;
-            while (at < size) {
-                int n = (int) Math.min(scratch.length, size - at);
-                readFully(scratch, n, false);
-                if (chunkTag != null) {
-                    chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
-                }
-                at += n;
-                if (System.nanoTime() - deadline > 0) {
-                    throw new SocketTimeoutException("a chunk of " + size + " bytes arrived too slowly");
-                }
-            }
+            readInPieces(size, null);
             finishChunk();
         } catch (ClosedChannelException e) {
-            throw timedOutOr(e, "a chunk of " + size + " bytes arrived too slowly");
+            throw timedOutOr(e, "a chunk of " + size + " bytes arrived slower than " + MIN_BYTES_PER_SECOND + " bytes/s");
         } finally {
             if (channel != null) {
                 receiveDeadline.disarm();

@@ -51,17 +51,22 @@ class PdConnectionTest {
     private static Pair keyedPair() throws Exception {
         try (ServerSocketChannel listener = ServerSocketChannel.open()
                 .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            CompletableFuture<PdConnection> accepted = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return PdConnection.accept(listener.accept().socket(), TOKEN, TIMEOUT, MAX_BODY).orElseThrow();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }, VIRTUAL);
+            CompletableFuture<PdConnection> accepted = acceptKeyed(listener);
             PdConnection client = PdConnection.connect("127.0.0.1", ((InetSocketAddress) listener.getLocalAddress())
                     .getPort(), TOKEN, TIMEOUT, MAX_BODY);
             return new Pair(client, accepted.get());
         }
+    }
+
+    /** The server's end of the next connection to {@code listener}, once its handshake is done. */
+    private static CompletableFuture<PdConnection> acceptKeyed(ServerSocketChannel listener) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return PdConnection.accept(listener.accept().socket(), TOKEN, TIMEOUT, MAX_BODY).orElseThrow();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, VIRTUAL); // not the common pool: on two cores its one worker may be taken by another wait of the test
     }
 
     @Test
@@ -100,15 +105,9 @@ class PdConnectionTest {
             try (ServerSocketChannel relay = ServerSocketChannel.open()
                     .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
                 int relayPort = ((InetSocketAddress) relay.getLocalAddress()).getPort();
-                CompletableFuture<PdConnection> accepted = CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return PdConnection.accept(listener.accept().socket(), TOKEN, TIMEOUT, MAX_BODY).orElseThrow();
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }, VIRTUAL);
+                CompletableFuture<PdConnection> accepted = acceptKeyed(listener);
                 CompletableFuture<Void> flipper = CompletableFuture.runAsync(() -> flipOneByteOfTheFirstChunk(relay, port),
-                        VIRTUAL); // not the common pool: on two cores its one worker is taken by the accept above
+                        VIRTUAL);
                 try (PdConnection client = PdConnection.connect("127.0.0.1", relayPort, TOKEN, TIMEOUT, MAX_BODY);
                      PdConnection server = accepted.get()) {
                     client.sendChunk(3, random(arena, 500, 3));

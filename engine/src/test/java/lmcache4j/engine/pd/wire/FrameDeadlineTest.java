@@ -59,6 +59,19 @@ class FrameDeadlineTest {
     }
 
     @Test
+    void aFailingCloseDoesNotStopTheWatchdog() throws InterruptedException {
+        FrameDeadline failing = new FrameDeadline(() -> {
+            throw new IllegalStateException("planted: a close that throws");
+        });
+        failing.arm(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        Thread.sleep(3 * PERIOD); // the failing one has fired by now
+        new FrameDeadline(closed::countDown).arm(TimeUnit.MILLISECONDS.toNanos(5));
+        assertTrue(closed.await(10 * PERIOD, TimeUnit.MILLISECONDS), "deadlines armed later still close their connections");
+        assertTrue(failing.expired());
+    }
+
+    @Test
     void theWatchdogLetsGoOfDisarmedDeadlines() throws InterruptedException {
         FrameDeadline d = new FrameDeadline(() -> {
         });

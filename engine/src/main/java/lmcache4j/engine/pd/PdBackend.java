@@ -30,6 +30,7 @@ import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.pd.wire.AllocRequest;
 import lmcache4j.engine.pd.wire.AllocResponse;
+import lmcache4j.engine.pd.wire.PdRooms;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.StorageBackend;
@@ -59,6 +60,10 @@ public final class PdBackend implements StorageBackend {
     /** LMCache's name for the tier. */
     public static final String NAME = "PDBackend";
     private static final System.Logger LOG = System.getLogger(PdBackend.class.getName());
+
+    static { // the receive server's access to the room operations, which stay off this class's public face
+        PdRooms.handOver(tier -> tier.rooms);
+    }
 
     /**
      * Counters, a snapshot.
@@ -102,6 +107,17 @@ public final class PdBackend implements StorageBackend {
         }
     }
 
+    private final PdRooms rooms = new PdRooms() {
+        @Override
+        public AllocResponse allocate(AllocRequest request) {
+            return PdBackend.this.allocate(request);
+        }
+
+        @Override
+        public Optional<PdRooms.Landing> beginWrite(long slotId, long payloadBytes) {
+            return PdBackend.this.beginWrite(slotId, payloadBytes).map(PdRooms.Landing.class::cast);
+        }
+    };
     private final MemoryAllocator buffer;
     private final MemoryProvider copyTarget;
     private final ModelMetadata metadata;
@@ -178,12 +194,8 @@ public final class PdBackend implements StorageBackend {
 
     // ---- the sender's side: allocation and writes -----------------------------------------------
 
-    /**
-     * Answers a sender's allocation request: room for each chunk not held yet, in order, until the
-     * buffer is full. Never blocks.
-     */
-    @SuppressWarnings("exports") // for lmcache4j's PD receive server: the wire types are exported to it only
-    public AllocResponse allocate(AllocRequest request) {
+    /** {@link PdRooms#allocate}. */
+    AllocResponse allocate(AllocRequest request) {
         Optional<String> wrong = check(request);
         if (wrong.isPresent()) {
             refusedRequests.incrementAndGet();
@@ -274,8 +286,8 @@ public final class PdBackend implements StorageBackend {
         return Optional.empty();
     }
 
-    /** A write in progress into one slot's room: finish it with {@link #landed()} or {@link #discard(boolean)}. */
-    public final class Landing {
+    /** {@link PdRooms.Landing}. */
+    final class Landing implements PdRooms.Landing {
         private final Slot slot;
         private boolean done;
 
@@ -283,20 +295,17 @@ public final class PdBackend implements StorageBackend {
             this.slot = slot;
         }
 
-        /** The room the payload goes into. */
+        @Override
         public MemorySegment segment() {
             return slot.obj.segment();
         }
 
-        /** The payload arrived whole and its tag is good: the chunk is now seen by lookups. */
+        @Override
         public void landed() {
             finish(true, false);
         }
 
-        /**
-         * The write failed: its tag was wrong ({@code tagFailure}) or the connection broke. The room
-         * is freed; nothing of it is ever served.
-         */
+        @Override
         public void discard(boolean tagFailure) {
             finish(false, tagFailure);
         }
@@ -325,12 +334,8 @@ public final class PdBackend implements StorageBackend {
         }
     }
 
-    /**
-     * Starts the write of {@code slotId}'s chunk of {@code payloadBytes}; empty (counted as a late
-     * write) when that slot is not waiting for a write of that size: expired, written already, never
-     * given, or of another size.
-     */
-    public Optional<Landing> beginWrite(long slotId, long payloadBytes) {
+    /** {@link PdRooms#beginWrite}. */
+    Optional<Landing> beginWrite(long slotId, long payloadBytes) {
         lock.lock();
         try {
             Slot s = closed ? null : bySlot.get(slotId);

@@ -37,7 +37,9 @@ import zmq.poll.Poller;
  * and 500 ms otherwise ({@link TickSchedule}) (a connect slower than that second completes
  * without changing the number: it is repaired within an idle tick). Both grow with the number of
  * handles, 10 µs a handle, so that the passes stay near 1% of the I/O thread however many
- * connections it serves. {@code PollerRepairTest} loops connects that stall without it.
+ * connections it serves. {@code PollerRepairTest} loops connects that stall without it, and loses a
+ * registration on purpose (a handle cancelled and another added for its channel on one tick) to
+ * check that the next tick's pass registers it.
  */
 final class PollerRepair implements IPollEvents, AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PollerRepair.class.getName());

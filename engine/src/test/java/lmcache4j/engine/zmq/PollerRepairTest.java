@@ -6,8 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Pipe;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Handler;
@@ -21,6 +25,7 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import zmq.Ctx;
+import zmq.poll.IPollEvents;
 import zmq.poll.Poller;
 
 /**
@@ -37,6 +42,8 @@ class PollerRepairTest {
     private static final int BURST = 2_000;
     /** Far above a loopback handshake under load (milliseconds), far below the handshake timer's 30 s. */
     private static final int FIRST_MESSAGE_MILLIS = 3_000;
+    /** Ticks after the loss by which the lost handle must have been served (one, but for ticks a stall put together). */
+    private static final int TICKS_TO_SERVE = 5;
 
     @Test
     void everyConnectDeliversItsBurstWithoutWaitingForTheHandshakeTimer() {
@@ -125,5 +132,92 @@ class PollerRepairTest {
         assertFalse(loop.get().isAlive(), "the poller's loop ended");
         assertFalse(installed.get().holdsPipe(), "both ends of the pipe are closed with the loop");
         ctx.terminate();
+    }
+
+    /**
+     * The loss itself, made on purpose in a poller of the test's own, and its repair. Once a channel's
+     * first handle is registered, a tick's task cancels that handle and adds a new handle for the same
+     * channel with a byte waiting (what a completing connect does), so JeroMQ's pass over its handles
+     * in that loop iteration finds the old key still on the channel and skips the new handle. Nothing
+     * else in this poller changes its handles: only a later tick's pass registers it, and the byte is
+     * served in that iteration. Each step runs on the poller's thread in JeroMQ's fixed order (timers,
+     * the pass, the select), so the outcome does not depend on timing; the check waits
+     * {@value #TICKS_TO_SERVE} ticks rather than one because JeroMQ runs a tick that came due while the
+     * previous one ran (a stalled thread) in the same iteration, before one pass.
+     */
+    @Test
+    void aRegistrationLostOnPurposeIsServedByALaterTick() throws IOException, InterruptedException {
+        Pipe channel = Pipe.open();
+        channel.source().configureBlocking(false);
+        AtomicInteger ticks = new AtomicInteger();
+        AtomicInteger lossTick = new AtomicInteger();
+        AtomicInteger servedAtTick = new AtomicInteger(-1);
+        AtomicBoolean oldServed = new AtomicBoolean();
+        AtomicReference<String> verdict = new AtomicReference<>();
+        IPollEvents oldHandler = reader(channel, () -> oldServed.set(true));
+        IPollEvents newHandler = reader(channel, () -> servedAtTick.compareAndSet(-1, ticks.get()));
+        AtomicReference<Poller.Handle> oldHandle = new AtomicReference<>();
+        AtomicReference<Thread> loop = new AtomicReference<>();
+        Ctx ctx = new Ctx();
+        ctx.setThreadFactory((body, name) -> {
+            loop.set(new Thread(PollerRepair.around(body, name, p -> {
+                int tick = ticks.incrementAndGet();
+                if (oldHandle.get() == null) { // registered by this iteration's pass
+                    oldHandle.set(p.addHandle(channel.source(), oldHandler));
+                    p.setPollIn(oldHandle.get());
+                } else if (lossTick.get() == 0 && channel.source().isRegistered()) {
+                    p.removeHandle(oldHandle.get()); // the connecter leaves, the engine arrives: one iteration
+                    p.setPollIn(p.addHandle(channel.source(), newHandler));
+                    writeOneByte(channel);
+                    lossTick.set(tick);
+                } else if (lossTick.get() > 0 && tick >= lossTick.get() + TICKS_TO_SERVE) {
+                    verdict.compareAndSet(null, "old handle served: " + oldServed.get() + ", new handle served: "
+                            + (servedAtTick.get() >= 0));
+                }
+            }), "test-poller-repair-loss"));
+            return loop.get();
+        });
+        Poller poller = new Poller(ctx, "iothread-loss");
+        poller.start();
+        try {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (verdict.get() == null) {
+                assertTrue(System.nanoTime() < deadline, "the loss and " + TICKS_TO_SERVE + " ticks within 10 s: " + ticks);
+                Thread.sleep(5);
+            }
+        } finally {
+            poller.stop();
+            loop.get().join(10_000);
+            ctx.terminate();
+            channel.sink().close();
+            channel.source().close();
+        }
+        assertEquals("old handle served: false, new handle served: true", verdict.get(), "the handle added at tick "
+                + lossTick + " while the old key was still on its channel is registered by a later tick's pass");
+        assertTrue(servedAtTick.get() > lossTick.get(), "the registration was lost at tick " + lossTick
+                + " (its byte was waiting, yet not served in that iteration): served after tick " + servedAtTick);
+    }
+
+    /** A handler that drains {@code channel} after running {@code onRead}. */
+    private static IPollEvents reader(Pipe channel, Runnable onRead) {
+        return new IPollEvents() {
+            @Override
+            public void inEvent() {
+                onRead.run();
+                try {
+                    channel.source().read(ByteBuffer.allocate(16));
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        };
+    }
+
+    private static void writeOneByte(Pipe channel) {
+        try {
+            channel.sink().write(ByteBuffer.wrap(new byte[] {1}));
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 }

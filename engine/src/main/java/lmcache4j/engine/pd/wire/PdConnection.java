@@ -22,11 +22,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 
-import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.remote.lm.PayloadTag;
@@ -76,11 +72,11 @@ public final class PdConnection implements AutoCloseable {
 
     private static final int HEADER_BYTES = 5;
     private static final int SCRATCH_BYTES = 64 * 1024;
+    private static final int AHEAD_BYTES = 4 * 1024;
     /** A chunk is tagged and written in pieces of this size, and tagged on arrival in pieces of at least this size. */
     private static final int PIECE_BYTES = 128 * 1024;
     /** The slowest a frame may arrive on average before its connection is dropped (beyond the timeout). */
     private static final long MIN_BYTES_PER_SECOND = 1L << 20;
-    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     private final Socket socket;
     private final SocketChannel channel; // null for a socket without one: chunks then go through the streams
@@ -91,16 +87,24 @@ public final class PdConnection implements AutoCloseable {
     private final Duration timeout;
     private final int maxBodyBytes;
     private final byte[] scratch = new byte[SCRATCH_BYTES]; // the receiving side's
+    /**
+     * With a channel, what one read brought past the bytes asked for: a frame's header, body and tag
+     * then come in one system call, and an acknowledgement with the next header often too.
+     */
+    private final ByteBuffer ahead;
     private final byte[] header = new byte[HEADER_BYTES]; // the receiving side's
     private final byte[] sendHeader = new byte[HEADER_BYTES];
     private PayloadTag.Message chunkTag;
     private long chunkPayloadBytes = -1;
     private Duration idleTimeout;
+    private final FrameDeadline sendDeadline = new FrameDeadline(this::close);
+    private final FrameDeadline receiveDeadline = new FrameDeadline(this::close);
 
     private PdConnection(Socket socket, Optional<LmSession> session, boolean server, Duration timeout, int maxBodyBytes)
             throws IOException {
         this.socket = socket;
         this.channel = socket.getChannel();
+        this.ahead = channel == null ? null : ByteBuffer.allocateDirect(AHEAD_BYTES).flip();
         this.in = new DataInputStream(socket.getInputStream());
         this.out = new BufferedOutputStream(socket.getOutputStream(), SCRATCH_BYTES);
         this.sendTag = session.map(s -> server ? s.serverToClient() : s.clientToServer()).orElse(null);
@@ -267,13 +271,16 @@ public final class PdConnection implements AutoCloseable {
     private void sendSmall(byte kind, byte[] body) throws IOException {
         fillHeader(body.length, kind);
         PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(sendHeader).update(body);
-        try (Watch ignored = watch(body.length)) {
+        sendDeadline.arm(frameAllowanceNanos(body.length));
+        try {
             out.write(sendHeader);
             out.write(body);
             if (tag != null) {
                 out.write(tag.finish());
             }
             out.flush();
+        } finally {
+            sendDeadline.disarm();
         }
     }
 
@@ -291,7 +298,8 @@ public final class PdConnection implements AutoCloseable {
         fillHeader((int) bodyBytes, CHUNK);
         ByteBuffer head = ByteBuffer.allocate(HEADER_BYTES + Long.BYTES).put(sendHeader).putLong(slot).flip();
         PayloadTag.Message tag = sendTag == null ? null : sendTag.next().update(head.duplicate());
-        try (Watch ignored = watch(bodyBytes)) {
+        sendDeadline.arm(frameAllowanceNanos(bodyBytes));
+        try {
             if (channel == null) {
                 writeThroughStream(head, payload, tag);
                 return;
@@ -313,6 +321,8 @@ public final class PdConnection implements AutoCloseable {
             while (end.hasRemaining()) {
                 channel.write(end);
             }
+        } finally {
+            sendDeadline.disarm();
         }
     }
 
@@ -365,18 +375,36 @@ public final class PdConnection implements AutoCloseable {
         if (chunkPayloadBytes >= 0) {
             throw new IllegalStateException("the payload of the last chunk frame was not read");
         }
-        // One read usually brings the whole header (each timed read of a socket costs system calls).
-        socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
-        int first;
+        if (channel == null) {
+            socket.setSoTimeout(Math.toIntExact(Math.max(1, idleTimeout.toMillis())));
+            int first;
+            try {
+                first = in.read(header, 0, HEADER_BYTES);
+            } finally {
+                socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+            }
+            if (first < 0) {
+                throw new EOFException("connection closed");
+            }
+            readFully(header, first, HEADER_BYTES - first, false);
+            return frame();
+        }
+        // Through the channel, bounded by the receiving deadline instead of the socket's read timeout: a timed read
+        // of a socket toggles its blocking mode twice, or parks a virtual thread on a timer, at every frame.
+        receiveDeadline.arm(idleTimeout.toNanos() + frameAllowanceNanos(0));
         try {
-            first = in.read(header, 0, HEADER_BYTES);
+            readFully(header, HEADER_BYTES, true);
+            receiveDeadline.arm(frameAllowanceNanos(ByteBuffer.wrap(header).getInt() & 0xffffffffL));
+            return frame();
+        } catch (ClosedChannelException e) {
+            throw timedOutOr(e, "no whole frame within the idle timeout of " + idleTimeout.toMillis() + " ms");
         } finally {
-            socket.setSoTimeout(Math.toIntExact(Math.max(1, timeout.toMillis())));
+            receiveDeadline.disarm();
         }
-        if (first < 0) {
-            throw new EOFException("connection closed");
-        }
-        readFully(header, first, HEADER_BYTES - first, false);
+    }
+
+    /** The frame whose header is in {@link #header}: its body and tag read (for a chunk, its slot only). */
+    private Frame frame() throws IOException {
         ByteBuffer h = ByteBuffer.wrap(header);
         int bodyBytes = h.getInt();
         byte kind = h.get();
@@ -431,34 +459,46 @@ public final class PdConnection implements AutoCloseable {
                     + dst.byteSize());
         }
         if (channel == null) {
-            readThroughStream(dst, size);
-        } else {
-            ByteBuffer into = dst.asByteBuffer();
-            Watch watch = watch(size);
-            try (watch) {
-                int tagged = 0; // the tag follows the bytes as they land, while the sender writes the next ones
-                while (into.hasRemaining()) {
-                    if (channel.read(into) < 0) {
-                        throw new EOFException("connection closed mid-frame with " + into.remaining()
-                                + " bytes still expected");
-                    }
-                    if (chunkTag != null && (into.position() - tagged >= PIECE_BYTES || !into.hasRemaining())) {
-                        chunkTag.update(into.duplicate().limit(into.position()).position(tagged));
-                        tagged = into.position();
-                    }
-                }
-            } catch (ClosedChannelException e) {
-                if (watch.fired()) {
-                    throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
-                            + MIN_BYTES_PER_SECOND + " bytes/s");
-                }
-                throw e;
-            }
+            readInPieces(size, dst);
+            finishChunk();
+            return;
         }
-        finishChunk();
+        ByteBuffer into = dst.asByteBuffer();
+        receiveDeadline.arm(frameAllowanceNanos(size));
+        try {
+            int early = Math.min(ahead.remaining(), into.remaining()); // read with the header
+            into.put(into.position(), ahead, ahead.position(), early).position(early);
+            ahead.position(ahead.position() + early);
+            int tagged = 0; // the tag follows the bytes as they land, while the sender writes the next ones
+            while (true) {
+                boolean landed = !into.hasRemaining();
+                if (chunkTag != null && (into.position() - tagged >= PIECE_BYTES || landed && tagged < into.position())) {
+                    chunkTag.update(into.duplicate().limit(into.position()).position(tagged));
+                    tagged = into.position();
+                }
+                if (landed) {
+                    break;
+                }
+                if (channel.read(into) < 0) {
+                    throw new EOFException("connection closed mid-frame with " + into.remaining()
+                            + " bytes still expected");
+                }
+            }
+            finishChunk();
+        } catch (ClosedChannelException e) {
+            throw timedOutOr(e, "a chunk of " + size + " bytes arrived slower than " + MIN_BYTES_PER_SECOND + " bytes/s");
+        } finally {
+            receiveDeadline.disarm();
+        }
     }
 
-    private void readThroughStream(MemorySegment dst, long size) throws IOException {
+    /** {@code e}, or a timeout saying {@code what} when the receiving deadline closed the connection. */
+    private IOException timedOutOr(ClosedChannelException e, String what) {
+        return receiveDeadline.expired() ? new SocketTimeoutException(what) : e;
+    }
+
+    /** Reads the pending payload through {@link #scratch}, tagging it, into {@code dst} (or nowhere, when null). */
+    private void readInPieces(long size, MemorySegment dst) throws IOException {
         long deadline = System.nanoTime() + frameAllowanceNanos(size);
         long at = 0;
         while (at < size) {
@@ -467,7 +507,9 @@ public final class PdConnection implements AutoCloseable {
             if (chunkTag != null) {
                 chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
             }
-            MemorySegment.copy(scratch, 0, dst, ValueLayout.JAVA_BYTE, at, n);
+            if (dst != null) {
+                MemorySegment.copy(scratch, 0, dst, ValueLayout.JAVA_BYTE, at, n);
+            }
             at += n;
             if (System.nanoTime() - deadline > 0) {
                 throw new SocketTimeoutException("a chunk of " + size + " bytes arrived slower than "
@@ -482,20 +524,19 @@ public final class PdConnection implements AutoCloseable {
         if (size < 0) {
             throw new IllegalStateException("no chunk frame is being read");
         }
-        long deadline = System.nanoTime() + frameAllowanceNanos(size);
-        long at = 0;
-        while (at < size) {
-            int n = (int) Math.min(scratch.length, size - at);
-            readFully(scratch, n, false);
-            if (chunkTag != null) {
-                chunkTag.update(ByteBuffer.wrap(scratch, 0, n));
-            }
-            at += n;
-            if (System.nanoTime() - deadline > 0) {
-                throw new SocketTimeoutException("a chunk of " + size + " bytes arrived too slowly");
+        if (channel != null) {
+            receiveDeadline.arm(frameAllowanceNanos(size));
+        }
+        try {
+            readInPieces(size, null);
+            finishChunk();
+        } catch (ClosedChannelException e) {
+            throw timedOutOr(e, "a chunk of " + size + " bytes arrived slower than " + MIN_BYTES_PER_SECOND + " bytes/s");
+        } finally {
+            if (channel != null) {
+                receiveDeadline.disarm();
             }
         }
-        finishChunk();
     }
 
     private void finishChunk() throws IOException {
@@ -532,7 +573,7 @@ public final class PdConnection implements AutoCloseable {
     private void readFully(byte[] dst, int offset, int n, boolean frameStart) throws IOException {
         int at = 0;
         while (at < n) {
-            int r = in.read(dst, offset + at, n - at);
+            int r = channel == null ? in.read(dst, offset + at, n - at) : readAhead(dst, offset + at, n - at);
             if (r < 0) {
                 if (frameStart && at == 0) {
                     throw new EOFException("connection closed");
@@ -543,11 +584,32 @@ public final class PdConnection implements AutoCloseable {
         }
     }
 
+    /** Up to {@code n} bytes from what was read ahead, reading the channel (one read, as much as it has) when that is empty. */
+    private int readAhead(byte[] dst, int offset, int n) throws IOException {
+        if (!ahead.hasRemaining()) {
+            ahead.clear();
+            int r;
+            try {
+                r = channel.read(ahead);
+            } finally {
+                ahead.flip();
+            }
+            if (r < 0) {
+                return -1;
+            }
+        }
+        int k = Math.min(n, ahead.remaining());
+        ahead.get(dst, offset, k);
+        return k;
+    }
+
     // ---- lifetime -----------------------------------------------------------------------------
 
     /** Closes the socket; a blocked read or write on another thread fails at once. */
     @Override
     public void close() {
+        sendDeadline.disarm();
+        receiveDeadline.disarm();
         try {
             socket.close();
         } catch (IOException e) {
@@ -563,39 +625,5 @@ public final class PdConnection implements AutoCloseable {
     @Override
     public String toString() {
         return "PdConnection[" + peer() + (keyed() ? "" : ", unkeyed") + "]";
-    }
-
-    /** Closes the socket if a write (or a chunk's read straight into memory) is still blocked past its allowance. */
-    private Watch watch(long bytes) {
-        Watch w = new Watch();
-        w.future = WATCHDOG.schedule(w::fire, frameAllowanceNanos(bytes), TimeUnit.NANOSECONDS);
-        return w;
-    }
-
-    /** One operation's deadline: closes the connection when it passes. */
-    private final class Watch implements AutoCloseable {
-        private volatile boolean fired;
-        private ScheduledFuture<?> future;
-
-        private void fire() {
-            fired = true;
-            PdConnection.this.close();
-        }
-
-        boolean fired() {
-            return fired;
-        }
-
-        @Override
-        public void close() {
-            future.cancel(false);
-        }
-    }
-
-    private static ScheduledThreadPoolExecutor watchdog() {
-        // One thread for the whole process (idle unless a write is in progress), never joined.
-        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> OwnedThreads.shared("pd-write-watchdog", r));
-        e.setRemoveOnCancelPolicy(true);
-        return e;
     }
 }

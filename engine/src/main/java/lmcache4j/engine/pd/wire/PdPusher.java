@@ -38,7 +38,9 @@ import lmcache4j.engine.key.ChunkRange;
  * {@link #WINDOW} + 2 chunks written to one receiver wait for theirs (the sending thread waits,
  * bounded, for room), so neither side holds more than that for a connection. When the connection
  * breaks (the receiver died, closed it after a failed tag, or sent no acknowledgement within the
- * timeout) every chunk waiting on it has failed, and its request stops.
+ * timeout) every chunk waiting on it has failed, and its request stops. The room for a request's
+ * next batch is asked for before the current batch is written, so the stream never waits for an
+ * allocation answer while chunks are queued.
  *
  * <p>{@code lmcache4j.engine.pd.PdSender} is its public face; {@code bench pd}
  * makes an unkeyed one to measure what the tags cost.
@@ -87,6 +89,7 @@ public final class PdPusher implements AutoCloseable {
     private final Set<Link> live = ConcurrentHashMap.newKeySet(); // links whose acknowledgement reader runs
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition progress = lock.newCondition();
+    private int stagingWaiters; // under lock: callers waiting for staging room, woken by every finished chunk
     private final Object noticeLock = new Object();
     private final OwnedThreads threads = new OwnedThreads();
     private PdConnection proxyLink; // under noticeLock
@@ -225,6 +228,7 @@ public final class PdPusher implements AutoCloseable {
             long started = System.nanoTime();
             long deadline = started + timeout.toNanos();
             lock.lock();
+            stagingWaiters++;
             try {
                 while (obj.isEmpty() && System.nanoTime() - deadline < 0 && !closed) {
                     progress.await(10, TimeUnit.MILLISECONDS);
@@ -233,6 +237,7 @@ public final class PdPusher implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
+                stagingWaiters--;
                 lock.unlock();
                 stagingWaitNanos += System.nanoTime() - started;
             }
@@ -250,8 +255,8 @@ public final class PdPusher implements AutoCloseable {
             try {
                 long bound = timeout.toNanos() * (inFlight + 2L);
                 long deadline = started + bound;
-                while (inFlight > 0 && System.nanoTime() - deadline < 0) {
-                    progress.await(10, TimeUnit.MILLISECONDS);
+                for (long left = bound; inFlight > 0 && left > 0; left = deadline - System.nanoTime()) {
+                    progress.awaitNanos(left);
                 }
                 if (inFlight > 0) {
                     stop("the receiver took longer than " + bound / 1_000_000 + " ms for this request's chunks");
@@ -293,29 +298,29 @@ public final class PdPusher implements AutoCloseable {
     // ---- the sending thread -----------------------------------------------------------------------
 
     private void sendLoop() {
-        List<Item> batch = new ArrayList<>(MAX_BATCH);
+        List<Item> taken = new ArrayList<>(2 * MAX_BATCH); // every item taken from the queue and not yet finished
         while (!closed) {
             try {
                 Item first = queue.poll(100, TimeUnit.MILLISECONDS);
                 if (first == null) {
                     continue;
                 }
+                List<Item> batch = new ArrayList<>(MAX_BATCH);
                 batch.add(first);
-                while (batch.size() < MAX_BATCH && queue.peek() != null && queue.peek().transfer == first.transfer) {
-                    batch.add(queue.poll());
-                }
-                send(first.transfer, batch);
+                taken.add(first);
+                moreOf(first.transfer, batch, taken);
+                send(first.transfer, batch, taken);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 break;
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "PD sender: " + e, e);
-                for (Item i : batch) {
+                for (Item i : taken) {
                     i.transfer.stop("the sender failed: " + e);
                     done(i, Outcome.FAILED, 0);
                 }
             } finally {
-                batch.clear();
+                taken.clear();
             }
         }
         for (Item i; (i = queue.poll()) != null; ) {
@@ -324,60 +329,121 @@ public final class PdPusher implements AutoCloseable {
         }
     }
 
+    /** Moves the queue's next items of {@code t}, up to a batch, into {@code batch} (and {@code taken}), without waiting. */
+    private void moreOf(Transfer t, List<Item> batch, List<Item> taken) {
+        while (batch.size() < MAX_BATCH && queue.peek() != null && queue.peek().transfer == t) {
+            Item i = queue.poll();
+            batch.add(i);
+            taken.add(i);
+        }
+    }
+
     private enum Outcome { PUSHED, ALREADY_SENT, REFUSED, FAILED }
 
-    private void send(Transfer t, List<Item> batch) {
+    /** Room the receiver gave for a batch, on the link that asked. */
+    private record Allocation(Link link, AllocResponse answer) {
+    }
+
+    /**
+     * Pushes {@code batch} and then, batch by batch, the chunks of {@code t} queued meanwhile. The
+     * allocation request of the next batch goes out before the current batch's writes, so the
+     * receiver answers it while the chunks stream: the sender never stops writing to wait for room
+     * (a round trip every {@link #MAX_BATCH} chunks had left the stream idle for an eighth of its time).
+     */
+    private void send(Transfer t, List<Item> batch, List<Item> taken) {
         if (t.stopReason != null) {
             batch.forEach(i -> done(i, Outcome.FAILED, 0));
             return;
         }
         // A kept connection the receiver has closed (idle, or restarted) fails at once: then once more on a fresh one.
-        if (!sendOnce(t, batch, links.containsKey(t.receiver))) {
-            sendOnce(t, batch, false);
+        Optional<Allocation> a = allocate(t, batch, links.containsKey(t.receiver));
+        while (a.isPresent()) {
+            List<Item> next = new ArrayList<>(MAX_BATCH);
+            AllocResponse answer = a.get().answer();
+            if (t.stopReason == null && answer.error().isEmpty() && !answer.remoteIndexes().contains(AllocResponse.REFUSED)) {
+                moreOf(t, next, taken); // not ahead of a refusal: that stops the request, and the room would wait unused
+            }
+            boolean asked = !next.isEmpty() && request(t, next, a.get().link());
+            write(t, batch, a.get().link(), answer);
+            if (next.isEmpty()) {
+                return;
+            }
+            // The answer is read even when the writes stopped the request: the allocation connection stays in step.
+            a = asked ? answer(t, next, a.get().link()) : t.stopReason == null ? allocate(t, next, false) : Optional.empty();
+            if (t.stopReason != null) {
+                next.forEach(i -> done(i, Outcome.FAILED, 0));
+                return;
+            }
+            batch = next;
         }
     }
 
     /**
-     * One attempt at {@code batch}; with {@code mayRetry}, false (nothing done, the link closed) when
-     * the allocation exchange failed before anything was written, so that a retry is safe.
+     * Asks for room for {@code batch} and waits for the answer; empty (every item finished) when that
+     * failed. With {@code mayRetry}, a failure before anything was written is retried once on a fresh
+     * connection (the kept one may have been closed by the receiver).
      */
-    private boolean sendOnce(Transfer t, List<Item> batch, boolean mayRetry) {
+    private Optional<Allocation> allocate(Transfer t, List<Item> batch, boolean mayRetry) {
         Link link;
         try {
             link = link(t.receiver);
         } catch (IOException e) {
             t.stop("cannot reach the receiver " + t.receiver + ": " + e.getMessage());
             batch.forEach(i -> done(i, Outcome.FAILED, 0));
-            return true;
+            return Optional.empty();
         }
-        AllocResponse answer;
         try {
-            List<String> keys = new ArrayList<>(batch.size());
-            for (Item i : batch) {
-                keys.add(i.chunk.key().toKeyString());
-            }
-            MemoryObj last = batch.getLast().obj;
-            AllocRequest request = new AllocRequest(keys, MemoryFormat.KV_2LTD.code(),
-                    List.of(2, metadata.numLayers(), chunkSize, metadata.numKvHeads() * metadata.headSize()),
-                    metadata.kvDtype().keyName(), last.tokenCount());
-            link.alloc.sendMessage(PdMessages.encode(request));
-            answer = PdMessages.decodeAllocResponse(message(link.alloc.receive()));
+            link.alloc.sendMessage(allocRequest(batch));
+            return Optional.of(new Allocation(link, PdMessages.decodeAllocResponse(message(link.alloc.receive()))));
         } catch (PdProtocolException e) {
-            closeLink(t.receiver);
-            t.stop("the receiver " + t.receiver + " answered out of protocol: " + e.getMessage());
-            batch.forEach(i -> done(i, Outcome.FAILED, 0));
+            return failAllocation(t, batch, "the receiver " + t.receiver + " answered out of protocol: " + e.getMessage());
+        } catch (IOException e) {
+            if (mayRetry) {
+                closeLink(t.receiver);
+                return allocate(t, batch, false);
+            }
+            return failAllocation(t, batch, "push to " + t.receiver + " failed: " + e.getMessage());
+        }
+    }
+
+    /** Sends the allocation request of {@code batch} on {@code link} without waiting; false (nothing sent) when that failed. */
+    private boolean request(Transfer t, List<Item> batch, Link link) {
+        try {
+            link.alloc.sendMessage(allocRequest(batch));
             return true;
         } catch (IOException e) {
             closeLink(t.receiver);
-            if (mayRetry) {
-                return false;
-            }
-            t.stop("push to " + t.receiver + " failed: " + e.getMessage());
-            batch.forEach(i -> done(i, Outcome.FAILED, 0));
-            return true;
+            return false;
         }
-        write(t, batch, link, answer);
-        return true;
+    }
+
+    /** Reads the answer to the request {@link #request} sent for {@code batch}. */
+    private Optional<Allocation> answer(Transfer t, List<Item> batch, Link link) {
+        try {
+            return Optional.of(new Allocation(link, PdMessages.decodeAllocResponse(message(link.alloc.receive()))));
+        } catch (PdProtocolException e) {
+            return failAllocation(t, batch, "the receiver " + t.receiver + " answered out of protocol: " + e.getMessage());
+        } catch (IOException e) {
+            return failAllocation(t, batch, "push to " + t.receiver + " failed: " + e.getMessage());
+        }
+    }
+
+    private Optional<Allocation> failAllocation(Transfer t, List<Item> batch, String why) {
+        closeLink(t.receiver);
+        t.stop(why);
+        batch.forEach(i -> done(i, Outcome.FAILED, 0));
+        return Optional.empty();
+    }
+
+    private byte[] allocRequest(List<Item> batch) {
+        List<String> keys = new ArrayList<>(batch.size());
+        for (Item i : batch) {
+            keys.add(i.chunk.key().toKeyString());
+        }
+        MemoryObj last = batch.getLast().obj;
+        return PdMessages.encode(new AllocRequest(keys, MemoryFormat.KV_2LTD.code(),
+                List.of(2, metadata.numLayers(), chunkSize, metadata.numKvHeads() * metadata.headSize()),
+                metadata.kvDtype().keyName(), last.tokenCount()));
     }
 
     private void write(Transfer t, List<Item> batch, Link link, AllocResponse answer) {
@@ -496,7 +562,9 @@ public final class PdPusher implements AutoCloseable {
                 }
             }
             t.inFlight--;
-            progress.signalAll();
+            if (t.inFlight == 0 || stagingWaiters > 0 || closed) { // a wake for every chunk cost a thread switch each
+                progress.signalAll();
+            }
         } finally {
             lock.unlock();
         }

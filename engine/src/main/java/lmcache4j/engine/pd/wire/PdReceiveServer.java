@@ -32,10 +32,13 @@ import lmcache4j.engine.security.DeploymentSecret;
  * is freed, the failure counted, the connection closed); a write to room that has expired is
  * answered REFUSED.
  *
- * <p>One virtual thread per connection, at most {@value #MAX_CONNECTIONS} per port (the newest is
- * closed beyond that); a wrong proof waits {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL; a
- * connection idle between frames for {@link #IDLE_TIMEOUT} is closed, and a frame once begun must
- * arrive within {@code pd_timeout_ms} (plus a second per MiB).
+ * <p>One platform thread per connection, at most {@value #MAX_CONNECTIONS} per port (the newest is
+ * closed beyond that): a virtual thread's every wait for the next bytes of a chunk went through the
+ * JDK's poller thread and a carrier's wake-up, which cost the receiving side a third more CPU per byte
+ * than a thread blocked in the kernel's read (docs/performance.md). A wrong proof waits
+ * {@value #AUTH_FAILURE_DELAY_MS} ms before its FAIL; a connection idle between frames for
+ * {@link #IDLE_TIMEOUT} is closed, and a frame once begun must arrive within {@code pd_timeout_ms}
+ * (plus a second per MiB).
  */
 public final class PdReceiveServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PdReceiveServer.class.getName());
@@ -51,13 +54,14 @@ public final class PdReceiveServer implements AutoCloseable {
     }
 
     private final PdBackend tier;
+    private final PdRooms rooms;
     private final Optional<byte[]> token;
     private final Duration timeout;
     private final String host;
     private final ServerSocket allocSocket;
     private final ServerSocket transferSocket;
     private final OwnedThreads threads = new OwnedThreads();
-    private final ThreadFactory handlers = threads.virtualFactory("pd-receive-conn");
+    private final ThreadFactory handlers = threads.platformFactory("pd-receive-conn");
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
@@ -72,6 +76,7 @@ public final class PdReceiveServer implements AutoCloseable {
     private PdReceiveServer(PdBackend tier, Optional<byte[]> token, Duration timeout, String host, ServerSocket alloc,
                             ServerSocket transfer) {
         this.tier = tier;
+        this.rooms = PdRooms.of(tier);
         this.token = token;
         this.timeout = timeout;
         this.host = host;
@@ -224,7 +229,7 @@ public final class PdReceiveServer implements AutoCloseable {
                 throw new PdProtocolException("the allocation port takes allocation requests, got " + f);
             }
             allocations.incrementAndGet();
-            AllocResponse answer = tier.allocate(PdMessages.decodeAllocRequest(m.body()));
+            AllocResponse answer = rooms.allocate(PdMessages.decodeAllocRequest(m.body()));
             if (!answer.error().isEmpty()) {
                 LOG.log(Level.WARNING, "PD receive server: refused an allocation request from {0}: {1}", c.peer(),
                         answer.error());
@@ -240,7 +245,7 @@ public final class PdReceiveServer implements AutoCloseable {
             if (!(f instanceof PdConnection.ChunkHeader h)) {
                 throw new PdProtocolException("the transfer port takes chunk writes, got " + f);
             }
-            Optional<PdBackend.Landing> landing = tier.beginWrite(h.slot(), h.payloadBytes());
+            Optional<PdRooms.Landing> landing = rooms.beginWrite(h.slot(), h.payloadBytes());
             if (landing.isEmpty()) {
                 c.skipChunkPayload();
                 c.sendAck(PdConnection.REFUSED);

@@ -1,10 +1,9 @@
 package lmcache4j.engine.storage.policy;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -34,8 +33,8 @@ import java.util.function.ToLongFunction;
  *       hands the cache the best; until the cache first evicts the bonus is 0 (plain recency).</li>
  * </ul>
  *
- * <p>Memory: one node per held chunk; fingerprints of at most {@value #HISTORY_FACTOR} × the
- * largest number of chunks held (at most {@value #MAX_HISTORY}); predecessors of at most
+ * <p>Memory: one node per held chunk, and a set entry per held orphan; fingerprints of at most
+ * {@value #HISTORY_FACTOR} × the largest number of chunks held (at most {@value #MAX_HISTORY}); predecessors of at most
  * {@value #MAX_ANNOUNCED} announced chunks not yet stored; the tuner's replicas (a bounded sample).
  * Not thread-safe: the tier calls it under its lock.
  */
@@ -60,7 +59,6 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         Node<K> firstChild;
         Node<K> prevSibling;
         Node<K> nextSibling;
-        boolean gone;
 
         Node(K key, long fingerprint) {
             this.key = key;
@@ -119,7 +117,12 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
     private final Map<K, Node<K>> nodes = new HashMap<>();
     private final Lane<K> fresh = new Lane<>();
     private final Lane<K> reused = new Lane<>();
-    private final ArrayDeque<Node<K>> orphans = new ArrayDeque<>();
+    /**
+     * Held chunks whose predecessor left, in the order they became orphans. A set (identity: nodes
+     * keep Object's equality) so that a removed orphan leaves it at once: removals that never meet
+     * an eviction pass cannot make it outgrow the chunks held.
+     */
+    private final LinkedHashSet<Node<K>> orphans = new LinkedHashSet<>();
     private final FingerprintLru history = new FingerprintLru(HISTORY_FACTOR);
     /** Announced, not yet stored chunk → the chunk before it in its request. */
     private final LinkedHashMap<K, K> announcedParents = new LinkedHashMap<>() {
@@ -205,8 +208,8 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         if (node == null) {
             return;
         }
-        node.gone = true;
         node.lane.unlink(node);
+        orphans.remove(node);
         if (node.parent != null) {
             disown(node.parent, node);
         }
@@ -215,7 +218,7 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
             child.parent = null;
             child.prevSibling = null;
             child.nextSibling = null;
-            orphans.addLast(child); // no lookup can reach it any more
+            orphans.add(child); // no lookup can reach it any more
             child = next;
         }
         node.firstChild = null;
@@ -231,11 +234,11 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         }
         long bonus = tuner == null ? 0 : tuner.bonus();
         List<K> chosen = new ArrayList<>(Math.min(n, 16));
-        for (Iterator<Node<K>> it = orphans.iterator(); it.hasNext() && chosen.size() < n; ) {
-            Node<K> orphan = it.next();
-            if (orphan.gone || orphan.parent != null) {
-                it.remove();
-            } else if (evictable.test(orphan.key)) {
+        for (Node<K> orphan : orphans) { // held ones only: a node never gets a parent again
+            if (chosen.size() >= n) {
+                break;
+            }
+            if (evictable.test(orphan.key)) {
                 chosen.add(orphan.key);
             }
         }
@@ -266,7 +269,7 @@ final class KvAdaptivePolicy<K> implements CachePolicy<K> {
         return NAME;
     }
 
-    /** Orphans waiting in their queue, removed ones included until the next eviction pass (for checks). */
+    /** Orphans tracked: held chunks whose predecessor left, never more than the chunks held (for checks). */
     int orphansTracked() {
         return orphans.size();
     }

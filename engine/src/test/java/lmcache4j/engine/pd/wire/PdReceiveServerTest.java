@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 
 import org.junit.jupiter.api.Test;
 
@@ -409,6 +410,52 @@ class PdReceiveServerTest {
     }
 
     @Test
+    void theNextBatchsRoomIsAskedForBeforeTheCurrentBatchIsWritten() throws Exception {
+        int batch = 16; // PdPusher's MAX_BATCH
+        int[] first = tokens(CHUNK, 18);
+        int[] second = tokens(3 * batch * CHUNK, 19);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(4 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
+             AckHoldingRelay heldAnswers = new AckHoldingRelay(server.allocPort(), Long.MAX_VALUE,
+                     AckHoldingRelay.HANDSHAKE_ANSWER_BYTES, new CountDownLatch(1));
+             AckHoldingRelay heldAcks = new AckHoldingRelay(server.initPort())) {
+            RowsKv kv = new RowsKv(arena, second.length, 20);
+            // Request a keeps the sending thread waiting for its room, so that all of b's chunks are queued when it
+            // comes to b: b's batches are then whole, whatever the threads' timing.
+            PdPusher.Transfer a = pusher.begin("req-a", decoder.prepare(first, Map.of()).chunks(),
+                    new PdPusher.Peer("127.0.0.1", server.initPort(), heldAnswers.port()));
+            a.pushComputed(kv, CHUNK);
+            PdPusher.Transfer b = pusher.begin("req-b", decoder.prepare(second, Map.of()).chunks(),
+                    new PdPusher.Peer("127.0.0.1", heldAcks.port(), server.allocPort()));
+            b.pushComputed(kv, second.length);
+            waitFor(() -> server.stats().allocationRequests() == 1, "a's allocation request arrived");
+            heldAnswers.release();
+            assertEquals(1, a.finish().pushedChunks());
+
+            // b's first batch: its writes stop at the window (no acknowledgement comes back), and by then the room
+            // of its second batch was asked for, since that request goes out before the first batch's writes.
+            int stalled = 1 + PdPusher.WINDOW + 2;
+            waitFor(() -> server.stats().writes() == stalled, "b's writes reached its window");
+            waitFor(() -> server.stats().allocationRequests() == 3, "b's second batch's room asked for while its first"
+                    + " batch was being written (allocation requests: " + server.stats().allocationRequests() + ")");
+            Thread.sleep(100);
+            assertEquals(stalled, server.stats().writes(), "still held at the window");
+            assertEquals(3, server.stats().allocationRequests(), "one batch ahead, not more");
+            assertEquals(1 + 2 * batch, tier(decoder).stats().allocatedChunks());
+        }
+    }
+
+    private static void waitFor(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within " + TIMEOUT.toMillis() + " ms: " + what);
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    @Test
     void aChunkWhoseBytesStopComingMidPayloadIsGivenUpOnAndItsRoomFreed() throws Exception {
         int[] tokens = tokens(CHUNK, 16);
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
@@ -524,19 +571,26 @@ class PdReceiveServerTest {
     }
 
     /**
-     * A relay of the transfer port that passes the first {@code forward} bytes of the sender's stream
-     * and the first {@code backward} bytes of the receiver's, and holds the rest back (never passes it,
-     * never closes): by default, every write but no acknowledgement.
+     * A relay of a PD port that passes the first {@code forward} bytes of the sender's stream and the
+     * first {@code backward} bytes of the receiver's, and holds the rest back (never closes): by
+     * default, every write but no acknowledgement. With a gate, what the receiver sends beyond
+     * {@code backward} is held only until {@link #release()}.
      */
     static final class AckHoldingRelay implements AutoCloseable {
         private final ServerSocketChannel server;
         private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
+        private final CountDownLatch gate;
 
         AckHoldingRelay(int target) throws IOException {
             this(target, Long.MAX_VALUE, HANDSHAKE_ANSWER_BYTES);
         }
 
         AckHoldingRelay(int target, long forward, long backward) throws IOException {
+            this(target, forward, backward, null);
+        }
+
+        AckHoldingRelay(int target, long forward, long backward, CountDownLatch gate) throws IOException {
+            this.gate = gate;
             this.server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             Thread.ofVirtual().start(() -> {
                 try {
@@ -545,8 +599,8 @@ class PdReceiveServerTest {
                         SocketChannel out = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), target));
                         open.add(in);
                         open.add(out);
-                        Thread.ofVirtual().start(() -> pass(in, out, forward));
-                        Thread.ofVirtual().start(() -> pass(out, in, backward));
+                        Thread.ofVirtual().start(() -> pass(in, out, forward, null));
+                        Thread.ofVirtual().start(() -> pass(out, in, backward, gate));
                     }
                 } catch (IOException e) {
                     // closed
@@ -562,11 +616,20 @@ class PdReceiveServerTest {
             return ((InetSocketAddress) server.getLocalAddress()).getPort();
         }
 
-        private static void pass(SocketChannel from, SocketChannel to, long limit) {
+        /** Lets what the receiver sends beyond the limit through, from now on. */
+        void release() {
+            gate.countDown();
+        }
+
+        private static void pass(SocketChannel from, SocketChannel to, long limit, CountDownLatch gate) {
             try {
                 ByteBuffer b = ByteBuffer.allocate(8 * 1024);
                 long passed = 0;
-                while (passed < limit) {
+                while (passed < limit || gate != null) {
+                    if (passed >= limit) {
+                        gate.await();
+                        limit = Long.MAX_VALUE;
+                    }
                     b.clear().limit((int) Math.min(b.capacity(), limit - passed));
                     int n = from.read(b);
                     if (n < 0) {
@@ -577,6 +640,8 @@ class PdReceiveServerTest {
                 }
             } catch (IOException e) {
                 // either side hung up
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
 

@@ -95,7 +95,31 @@ class KvAdaptiveBookkeepingTest {
         assertEquals(List.of(5, 4), p.evictionCandidates(2, k -> true)); // recency alone: 4, 5
         p.onRemove(5);
         assertEquals(List.of(4), p.evictionCandidates(1, k -> true));
-        assertEquals(1, p.orphansTracked()); // the pass dropped the removed 5
+        assertEquals(1, p.orphansTracked()); // the removed 5 left at once
+    }
+
+    /**
+     * A cache that never fills but sees removals (a client storing and deleting its keys) never runs
+     * an eviction pass: the orphans it tracks must still leave with their chunks, or each removal
+     * grows the policy by one node for good.
+     */
+    @Test
+    void orphansLeaveWithTheirChunksWithoutAnEvictionPass() {
+        KvAdaptivePolicy<Integer> p = policy();
+        request(p, List.of(-1, -2, -3), 0);
+        p.onRemove(-1); // -2 stays an orphan throughout: the order of what stays is kept
+        for (int round = 0; round < 20_000; round++) {
+            int head = 2 * round;
+            request(p, List.of(head, head + 1), 0);
+            p.onRemove(head); // head + 1 is an orphan now
+            assertEquals(2, p.orphansTracked(), "round " + round + ": -2 and " + (head + 1));
+            p.onRemove(head + 1);
+            assertTrue(p.orphansTracked() <= p.size(), "round " + round + ": " + p.orphansTracked()
+                    + " orphans tracked, " + p.size() + " chunks held");
+        }
+        assertEquals(2, p.size());
+        assertEquals(1, p.orphansTracked());
+        assertEquals(List.of(-2, -3), p.evictionCandidates(2, k -> true)); // the orphan, then recency
     }
 
     @Test

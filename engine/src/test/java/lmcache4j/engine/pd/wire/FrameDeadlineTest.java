@@ -1,0 +1,89 @@
+package lmcache4j.engine.pd.wire;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.ref.WeakReference;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The frame deadlines that close a PD connection whose write (or chunk read) stalls: one passed while
+ * armed closes it once, within a period or two; one disarmed in time never does; and the watchdog
+ * lets go of disarmed deadlines, so finished frames and closed connections are not held.
+ */
+class FrameDeadlineTest {
+    private static final long PERIOD = FrameDeadline.PERIOD_MILLIS;
+
+    @Test
+    void anArmedDeadlineThatPassesClosesOnceWithinTwoPeriods() throws InterruptedException {
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicInteger closes = new AtomicInteger();
+        FrameDeadline d = new FrameDeadline(() -> {
+            closes.incrementAndGet();
+            closed.countDown();
+        });
+        long t0 = System.nanoTime();
+        d.arm(TimeUnit.MILLISECONDS.toNanos(20));
+        assertTrue(closed.await(20 + 10 * PERIOD, TimeUnit.MILLISECONDS), "the stalled frame's connection is closed");
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(ms >= 20, "not before its deadline: " + ms + " ms");
+        assertTrue(d.expired());
+        Thread.sleep(3 * PERIOD);
+        assertEquals(1, closes.get(), "closed once");
+    }
+
+    @Test
+    void aDeadlineDisarmedInTimeNeverFiresAndCanBeArmedAgain() throws InterruptedException {
+        AtomicInteger closes = new AtomicInteger();
+        FrameDeadline d = new FrameDeadline(closes::incrementAndGet);
+        for (int i = 0; i < 1_000; i++) { // frame after frame, each done well within its allowance
+            d.arm(TimeUnit.MILLISECONDS.toNanos(2 * PERIOD));
+            d.disarm();
+        }
+        Thread.sleep(4 * PERIOD);
+        assertEquals(0, closes.get());
+        assertFalse(d.expired());
+
+        CountDownLatch closed = new CountDownLatch(1);
+        FrameDeadline again = new FrameDeadline(closed::countDown);
+        again.arm(1);
+        again.disarm();
+        again.arm(TimeUnit.MILLISECONDS.toNanos(10)); // re-armed after a disarm: watched again
+        assertTrue(closed.await(10 + 10 * PERIOD, TimeUnit.MILLISECONDS));
+    }
+
+    @Test
+    void aFailingCloseDoesNotStopTheWatchdog() throws InterruptedException {
+        FrameDeadline failing = new FrameDeadline(() -> {
+            throw new IllegalStateException("planted: a close that throws");
+        });
+        failing.arm(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        Thread.sleep(3 * PERIOD); // the failing one has fired by now
+        new FrameDeadline(closed::countDown).arm(TimeUnit.MILLISECONDS.toNanos(5));
+        assertTrue(closed.await(10 * PERIOD, TimeUnit.MILLISECONDS), "deadlines armed later still close their connections");
+        assertTrue(failing.expired());
+    }
+
+    @Test
+    void theWatchdogLetsGoOfDisarmedDeadlines() throws InterruptedException {
+        FrameDeadline d = new FrameDeadline(() -> {
+        });
+        d.arm(TimeUnit.SECONDS.toNanos(30));
+        d.disarm();
+        WeakReference<FrameDeadline> ref = new WeakReference<>(d);
+        d = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (ref.get() != null && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(PERIOD);
+        }
+        assertNull(ref.get(), "a disarmed deadline (a finished frame, a closed connection) is not kept by the watchdog");
+    }
+}

@@ -2,6 +2,11 @@ package lmcache4j.engine.storage.disk;
 
 import static lmcache4j.engine.storage.TestChunks.chunk;
 import static lmcache4j.engine.storage.TestChunks.key;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.FILE_BYTES;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.WAIT_SECONDS;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.await;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.put;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.stallingAt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,14 +22,10 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import lmcache4j.allocator.DType;
-import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.storage.AllocationMode;
@@ -39,37 +40,14 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
  * file's opener, never with sleeps.
  */
 class LocalDiskBackendFaultTest {
-    /** One 64 KiB chunk's file: the 4 KiB header and the payload, already whole blocks. */
-    private static final long FILE_BYTES = 4096 + TestChunks.CHUNK_BYTES;
     /** Tokens in one test chunk ([2, 2, 256, 32] in KV_2LTD). */
     private static final long CHUNK_TOKENS = 256;
-    private static final long WAIT_SECONDS = 20;
 
     @TempDir
     Path dir;
 
     private LocalDiskBackend disk(MemoryProvider memory, long capacityBytes) throws IOException {
         return new LocalDiskBackend(new ChunkFiles(dir, false, false), memory, capacityBytes, "LRU", 1, 16);
-    }
-
-    private static void put(LocalDiskBackend disk, LocalCpuBackend cpu, int i) throws InterruptedException {
-        MemoryObj obj = chunk(cpu, i, AllocationMode.EVICT).orElseThrow();
-        disk.batchedSubmitPut(List.of(key(i)), List.of(obj));
-        obj.release();
-        disk.awaitPuts();
-    }
-
-    /** Waits for {@code condition}, which another thread makes true; fails after {@link #WAIT_SECONDS}. */
-    private static void await(BooleanSupplier condition, String what) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what);
-            LockSupport.parkNanos(100_000);
-        }
-    }
-
-    private static void await(CountDownLatch latch, String what) throws InterruptedException {
-        assertTrue(latch.await(WAIT_SECONDS, TimeUnit.SECONDS), "timed out waiting for " + what);
     }
 
     @Test
@@ -220,17 +198,7 @@ class LocalDiskBackendFaultTest {
         AtomicInteger openings = new AtomicInteger();
         AtomicLong temps = new AtomicLong();
         // The first write stops once its bytes are reserved, as it creates its temp file, until the second put is decided.
-        ChunkFiles.TempFileOpener stallFirst = (temp, options) -> {
-            if (openings.incrementAndGet() == 1) {
-                firstOpening.countDown();
-                try {
-                    release.await(WAIT_SECONDS, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return FileChannel.open(temp, options);
-        };
+        ChunkFiles.TempFileOpener stallFirst = stallingAt(1, openings, firstOpening, release);
         ChunkFiles files = new ChunkFiles(dir, false, false, false,
                 target -> target.resolveSibling(target.getFileName() + ".tmp-1-" + temps.incrementAndGet()), stallFirst);
         long capacity = 2 * FILE_BYTES - 1; // one file fits, two do not
@@ -292,17 +260,7 @@ class LocalDiskBackendFaultTest {
         AtomicInteger openings = new AtomicInteger();
         AtomicLong temps = new AtomicLong();
         // The second write (chunk 1) stops with its bytes reserved, while chunk 2's put must make room.
-        ChunkFiles.TempFileOpener stallSecond = (temp, options) -> {
-            if (openings.incrementAndGet() == 2) {
-                secondOpening.countDown();
-                try {
-                    release.await(WAIT_SECONDS, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return FileChannel.open(temp, options);
-        };
+        ChunkFiles.TempFileOpener stallSecond = stallingAt(2, openings, secondOpening, release);
         ChunkFiles files = new ChunkFiles(dir, false, false, false,
                 target -> target.resolveSibling(target.getFileName() + ".tmp-1-" + temps.incrementAndGet()), stallSecond);
         try (LocalCpuBackend cpu = TestChunks.cpuTier(3, "LRU", 1);

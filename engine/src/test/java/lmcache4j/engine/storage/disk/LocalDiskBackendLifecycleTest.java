@@ -2,6 +2,9 @@ package lmcache4j.engine.storage.disk;
 
 import static lmcache4j.engine.storage.TestChunks.chunk;
 import static lmcache4j.engine.storage.TestChunks.key;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.FILE_BYTES;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.WAIT_SECONDS;
+import static lmcache4j.engine.storage.disk.DiskTierFixtures.put;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -20,9 +23,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
-import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
 import lmcache4j.engine.storage.ResidencyListener;
 import lmcache4j.engine.storage.TestChunks;
@@ -34,21 +35,12 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
  * behind, a remove after close, and the lines an operator reads in the log.
  */
 class LocalDiskBackendLifecycleTest {
-    private static final long FILE_BYTES = 4096 + TestChunks.CHUNK_BYTES;
-    private static final long WAIT_SECONDS = 20;
 
     @TempDir
     Path dir;
 
     private LocalDiskBackend disk(MemoryProvider memory, long capacityBytes) throws IOException {
         return new LocalDiskBackend(new ChunkFiles(dir, false, false), memory, capacityBytes, "LRU", 1, 16);
-    }
-
-    private static void put(LocalDiskBackend disk, LocalCpuBackend cpu, int i) throws InterruptedException {
-        MemoryObj obj = chunk(cpu, i, AllocationMode.EVICT).orElseThrow();
-        disk.batchedSubmitPut(List.of(key(i)), List.of(obj));
-        obj.release();
-        disk.awaitPuts();
     }
 
     private Path fileOf(int i) {

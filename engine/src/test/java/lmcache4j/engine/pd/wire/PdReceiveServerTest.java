@@ -189,6 +189,41 @@ class PdReceiveServerTest {
 
     /** A client that ignores the decoder's proof, presents a wrong one, and sends an allocation request anyway. */
     @Test
+    void aFloodOfSilentConnectionsIsCappedHoldsBoundedThreadsAndASenderIsServedAfterIt() throws Exception {
+        int flood = 2 * PdReceiveServer.MAX_CONNECTIONS + 20; // past the cap of both ports together
+        List<SocketChannel> silent = new java.util.ArrayList<>();
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            try {
+                for (int i = 0; i < flood; i++) { // connect and say nothing: each holds a thread until its handshake times out
+                    silent.add(SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                            i % 2 == 0 ? server.allocPort() : server.initPort())));
+                }
+                waitFor(() -> server.stats().connections() + server.stats().refusedConnections() == flood,
+                        "every connection accepted or refused");
+                assertTrue(server.stats().refusedConnections() >= flood - 2L * PdReceiveServer.MAX_CONNECTIONS,
+                        server.stats().toString());
+                long handlers = Thread.getAllStackTraces().keySet().stream()
+                        .filter(t -> t.getName().contains("pd-receive-conn")).count();
+                assertTrue(handlers <= 2L * PdReceiveServer.MAX_CONNECTIONS, handlers + " connection threads");
+            } finally {
+                for (SocketChannel c : silent) {
+                    c.close();
+                }
+            }
+            // Once the silent ones are gone (closed, or their handshake timed out), a sender is served again.
+            long deadline = System.nanoTime() + 4 * TIMEOUT.toNanos();
+            PdPusher.Result r;
+            int attempt = 0;
+            do { // fresh tokens each time: a retry's chunks are not the ones an earlier attempt may have landed
+                int[] tokens = tokens(2 * CHUNK, 21 + attempt++);
+                r = push(pusher, decoder, server, tokens, new RowsKv(arena, tokens.length, 22), "req-after-flood-" + attempt);
+            } while (r.pushedChunks() < 2 && System.nanoTime() < deadline);
+            assertEquals(2, r.pushedChunks(), r.toString());
+        }
+    }
+
+    @Test
     void aWrongProofIsAnsweredFailCountedAndTheConnectionClosed() throws IOException {
         try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder);
              SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.allocPort()))) {

@@ -348,7 +348,7 @@ public final class PdPusher implements AutoCloseable {
      * Pushes {@code batch} and then, batch by batch, the chunks of {@code t} queued meanwhile. The
      * allocation request of the next batch goes out before the current batch's writes, so the
      * receiver answers it while the chunks stream: the sender never stops writing to wait for room
-     * (a round trip every {@link #MAX_BATCH} chunks had left the stream idle for an eighth of its time).
+     * (a round trip every {@link #MAX_BATCH} chunks had left the stream idle for about a fifth of its time).
      */
     private void send(Transfer t, List<Item> batch, List<Item> taken) {
         if (t.stopReason != null) {

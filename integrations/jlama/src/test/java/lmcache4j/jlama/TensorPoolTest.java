@@ -45,6 +45,8 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
  * prefill whose forward pass fails: its KV buffer's pages go back.
  */
 class TensorPoolTest {
+    /** Scratch tensors a round may newly need when more of them are live at once: 16 head-sized ones. */
+    private static final long SCHEDULING_SLACK = 16 * 64;
     @TempDir
     static Path dir;
     private static AbstractModel model;
@@ -94,10 +96,7 @@ class TensorPoolTest {
             // Twice first: the second round finds cached what the first stored, and runs other shapes.
             requests.run();
             requests.run();
-            long warm = pooledBytes();
-            assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a tensor not given back would count: " + warm);
-            requests.run();
-            assertEquals(warm, pooledBytes(), "the pool handed out no new tensor: every one was given back and reused");
+            assertPoolStopsGrowing(requests);
             assertFalse(lock.isLocked(), "every forward call gave the lock back");
         }
     }
@@ -130,13 +129,28 @@ class TensorPoolTest {
                 }
             };
             failing.run(); // the same shapes every time: one round takes every tensor the next needs
-            long warm = pooledBytes();
-            assertTrue(warm < 100L << 20, "the pool is below its 100 MB, so a buffer not given back would count: " + warm);
-            failing.run();
-            assertEquals(warm, pooledBytes(), "the failed prefills' KV pages went back to the pool and were reused");
+            assertPoolStopsGrowing(failing);
             assertNoTensorIsReadyTwice();
             assertFalse(lock.isLocked(), "the failed call holds no lock");
         }
+    }
+
+    /**
+     * Runs {@code round} three more times and checks the pool grew by less than {@link #SCHEDULING_SLACK}
+     * in all: a round that keeps even one KV page or a logits tensor adds more than that every time.
+     * Not exact, since Jlama's forward pass takes head-sized scratch tensors (64 bytes here) on its
+     * pool threads, and how many are live at once depends on scheduling: one CI run needed one more
+     * in its second round.
+     */
+    private static void assertPoolStopsGrowing(Runnable round) throws ReflectiveOperationException {
+        long warm = pooledBytes();
+        assertTrue(warm < (100L << 20) - (1L << 20), "the pool is below its 100 MB, so a tensor not given back would count: " + warm);
+        for (int i = 0; i < 3; i++) {
+            round.run();
+        }
+        long grown = pooledBytes() - warm;
+        assertTrue(grown < SCHEDULING_SLACK, "every tensor was given back and reused: three rounds took " + grown
+                + " more bytes from the pool (at most " + SCHEDULING_SLACK + " for scratch tensors live at once)");
     }
 
     /**

@@ -477,6 +477,11 @@ public final class MpLowerTiers implements AutoCloseable {
                 prefetchJobs.sum(), prefetchedObjects.sum(), prefetchFailures.sum(), staging.usedBytes());
     }
 
+    /** The staging memory, for this package's tests of what a closed instance has let go of. */
+    StagingMemory staging() {
+        return staging;
+    }
+
     /**
      * Stops the writer and the loads (waiting for those under way, which their deadline bounds), then
      * closes the tiers, which finish their queued writes (the disk keeps its files for the next start).

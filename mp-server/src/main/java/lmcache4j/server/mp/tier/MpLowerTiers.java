@@ -298,7 +298,6 @@ public final class MpLowerTiers implements AutoCloseable {
                 }
                 if (!ok) {
                     store.abortWrite(reservation);
-                    prefetchFailures.increment();
                     break;
                 }
                 if (!reservation.isEmpty() && !store.finishWrite(reservation)) {
@@ -308,8 +307,10 @@ public final class MpLowerTiers implements AutoCloseable {
                 loaded++;
             }
         }
-        if (loaded < available && !closing && System.nanoTime() - deadline >= 0) {
-            prefetchFailures.increment(); // the deadline passed
+        if (loaded < available && !closing) {
+            // One failure a load, whatever ended it short (an error, a corrupt object, the deadline), and only
+            // once: a read that ran into the deadline used to count as a failed copy and as the deadline.
+            prefetchFailures.increment();
         }
         return loaded == 0 ? 0 : store.prefixLockAllRanks(keys.subList(0, loaded * ranks), ranks, readers);
     }

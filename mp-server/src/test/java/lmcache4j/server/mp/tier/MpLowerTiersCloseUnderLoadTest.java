@@ -59,7 +59,7 @@ class MpLowerTiersCloseUnderLoadTest {
             assertEquals(0, loaded.get(10, TimeUnit.SECONDS), "nothing loaded once the close began");
             assertFalse(store.contains(a), "a is not in the pool");
             assertEquals(0, store.stats().usedBytes(), "its reservation given back: " + store.stats());
-            assertEquals(1, tiers.stats().prefetchFailures(), tiers.stats().toString());
+            assertEquals(0, tiers.stats().prefetchFailures(), "a load a close cut short is no tier's failure: " + tiers.stats());
         }
     }
 }

@@ -64,7 +64,7 @@ class MpLowerTiersLifecycleTest {
             // with the second object locked, and three wait in its queue, locked too.
             await(() -> tiers.stats().written() == 1 && tiers.stats().queued() == 3, "the first write");
             assertEquals(4, store.stats().lockedObjects(), store.stats().toString());
-            assertFalse(remote.accepted.isEmpty(), "the remote tier connected");
+            await(() -> !remote.accepted.isEmpty(), "the remote tier's connection");
 
             tiers.close();
             assertEquals(0, store.stats().lockedObjects(), "every queued object's lock released: " + store.stats());

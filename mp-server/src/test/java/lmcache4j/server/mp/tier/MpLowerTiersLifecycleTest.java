@@ -222,6 +222,27 @@ class MpLowerTiersLifecycleTest {
         }
     }
 
+    @Test
+    void aTierThatFailsToOpenClosesTheOneOpenedBeforeIt() throws Exception {
+        try (MpObjectStore store = store(2)) {
+            long before = diskThreads();
+            MpL2Settings settings = MpL2Settings.NONE.withDisk(dir, 64L << 20).withRemote("nosuchscheme://host:1");
+            IOException e = assertThrows(IOException.class, () -> MpLowerTiers.open(settings, store));
+            assertTrue(e.getMessage().startsWith("cannot open the MP server's lower tier: "), e.getMessage());
+            assertTrue(e.getMessage().contains("nosuchscheme"), "names what to fix: " + e.getMessage());
+            assertTrue(e.getCause() instanceof IllegalArgumentException, String.valueOf(e.getCause()));
+            long after = diskThreads(); // at most as many: another test's tier may have ended its threads meanwhile
+            assertTrue(after <= before, "the disk tier opened first is closed, its I/O threads ended: " + before + " before, "
+                    + after + " after");
+        }
+    }
+
+    /** Live I/O threads of disk tiers in this JVM. */
+    private static long diskThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("lmcache4j-disk-io-") && t.isAlive()).count();
+    }
+
     private static int load(MpLowerTiers tiers, List<MpObjectKey> keys) throws Exception {
         CompletableFuture<Integer> loaded = new CompletableFuture<>();
         assertTrue(tiers.prefetch(keys, (int) (keys.getFirst().kvRank() >>> 8 & 0xff), 1, LAYOUT, loaded::complete));

@@ -68,6 +68,7 @@ class MpLowerTiersLifecycleTest {
 
             tiers.close();
             assertEquals(0, store.stats().lockedObjects(), "every queued object's lock released: " + store.stats());
+            assertTrue(tiers.stats().writeDrops() >= 1, "the write waiting for staging is dropped, counted: " + tiers.stats());
             assertFalse(tiers.prefetch(keys.subList(0, 1), 1, 1, LAYOUT, n -> { }), "a closed instance starts no load");
             assertThrows(IllegalStateException.class, () -> tiers.staging().allocateForWrite(LAYOUT.shape(), DType.BFLOAT16),
                     "staging memory closed");

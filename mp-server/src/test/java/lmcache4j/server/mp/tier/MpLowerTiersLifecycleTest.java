@@ -13,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -22,6 +23,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -35,6 +37,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import lmcache4j.allocator.DType;
+import lmcache4j.server.lm.LmCacheServer;
 import lmcache4j.server.mp.MpL2Settings;
 import lmcache4j.server.mp.store.MpObjectStore;
 import lmcache4j.server.mp.store.WriteReservation;
@@ -220,6 +223,31 @@ class MpLowerTiersLifecycleTest {
             assertEquals(0, load(tiers, List.of(a)));
             assertEquals(1, tiers.stats().prefetchFailures(), tiers.stats().toString());
             assertEquals(0, tiers.stats().stagingBytes());
+        }
+    }
+
+    @Test
+    void aCorruptDiskCopyFallsBackToTheRemotesWholeOne() throws Exception {
+        try (LmCacheServer server = LmCacheServer.start(InetAddress.getLoopbackAddress(), 0, 16L << 20, Optional.empty(),
+                1 << 20);
+             MpObjectStore store = store(2)) {
+            MpL2Settings settings = MpL2Settings.NONE.withDisk(dir, 64L << 20).withRemote("lm://127.0.0.1:" + server.port())
+                    .withStaging(8L << 20, 16).withPrefetchTimeout(Duration.ofSeconds(20));
+            try (MpLowerTiers tiers = MpLowerTiers.open(settings, store).orElseThrow()) {
+                MpObjectKey a = key(9, 0, 1, 0);
+                publish(store, tiers, List.of(a));
+                await(() -> tiers.stats().tierWrites() == 2, "a on disk and in the remote");
+                Set<Path> onDisk = files(dir);
+                assertEquals(1, onDisk.size(), onDisk.toString());
+                flipAByteInThePayload(onDisk.iterator().next());
+                assertEquals(1, store.clear(false));
+
+                // The disk is asked first (its read-ahead, then its read): corrupt both times; the remote's copy is whole.
+                assertEquals(1, load(tiers, List.of(a)), "served from the remote");
+                assertTrue(holdsItsOwnBytes(store, a), "a's own bytes");
+                assertEquals(0, tiers.stats().prefetchFailures(), tiers.stats().toString());
+                assertEquals(1, store.releaseRead(List.of(a)));
+            }
         }
     }
 

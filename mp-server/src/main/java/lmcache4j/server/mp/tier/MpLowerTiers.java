@@ -389,6 +389,9 @@ public final class MpLowerTiers implements AutoCloseable {
                 }
             }
             for (StorageBackend tier : tiers) { // no read-ahead, or it came back empty: ask each tier in turn
+                if (System.nanoTime() - deadline >= 0) {
+                    break; // a read-ahead that timed out used the whole wait: another tier's would overrun it
+                }
                 try {
                     Optional<MemoryObj> got = whole(tier.getBlocking(keys.get(index)), tier.name());
                     if (got.isPresent()) {

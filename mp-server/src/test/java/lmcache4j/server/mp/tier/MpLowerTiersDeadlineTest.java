@@ -38,7 +38,7 @@ class MpLowerTiersDeadlineTest {
              PausableRelay relay = new PausableRelay(server.port());
              MpObjectStore store = store(2)) {
             MpL2Settings settings = MpL2Settings.NONE.withRemote(relay.url()).withStaging(4L << 20, 16)
-                    .withPrefetchTimeout(Duration.ofSeconds(1));
+                    .withPrefetchTimeout(Duration.ofSeconds(2));
             try (MpLowerTiers tiers = MpLowerTiers.open(settings, store).orElseThrow()) {
                 MpObjectKey a = key(8, 0, 1, 0);
                 publish(store, tiers, List.of(a));
@@ -46,7 +46,12 @@ class MpLowerTiersDeadlineTest {
                 assertEquals(1, store.clear(false));
 
                 relay.holdLargeAnswers();
-                assertEquals(0, load(tiers, a), "the remote's answer comes after the 1 s deadline");
+                long start = System.nanoTime();
+                assertEquals(0, load(tiers, a), "the remote's answer comes after the 2 s deadline");
+                long took = System.nanoTime() - start;
+                // Its read-ahead waited the whole 2 s; asking the remote again after that waited 2 s more.
+                assertTrue(took < TimeUnit.MILLISECONDS.toNanos(3500), "the load ended at its deadline, not "
+                        + TimeUnit.NANOSECONDS.toMillis(took) + " ms after it began");
                 assertEquals(1, tiers.stats().prefetchFailures(), "one load, one failure: " + tiers.stats());
                 assertFalse(store.contains(a));
                 assertEquals(0, store.stats().usedBytes(), "its reservation given back: " + store.stats());

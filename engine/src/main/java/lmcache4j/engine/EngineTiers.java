@@ -24,7 +24,6 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.controller.ControllerKeys;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.p2p.ControllerPeerLocator;
 import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.p2p.P2pBackend;
@@ -42,6 +41,7 @@ import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
+import lmcache4j.engine.zmq.ZmqAddress;
 
 /**
  * The engine's wiring: builds its tiers from its config (the CPU tier and its memory, the disk and
@@ -68,13 +68,13 @@ final class EngineTiers {
                     + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
                     + "ProbingPeerLocator");
         }
-        String reply = ControllerWorkerSettings.zmqAddress(config.controllerReplyUrl()
+        String reply = ZmqAddress.of(config.controllerReplyUrl()
                 .orElseThrow(() -> new IllegalArgumentException("enable_p2p with enable_controller needs "
                         + "controller_reply_url")), "controller_reply_url");
         P2pSettings s = p2p.get();
         return Optional.of(memory -> P2pBackend.overController(
                 new ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(), s.timeout(), keys::key,
-                        ControllerWorkerSettings.secret(config)),
+                        DeploymentSecret.fromConfig(config)),
                 memory, config.lmcacheInstanceId(), s.timeout(), DeploymentSecret.p2pToken(config, s), s.connections()));
     }
 

@@ -12,8 +12,6 @@ import java.util.function.Function;
 
 import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryAllocator;
-import lmcache4j.allocator.MemoryFormat;
-import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.pool.LazyGrowingAllocator;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
@@ -29,10 +27,7 @@ import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.engine.remote.RemoteConnectorSettings;
 import lmcache4j.engine.remote.RemoteConnectors;
-import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.MemoryProvider;
@@ -153,24 +148,8 @@ final class EngineTiers {
      * The remote tier when {@code remote_url} is set ({@link RemoteTierSettings}), over the connector
      * its scheme names, storing objects through the {@link RemoteSerde} {@code remote_serde} names.
      */
-    /**
-     * The header of one full chunk of {@code model}: what a store without LMCache's header (S3) holds
-     * per chunk; empty when LMCache's header cannot describe it (over 2 GiB, or a dtype it has no code for).
-     */
-    static Optional<RemoteMetadata> fullChunk(ModelMetadata model, int chunkSize) {
-        long bytes = model.chunkBytes(chunkSize);
-        if (bytes > Integer.MAX_VALUE || !model.kvDtype().hasMetadataCode()) {
-            return Optional.empty();
-        }
-        TensorShape shape = TensorShape.of(model.mla() ? 1 : 2, model.numLayers(), chunkSize, model.numKvHeads() * model.headSize());
-        return Optional.of(new RemoteMetadata((int) bytes, model.mla() ? MemoryFormat.KV_MLA_FMT : MemoryFormat.KV_2LTD,
-                Optional.of(model.kvDtype()), shape));
-    }
-
     static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
-        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(remote.url(),
-                RedisLayout.of(remote.redisLayout(), remote.redisSplitPartMb(), remote.redisSplitConnections()),
-                new RemoteConnectorSettings(config.extraConfig(), fullChunk(metadata, config.chunkSize()))), memory,
+        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(config, metadata), memory,
                 remote.blockingTimeoutSecs(), remote.pingIntervalSecs(), remote.pingTimeoutSecs(),
                 remote.readsAsWorkerZero(metadata.mla(), metadata.worldSize(), metadata.workerId()),
                 RemoteSerde.forName(remote.serde())));

@@ -159,7 +159,6 @@ class PublicSurfaceTest {
             "lmcache4j.engine.LMCacheEngine.createWithPeers names lmcache4j.engine.p2p.PeerLocator",
             "lmcache4j.engine.remote.RemoteBackend.<init> names lmcache4j.engine.remote.serde.RemoteSerde",
             "lmcache4j.engine.remote.RemoteBackend.serde names lmcache4j.engine.remote.serde.RemoteSerde",
-            "lmcache4j.engine.remote.RemoteConnectors.create names lmcache4j.engine.remote.redis.RedisLayout",
             "lmcache4j.engine.storage.StorageManager.<init> names lmcache4j.engine.storage.cpu.LocalCpuBackend",
             "lmcache4j.engine.storage.StorageManager.cpu names lmcache4j.engine.storage.cpu.LocalCpuBackend",
             "lmcache4j.server.controller.ControllerConfig.<init> names lmcache4j.engine.security.DeploymentSecret",

@@ -152,7 +152,7 @@ final class EngineTiers {
         return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(config, metadata), memory,
                 remote.blockingTimeoutSecs(), remote.pingIntervalSecs(), remote.pingTimeoutSecs(),
                 remote.readsAsWorkerZero(metadata.mla(), metadata.worldSize(), metadata.workerId()),
-                RemoteSerde.forName(remote.serde())));
+                remote.serde()));
     }
 
     static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {

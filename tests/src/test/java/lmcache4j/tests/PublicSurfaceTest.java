@@ -157,8 +157,6 @@ class PublicSurfaceTest {
      */
     private static final List<String> KNOWN_LEAKS = List.of(
             "lmcache4j.engine.LMCacheEngine.createWithPeers names lmcache4j.engine.p2p.PeerLocator",
-            "lmcache4j.engine.remote.RemoteBackend.<init> names lmcache4j.engine.remote.serde.RemoteSerde",
-            "lmcache4j.engine.remote.RemoteBackend.serde names lmcache4j.engine.remote.serde.RemoteSerde",
             "lmcache4j.engine.storage.StorageManager.<init> names lmcache4j.engine.storage.cpu.LocalCpuBackend",
             "lmcache4j.engine.storage.StorageManager.cpu names lmcache4j.engine.storage.cpu.LocalCpuBackend",
             "lmcache4j.server.controller.ControllerConfig.<init> names lmcache4j.engine.security.DeploymentSecret",

@@ -60,8 +60,7 @@ final class EngineTiers {
         }
         if (!config.enableController()) {
             throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
-                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
-                    + "ProbingPeerLocator");
+                    + "a chunk, as in LMCache)");
         }
         String reply = ZmqAddress.of(config.controllerReplyUrl()
                 .orElseThrow(() -> new IllegalArgumentException("enable_p2p with enable_controller needs "

@@ -42,4 +42,19 @@ class TierKeysTest {
         assertEquals(key(2, 1), key(2, 1), "deterministic: a restarted server finds what it wrote");
         assertTrue(key(2, 1).toKeyString().contains("@2@1@"), key(2, 1).toKeyString());
     }
+
+    /**
+     * The key names the chunk's file on disk, so its form is what a restarted server, or one of the next
+     * version, looks its files up by; the shape tag also keeps two layouts apart whose dimensions would
+     * run together without their separators (2, 22 and 22, 2).
+     */
+    @Test
+    void theKeyStringIsStableAndTellsShapesApart() {
+        MpObjectKey key = new MpObjectKey(new byte[32], "model", MpObjectKey.kvRank(2, 1), 3, "t");
+        assertEquals("model@2@1@" + "00".repeat(32) + "@half@mpsalt%s74@mpgroup%3@mpshape%2x2x16x8",
+                TierKeys.of(key, LAYOUT).orElseThrow().toKeyString());
+        CacheEngineKey a = TierKeys.of(key, ObjectLayout.kv(2, 22, 8, DType.FLOAT16)).orElseThrow();
+        CacheEngineKey b = TierKeys.of(key, ObjectLayout.kv(22, 2, 8, DType.FLOAT16)).orElseThrow();
+        assertNotEquals(a, b, a.toKeyString() + " and " + b.toKeyString());
+    }
 }

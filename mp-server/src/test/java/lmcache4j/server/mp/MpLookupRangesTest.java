@@ -72,6 +72,20 @@ class MpLookupRangesTest {
         }
     }
 
+    /** A request looked up again before its count is read is one prefetch job, as LMCache counts active jobs. */
+    @Test
+    void aMissLookedUpTwiceIsOnePrefetchJobUntilItsCountIsRead() throws Exception {
+        try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {
+            int[] tokens = MpTestClient.tokens(52, CHUNK);
+            byte[] key = MpTestClient.key(tokens, 0, CHUNK, "z", OptionalInt.empty(), 1);
+            assertNotNull(c.call(8, key, MpScalars.encodeInt(1)));
+            assertNotNull(c.call(8, key, MpScalars.encodeInt(1)));
+            assertEquals(1, server.status().prefetchJobs(), "two lookups of a miss, one request");
+            assertEquals(List.of(0), c.call(9, MpScalars.encodeString("z")).stream().map(b -> (int) b[0]).toList());
+            assertEquals(0, server.status().prefetchJobs(), "its count was read");
+        }
+    }
+
     @Test
     void freeingTheSameChunksTwiceReleasesTheirLocksOnce() throws Exception {
         try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
 
 import lmcache4j.server.mp.wire.MpScalars;
 import lmcache4j.server.mp.wire.MpTransferCodec;
+import lmcache4j.server.mp.wire.PrepareRetrieveResponse;
 import lmcache4j.server.mp.wire.PrepareStoreResponse;
 
 /**
@@ -91,6 +92,9 @@ class MpServerAbuseTest {
             List<byte[]> pickled = c.call(17, key, MpScalars.encodeInt(7), MpScalars.encodeBytes(new byte[] {1, 2, 3}));
             assertTrue(Arrays.equals(MpScalars.encodeBool(false), pickled.get(0)), "pickled tensors are refused");
             assertEquals(1L, server.status().dropped().get("pickled_data"), "and counted: " + server.status().dropped());
+            PrepareRetrieveResponse miss = MpTransferCodec.decodeRetrieve(c.call(18, key, MpScalars.encodeInt(7)).get(0));
+            assertTrue(miss.context().slots().isEmpty() || miss.context().slots().get().isEmpty(),
+                    "prepare_retrieve of chunks never stored: a miss, no slots");
             List<byte[]> retrieve = c.call(19, key, MpScalars.encodeInt(7));
             assertTrue(Arrays.equals(MpScalars.encodeBool(true), retrieve.get(0)), "LMCache answers true");
             assertNull(c.callWithin(1_000, 16, key, MpScalars.encodeInt(12345)), "an unregistered instance gets no reply");

@@ -72,6 +72,38 @@ class MpLookupRangesTest {
         }
     }
 
+    /** A request looked up again before its count is read is one prefetch job, as LMCache counts active jobs. */
+    @Test
+    void aMissLookedUpTwiceIsOnePrefetchJobUntilItsCountIsRead() throws Exception {
+        try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {
+            int[] tokens = MpTestClient.tokens(52, CHUNK);
+            byte[] key = MpTestClient.key(tokens, 0, CHUNK, "z", OptionalInt.empty(), 1);
+            assertNotNull(c.call(8, key, MpScalars.encodeInt(1)));
+            assertNotNull(c.call(8, key, MpScalars.encodeInt(1)));
+            assertEquals(1, server.status().prefetchJobs(), "two lookups of a miss, one request");
+            assertEquals(List.of(0), c.call(9, MpScalars.encodeString("z")).stream().map(b -> (int) b[0]).toList());
+            assertEquals(0, server.status().prefetchJobs(), "its count was read");
+            assertEquals(List.of(0), c.call(9, MpScalars.encodeString("z")).stream().map(b -> (int) b[0]).toList(),
+                    "read again: 0, not None");
+            assertEquals(List.of(0), c.call(9, MpScalars.encodeString("never")).stream().map(b -> (int) b[0]).toList(),
+                    "a request never looked up: 0, not None");
+        }
+    }
+
+    /** {@code end_session} forgets the request: its session and its unread prefetch job. */
+    @Test
+    void anEndedSessionHoldsNoSessionAndNoPrefetchJob() throws Exception {
+        try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {
+            byte[] key = MpTestClient.key(MpTestClient.tokens(53, CHUNK), 0, CHUNK, "e", OptionalInt.empty(), 1);
+            assertNotNull(c.call(8, key, MpScalars.encodeInt(1)));
+            assertEquals(1, server.status().sessions());
+            assertEquals(1, server.status().prefetchJobs(), "its count not read yet");
+            assertNotNull(c.call(13, MpScalars.encodeString("e")), "end_session answered");
+            assertEquals(0, server.status().sessions());
+            assertEquals(0, server.status().prefetchJobs(), "an ended request's count will never be read");
+        }
+    }
+
     @Test
     void freeingTheSameChunksTwiceReleasesTheirLocksOnce() throws Exception {
         try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {

@@ -65,6 +65,29 @@ class MpPendingReadsTest {
     }
 
     @Test
+    void anInstanceGoingAwayHandsBackItsOwnReadsOnly() {
+        MpPendingReads reads = new MpPendingReads(10);
+        assertTrue(reads.add(1, "r", keys(0, 2), 0));
+        assertTrue(reads.add(2, "r", keys(2, 5), 0));
+        List<List<MpObjectKey>> released = new ArrayList<>();
+        reads.removeInstance(2, released::add);
+        assertEquals(List.of(keys(2, 5)), released, "instance 2's keys, not instance 1's");
+        assertEquals(2, reads.heldKeys());
+        assertTrue(reads.remove(1, "r", keys(0, 2)), "instance 1's retrieve is still there for its commit");
+    }
+
+    @Test
+    void aReadExpiresOnlyWhenStrictlyOlderThanTheLifetime() {
+        MpPendingReads reads = new MpPendingReads(1); // the smallest budget: one key
+        assertTrue(reads.add(1, "r", keys(0, 1), 0));
+        assertFalse(reads.add(1, "s", keys(1, 2), 0), "a second key is past a budget of one");
+        reads.expire(100, 100);
+        assertEquals(1, reads.heldKeys(), "exactly the lifetime old: the store's lock has not lapsed either");
+        reads.expire(101, 100);
+        assertEquals(0, reads.heldKeys());
+    }
+
+    @Test
     void aBudgetOfNothingIsAClearError() {
         assertThrows(IllegalArgumentException.class, () -> new MpPendingReads(0));
     }

@@ -161,6 +161,11 @@ class MpRetrieveLocksTest {
     static long lookup(MpTestClient c, int[] tokens, String requestId, int worldSize) {
         assertNotNull(c.call(8, MpTestClient.key(tokens, 0, tokens.length, requestId, SCHEDULER, worldSize),
                 MpScalars.encodeInt(worldSize)), "lookup answered");
+        return lookupHitsOf(c, requestId);
+    }
+
+    /** query_prefetch_status: the request's hit count, read once. */
+    static long lookupHitsOf(MpTestClient c, String requestId) {
         List<byte[]> hits = c.call(9, MpScalars.encodeString(requestId));
         assertEquals(1, hits.size(), "a count, not None");
         return hits.get(0)[0] & 0x7f; // a positive fixint: counts here are < 128

@@ -31,6 +31,9 @@ class MpHashEdgesTest {
         byte[] out = new byte[40];
         chain.copyHash(0, out, 8);
         assertArrayEquals(first, java.util.Arrays.copyOfRange(out, 8, 40), "copyHash writes the digest at its offset");
+        chain.update(new int[] {1, 2, 3, 4, 9, 9, 9, 9});
+        chain.copyHash(1, out, 0);
+        assertArrayEquals(chain.hash(1), java.util.Arrays.copyOf(out, 32), "and copies chunk 1's, not chunk 0's");
     }
 
     @Test

@@ -5,7 +5,6 @@ import java.util.Optional;
 
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerWorker;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.events.KvEvents;
 import lmcache4j.engine.events.KvEventsSettings;
 import lmcache4j.engine.key.ChunkRange;
@@ -27,7 +26,7 @@ final class EngineControlPlane implements AutoCloseable {
             engine.storage().setResidencyListener(events);
         });
         if (config.enableController()) {
-            worker = ControllerWorker.start(ControllerWorkerSettings.from(config, engine.metadata().workerId()),
+            worker = ControllerWorker.start(config, engine.metadata().workerId(),
                     new EngineControls(engine, lookups));
             worker.publishMetrics(engine.metrics());
         }

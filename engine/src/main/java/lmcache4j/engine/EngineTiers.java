@@ -12,8 +12,6 @@ import java.util.function.Function;
 
 import lmcache4j.allocator.HostArenaOptions;
 import lmcache4j.allocator.MemoryAllocator;
-import lmcache4j.allocator.MemoryFormat;
-import lmcache4j.allocator.TensorShape;
 import lmcache4j.allocator.host.HostArena;
 import lmcache4j.allocator.pool.LazyGrowingAllocator;
 import lmcache4j.allocator.pool.MixedMemoryAllocator;
@@ -24,16 +22,12 @@ import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.config.P2pSettings;
 import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.controller.ControllerKeys;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.p2p.ControllerPeerLocator;
 import lmcache4j.engine.pd.PdBackend;
 import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.remote.RemoteBackend;
-import lmcache4j.engine.remote.RemoteConnectorSettings;
 import lmcache4j.engine.remote.RemoteConnectors;
-import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.storage.MemoryProvider;
@@ -42,6 +36,7 @@ import lmcache4j.engine.storage.StorageManager;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
+import lmcache4j.engine.zmq.ZmqAddress;
 
 /**
  * The engine's wiring: builds its tiers from its config (the CPU tier and its memory, the disk and
@@ -65,16 +60,15 @@ final class EngineTiers {
         }
         if (!config.enableController()) {
             throw new IllegalArgumentException("enable_p2p needs enable_controller (the controller says which peer holds "
-                    + "a chunk, as in LMCache); for a fixed set of peers without one, use createWithPeers with a "
-                    + "ProbingPeerLocator");
+                    + "a chunk, as in LMCache)");
         }
-        String reply = ControllerWorkerSettings.zmqAddress(config.controllerReplyUrl()
+        String reply = ZmqAddress.of(config.controllerReplyUrl()
                 .orElseThrow(() -> new IllegalArgumentException("enable_p2p with enable_controller needs "
                         + "controller_reply_url")), "controller_reply_url");
         P2pSettings s = p2p.get();
         return Optional.of(memory -> P2pBackend.overController(
                 new ControllerPeerLocator(reply, config.lmcacheInstanceId(), metadata.workerId(), s.timeout(), keys::key,
-                        ControllerWorkerSettings.secret(config)),
+                        DeploymentSecret.fromConfig(config)),
                 memory, config.lmcacheInstanceId(), s.timeout(), DeploymentSecret.p2pToken(config, s), s.connections()));
     }
 
@@ -153,27 +147,11 @@ final class EngineTiers {
      * The remote tier when {@code remote_url} is set ({@link RemoteTierSettings}), over the connector
      * its scheme names, storing objects through the {@link RemoteSerde} {@code remote_serde} names.
      */
-    /**
-     * The header of one full chunk of {@code model}: what a store without LMCache's header (S3) holds
-     * per chunk; empty when LMCache's header cannot describe it (over 2 GiB, or a dtype it has no code for).
-     */
-    static Optional<RemoteMetadata> fullChunk(ModelMetadata model, int chunkSize) {
-        long bytes = model.chunkBytes(chunkSize);
-        if (bytes > Integer.MAX_VALUE || !model.kvDtype().hasMetadataCode()) {
-            return Optional.empty();
-        }
-        TensorShape shape = TensorShape.of(model.mla() ? 1 : 2, model.numLayers(), chunkSize, model.numKvHeads() * model.headSize());
-        return Optional.of(new RemoteMetadata((int) bytes, model.mla() ? MemoryFormat.KV_MLA_FMT : MemoryFormat.KV_2LTD,
-                Optional.of(model.kvDtype()), shape));
-    }
-
     static Optional<StorageBackend> remoteTier(LMCacheEngineConfig config, ModelMetadata metadata, MemoryProvider memory) {
-        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(remote.url(),
-                RedisLayout.of(remote.redisLayout(), remote.redisSplitPartMb(), remote.redisSplitConnections()),
-                new RemoteConnectorSettings(config.extraConfig(), fullChunk(metadata, config.chunkSize()))), memory,
+        return config.remoteTier().map(remote -> new RemoteBackend(RemoteConnectors.create(config, metadata), memory,
                 remote.blockingTimeoutSecs(), remote.pingIntervalSecs(), remote.pingTimeoutSecs(),
                 remote.readsAsWorkerZero(metadata.mla(), metadata.worldSize(), metadata.workerId()),
-                RemoteSerde.forName(remote.serde())));
+                remote.serde()));
     }
 
     static MemoryAllocator cpuPool(LMCacheEngineConfig config, ModelMetadata metadata) {

@@ -19,6 +19,7 @@ import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.TokenDatabase;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.p2p.P2pBackend;
+import lmcache4j.engine.p2p.PeerEngines;
 import lmcache4j.engine.p2p.PeerLocator;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.MemoryProvider;
@@ -47,6 +48,10 @@ import lmcache4j.engine.storage.StorageManager;
  */
 public final class LMCacheEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LMCacheEngine.class.getName());
+
+    static {
+        PeerEngines.handOver(LMCacheEngine::createWithPeers); // lmcache4j's processes reach it there
+    }
 
     private final LMCacheEngineConfig config;
     private final ModelMetadata metadata;
@@ -111,19 +116,17 @@ public final class LMCacheEngine implements AutoCloseable {
     }
 
     /**
-     * An engine with {@code enable_p2p}: below its own tiers, the P2P tier ({@link P2pBackend}) asks
-     * {@code locator} (the cache controller) which peer holds a chunk this engine misses and fetches
-     * it from that peer's transfer server. Serving this engine's tiers to peers is the server
-     * module's {@code P2pTransferServer}.
+     * {@link PeerEngines#create}: an engine with {@code enable_p2p} whose P2P tier ({@link P2pBackend})
+     * asks {@code locator} which peer holds a chunk this engine misses and fetches it from that peer's
+     * transfer server. Serving this engine's tiers to peers is the server module's {@code P2pTransferServer}.
      *
      * @param instanceId this instance's {@code lmcache_instance_id}, never fetched from
      * @throws IllegalArgumentException when the config does not enable P2P or lacks its settings
      */
-    @SuppressWarnings("exports") // for lmcache4j's own processes: PeerLocator is exported to them only
-    public static LMCacheEngine createWithPeers(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
+    private static LMCacheEngine createWithPeers(LMCacheEngineConfig config, ModelMetadata metadata, KvConnector connector,
                                                 PeerLocator locator, String instanceId) {
         P2pSettings p2p = config.p2p().orElseThrow(() -> new IllegalArgumentException(
-                "createWithPeers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
+                "an engine with peers needs enable_p2p (with p2p_host and p2p_init_ports) in the config"));
         Objects.requireNonNull(locator, "locator");
         Objects.requireNonNull(instanceId, "instanceId");
         return create(config, metadata, connector, List.of(), EngineAssembly.tokenDatabase(config, metadata),

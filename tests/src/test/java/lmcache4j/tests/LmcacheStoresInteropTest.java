@@ -40,7 +40,6 @@ import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteConnectorSettings;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.remote.redis.RedisLayout;
 import lmcache4j.engine.remote.redis.RedisServerProcess;
 import lmcache4j.s3.proxy.S3ProxyProcess;
 
@@ -122,7 +121,7 @@ class LmcacheStoresInteropTest {
         List<String> javaKeys = keys(JAVA_PROMPT);
         List<String> pythonKeys = keys(PYTHON_PROMPT);
         assertEquals(3, javaKeys.size());
-        try (RemoteConnector store = RemoteConnectors.create(url, RedisLayout.single(),
+        try (RemoteConnector store = RemoteConnectors.create(url,
                 new RemoteConnectorSettings(extraConfig, Optional.of(FULL_CHUNK)));
              Arena arena = Arena.ofShared(); // the connectors read payloads on their own threads
              HostMemoryAllocator memory = HostMemoryAllocator.tensor("interop", 1L << 20, HostArenaOptions.DEFAULT)) {

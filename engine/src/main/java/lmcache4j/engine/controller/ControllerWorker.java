@@ -21,6 +21,7 @@ import org.zeromq.SocketType;
 import org.zeromq.ZMQ;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
+import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.message.ControllerCodec;
 import lmcache4j.engine.controller.message.ControllerMessage;
 import lmcache4j.engine.controller.message.ErrorMsg;
@@ -39,6 +40,7 @@ import lmcache4j.engine.security.CurveGate;
 import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
+import lmcache4j.engine.zmq.ZmqAddress;
 
 /**
  * One engine worker's side of LMCache's cache controller ({@code lmcache/v1/cache_controller/worker.py}):
@@ -133,10 +135,13 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
      * Binds the control socket, attaches to every tier and starts the worker's thread; returns
      * without waiting for the controller (registration is retried in the background).
      *
+     * @param config   an engine config with {@code enable_controller} and the controller's URLs
+     * @param workerId this worker's id (its tensor-parallel rank)
+     * @throws IllegalArgumentException naming a missing or bad controller setting
      * @throws IllegalStateException when the control socket cannot be bound
      */
-    public static ControllerWorker start(ControllerWorkerSettings settings, WorkerControls engine) {
-        ControllerWorker worker = new ControllerWorker(settings, engine);
+    public static ControllerWorker start(LMCacheEngineConfig config, int workerId, WorkerControls engine) {
+        ControllerWorker worker = new ControllerWorker(ControllerWorkerSettings.from(config, workerId), engine);
         worker.thread.start();
         try {
             worker.bound.await();
@@ -427,7 +432,7 @@ public final class ControllerWorker implements AutoCloseable, MetricsSource {
         if (url.isEmpty()) {
             LOG.log(Level.WARNING, "the controller's RegisterRetMsg names no heartbeat_url; heartbeating on the reply socket");
         }
-        heartbeatAddress = url.map(u -> ControllerWorkerSettings.zmqAddress(u, "heartbeat_url"))
+        heartbeatAddress = url.map(u -> ZmqAddress.of(u, "heartbeat_url"))
                 .orElse(settings.replyAddress());
         heartbeat = replace(heartbeat, SocketType.DEALER, heartbeatAddress);
         registered = true;

@@ -1,6 +1,5 @@
 package lmcache4j.engine.controller;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -8,9 +7,12 @@ import java.util.Optional;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ConnectionLimits;
+import lmcache4j.engine.zmq.ZmqAddress;
 
 /**
- * What one engine worker needs to talk to the cache controller, read from LMCache's config names.
+ * What one engine worker needs to talk to the cache controller, read from LMCache's config names
+ * (package-private: it holds the deployment secret and connection limits, which only lmcache4j's
+ * own modules see; {@link ControllerWorker#start} reads it from the engine's config).
  *
  * @param instanceId          {@code lmcache_instance_id}
  * @param workerId            this worker's id (tensor-parallel rank)
@@ -25,11 +27,11 @@ import lmcache4j.engine.zmq.ConnectionLimits;
  * @param secret              the deployment secret ({@code deployment_secret_file}): CURVE on every socket; empty: plain
  * @param controlConnections  what connections to the control socket may hold ({@code extra_config}'s {@code zmq.*})
  */
-public record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
+record ControllerWorkerSettings(String instanceId, int workerId, String pullAddress, String replyAddress,
                                        Optional<Integer> controlPort, long heartbeatDelayNanos, long heartbeatNanos,
                                        int queueCapacity, Optional<String> peerInitUrl, Optional<DeploymentSecret> secret,
                                        ConnectionLimits controlConnections) {
-    public ControllerWorkerSettings {
+    ControllerWorkerSettings {
         Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(controlConnections, "controlConnections");
         Objects.requireNonNull(peerInitUrl, "peerInitUrl");
@@ -47,7 +49,7 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
      *
      * @throws IllegalArgumentException naming the missing or bad setting
      */
-    public static ControllerWorkerSettings from(LMCacheEngineConfig config, int workerId) {
+    static ControllerWorkerSettings from(LMCacheEngineConfig config, int workerId) {
         String pull = config.controllerPullUrl().orElseThrow(() -> new IllegalArgumentException(
                 "enable_controller needs controller_pull_url (or its alias controller_url): the controller's PULL "
                         + "address, host:port"));
@@ -62,16 +64,11 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
             }
             port = Optional.of(ports.get().get(workerId));
         }
-        return new ControllerWorkerSettings(config.lmcacheInstanceId(), workerId, zmqAddress(pull, "controller_pull_url"),
-                zmqAddress(reply, "controller_reply_url"), port,
+        return new ControllerWorkerSettings(config.lmcacheInstanceId(), workerId, ZmqAddress.of(pull, "controller_pull_url"),
+                ZmqAddress.of(reply, "controller_reply_url"), port,
                 (long) (config.lmcacheWorkerHeartbeatDelayTime() * 1e9),
                 (long) (config.lmcacheWorkerHeartbeatTime() * 1e9), config.controllerReportQueueSize(),
-                config.p2p().map(p2p -> p2pUrl(p2p, workerId)), secret(config), ConnectionLimits.of(config));
-    }
-
-    /** The deployment secret of {@code config}, read from {@code deployment_secret_file}; empty when unset. */
-    public static Optional<DeploymentSecret> secret(LMCacheEngineConfig config) {
-        return config.deploymentSecretFile().map(f -> DeploymentSecret.fromFile(Path.of(f)));
+                config.p2p().map(p2p -> p2pUrl(p2p, workerId)), DeploymentSecret.fromConfig(config), ConnectionLimits.of(config));
     }
 
     /** {@code p2p_host:port}: what peers are told; the port must be fixed (0 cannot be advertised before binding). */
@@ -83,31 +80,5 @@ public record ControllerWorkerSettings(String instanceId, int workerId, String p
         }
         String host = p2p.host().contains(":") ? "[" + p2p.host() + "]" : p2p.host();
         return host + ":" + port;
-    }
-
-    /**
-     * {@code host:port} or {@code tcp://host:port} as a ZeroMQ TCP address (LMCache writes the bare
-     * form and prefixes {@code tcp://}); {@code *} and {@code 0.0.0.0}, bind addresses, are read as
-     * this host's loopback.
-     */
-    public static String zmqAddress(String url, String setting) {
-        String hostPort = url.startsWith("tcp://") ? url.substring("tcp://".length()) : url;
-        int colon = hostPort.lastIndexOf(':');
-        if (colon <= 0 || colon == hostPort.length() - 1 || hostPort.contains("://")) {
-            throw new IllegalArgumentException(setting + " '" + url + "' is not host:port (or tcp://host:port)");
-        }
-        String host = hostPort.substring(0, colon);
-        try {
-            int port = Integer.parseInt(hostPort.substring(colon + 1));
-            if (port <= 0 || port > 65535) {
-                throw new NumberFormatException();
-            }
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(setting + " '" + url + "' has no valid port (1-65535)");
-        }
-        if (host.equals("*") || host.equals("0.0.0.0")) {
-            host = "127.0.0.1";
-        }
-        return "tcp://" + host + hostPort.substring(colon);
     }
 }

@@ -22,7 +22,6 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.config.LMCacheEngineConfig;
 import lmcache4j.engine.controller.ControllerKeys;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.key.ChunkedTokenDatabase;
@@ -143,7 +142,7 @@ public final class LookupClient implements AutoCloseable {
                 new ChunkedTokenDatabase(config.chunkSize(), config.saveUnfullChunk(), hasher, keys,
                         StorageKeys.fromName(config.storageChunkKeys())),
                 ControllerKeys.Scheme.fromName(config.controllerChunkKeys()), Duration.ofMillis(config.lookupTimeoutMs()),
-                ControllerWorkerSettings.secret(config));
+                DeploymentSecret.fromConfig(config));
     }
 
     /**

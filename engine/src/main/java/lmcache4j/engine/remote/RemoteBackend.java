@@ -113,11 +113,20 @@ public final class RemoteBackend implements StorageBackend {
     }
 
     /**
-     * As above, storing objects through {@code serde} ({@code remote_serde}: naive, lz4, zstd);
-     * with a compressing serde, naive entries already in the store are still read.
+     * As above, storing objects through the serde {@code remoteSerde} names ({@code remote_serde}:
+     * naive, lz4, zstd); with a compressing serde, naive entries already in the store are still read.
+     *
+     * @throws IllegalArgumentException for a serde name lmcache4j does not know, naming the ones it does
      */
     public RemoteBackend(RemoteConnector remote, MemoryProvider memory, double blockingTimeoutSecs, double pingIntervalSecs,
-                         double pingTimeoutSecs, boolean readAsWorkerZero, RemoteSerde serde) {
+                         double pingTimeoutSecs, boolean readAsWorkerZero, String remoteSerde) {
+        this(remote, memory, blockingTimeoutSecs, pingIntervalSecs, pingTimeoutSecs, readAsWorkerZero,
+                RemoteSerde.forName(remoteSerde));
+    }
+
+    /** As above, through {@code serde} itself (this package's tests give it one that fails). */
+    RemoteBackend(RemoteConnector remote, MemoryProvider memory, double blockingTimeoutSecs, double pingIntervalSecs,
+                  double pingTimeoutSecs, boolean readAsWorkerZero, RemoteSerde serde) {
         this.serde = Objects.requireNonNull(serde, "serde");
         this.readAsWorkerZero = readAsWorkerZero;
         this.remote = Objects.requireNonNull(remote, "remote");
@@ -459,11 +468,6 @@ public final class RemoteBackend implements StorageBackend {
                 "1 while the remote answers, 0 while a blackhole stands in (lmcache4j)", false, () -> healthy() ? 1 : 0));
         remote.counters().forEach((name, counter) -> metrics.bindTierMetric(new EngineMetrics.TierMetric(
                 "lmcache4j:remote_" + name, "The remote connector's " + name.replace('_', ' ') + " (lmcache4j)", true, counter)));
-    }
-
-    /** The serde this tier stores through. */
-    public RemoteSerde serde() {
-        return serde;
     }
 
     /** Waits until every put in flight has completed; for tests and orderly shutdown. */

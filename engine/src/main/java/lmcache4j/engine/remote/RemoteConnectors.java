@@ -4,8 +4,14 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.ServiceLoader;
 
+import lmcache4j.allocator.MemoryFormat;
+import lmcache4j.allocator.TensorShape;
+import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.config.LMCacheEngineConfig;
+import lmcache4j.engine.config.RemoteTierSettings;
 import lmcache4j.engine.remote.fs.FsConnector;
 import lmcache4j.engine.remote.redis.RedisLayout;
 
@@ -29,24 +35,56 @@ public final class RemoteConnectors {
     }
 
     /**
-     * As {@link #create(String)}, with the layout a Redis URL stores chunks in
-     * ({@code extra_config.redis_layout}); any layout but LMCache's single-value one needs a Redis URL.
+     * As {@link #create(String)}; a scheme the engine has no client for ({@code s3://}) is opened by
+     * the {@link RemoteConnectorProvider} that serves it, told {@code settings}.
      *
-     * @throws BadRemoteUrlException as {@link #create(String)}, and for the split layout with another scheme
+     * @throws BadRemoteUrlException as {@link #create(String)}, and for a scheme whose module is not on
+     *                               the module path (naming it)
      */
-    @SuppressWarnings("exports") // the Redis layout is lmcache4j-internal: exported to its benchmark and commands only
-    public static RemoteConnector create(String url, RedisLayout redisLayout) {
+    public static RemoteConnector create(String url, RemoteConnectorSettings settings) {
+        return create(url, RedisLayout.single(), settings);
+    }
+
+    /**
+     * The connector of {@code config}'s {@code remote_url}, opened as the engine opens its remote
+     * tier: Redis in {@code extra_config.redis_layout}, a provider's scheme told the config's
+     * {@code extra_config} and the size and shape of {@code model}'s full chunk.
+     *
+     * @throws IllegalArgumentException when the config names no {@code remote_url}
+     * @throws BadRemoteUrlException    as {@link #create(String, RemoteConnectorSettings)}, and for the split
+     *                                  layout with a scheme other than Redis's
+     */
+    public static RemoteConnector create(LMCacheEngineConfig config, ModelMetadata model) {
+        RemoteTierSettings remote = config.remoteTier().orElseThrow(() -> new IllegalArgumentException(
+                "the config names no remote_url (lm://, redis://, fs://, s3:// ...)"));
+        return create(remote.url(), RedisLayout.of(remote.redisLayout(), remote.redisSplitPartMb(), remote.redisSplitConnections()),
+                new RemoteConnectorSettings(config.extraConfig(), fullChunk(model, config.chunkSize())));
+    }
+
+    /** As {@link #create(String)}, with the layout a Redis URL stores chunks in (this package's tests). */
+    static RemoteConnector create(String url, RedisLayout redisLayout) {
         return create(url, redisLayout, RemoteConnectorSettings.none());
     }
 
     /**
-     * As {@link #create(String, RedisLayout)}; a scheme the engine has no client for ({@code s3://})
-     * is opened by the {@link RemoteConnectorProvider} that serves it, told {@code settings}.
-     *
-     * @throws BadRemoteUrlException as above, and for a scheme whose module is not on the module path (naming it)
+     * The header of one full chunk of {@code model}: what a store without LMCache's header (S3) holds
+     * per chunk; empty when LMCache's header cannot describe it (over 2 GiB, or a dtype it has no code for).
      */
-    @SuppressWarnings("exports") // the Redis layout is lmcache4j-internal: exported to its benchmark and commands only
-    public static RemoteConnector create(String url, RedisLayout redisLayout, RemoteConnectorSettings settings) {
+    private static Optional<RemoteMetadata> fullChunk(ModelMetadata model, int chunkSize) {
+        long bytes = model.chunkBytes(chunkSize);
+        if (bytes > Integer.MAX_VALUE || !model.kvDtype().hasMetadataCode()) {
+            return Optional.empty();
+        }
+        TensorShape shape = TensorShape.of(model.mla() ? 1 : 2, model.numLayers(), chunkSize, model.numKvHeads() * model.headSize());
+        return Optional.of(new RemoteMetadata((int) bytes, model.mla() ? MemoryFormat.KV_MLA_FMT : MemoryFormat.KV_2LTD,
+                Optional.of(model.kvDtype()), shape));
+    }
+
+    /**
+     * Any layout but LMCache's single-value one needs a Redis URL; a scheme the engine has no client
+     * for is opened by its provider, told {@code settings}.
+     */
+    private static RemoteConnector create(String url, RedisLayout redisLayout, RemoteConnectorSettings settings) {
         int colon = url.indexOf("://");
         if (colon <= 0) {
             throw new BadRemoteUrlException("remote_url has no scheme:// (for example lm://host:port, redis://host:port "

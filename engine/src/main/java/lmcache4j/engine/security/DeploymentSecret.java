@@ -76,6 +76,11 @@ public final class DeploymentSecret {
         return new DeploymentSecret(bytes.clone());
     }
 
+    /** The secret of {@code config}'s {@code deployment_secret_file}; empty when it names none. */
+    public static Optional<DeploymentSecret> fromConfig(LMCacheEngineConfig config) {
+        return config.deploymentSecretFile().map(f -> fromFile(Path.of(f)));
+    }
+
     /**
      * The secret in {@code file}: its bytes, less trailing line breaks. The file must be readable
      * by its owner only (as ssh demands of a private key).

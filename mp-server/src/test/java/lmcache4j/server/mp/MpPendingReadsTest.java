@@ -29,7 +29,7 @@ class MpPendingReadsTest {
         MpPendingReads reads = new MpPendingReads(10);
         assertTrue(reads.add(1, "r", keys(0, 4), 0));
         assertTrue(reads.add(1, "r", keys(0, 4), 5), "the same prepare again renews it, holding nothing more");
-        assertTrue(reads.add(2, "r", keys(0, 4), 0), "another instance's prepare of the same keys is its own");
+        assertTrue(reads.add(2, "r", keys(20, 24), 0), "another instance's prepare is its own");
         assertEquals(8, reads.heldKeys());
         assertFalse(reads.add(1, "r", keys(4, 7), 0), "8 + 3 keys are past the budget of 10");
         assertTrue(reads.add(1, "r", keys(4, 6), 0), "8 + 2 are not");
@@ -41,11 +41,11 @@ class MpPendingReadsTest {
 
         List<List<MpObjectKey>> released = new ArrayList<>();
         reads.removeInstance(2, released::add);
-        assertEquals(List.of(keys(0, 4)), released, "an unregistered instance's reads are handed back for release");
+        assertEquals(List.of(keys(20, 24)), released, "an unregistered instance's reads, and no other's, are handed back");
         assertEquals(4, reads.heldKeys());
 
-        reads.expire(100, 100);
-        assertEquals(4, reads.heldKeys(), "renewed at 5: not older than 100 at 100");
+        reads.expire(105, 100);
+        assertEquals(4, reads.heldKeys(), "renewed at 5: exactly the lock lifetime old at 105, not older");
         reads.expire(106, 100);
         assertEquals(0, reads.heldKeys(), "older than the lock lifetime: forgotten");
         assertTrue(reads.add(1, "r", keys(0, 10), 200), "the whole budget is free again");
@@ -65,30 +65,22 @@ class MpPendingReadsTest {
     }
 
     @Test
-    void anInstanceGoingAwayHandsBackItsOwnReadsOnly() {
-        MpPendingReads reads = new MpPendingReads(10);
-        assertTrue(reads.add(1, "r", keys(0, 2), 0));
-        assertTrue(reads.add(2, "r", keys(2, 5), 0));
-        List<List<MpObjectKey>> released = new ArrayList<>();
-        reads.removeInstance(2, released::add);
-        assertEquals(List.of(keys(2, 5)), released, "instance 2's keys, not instance 1's");
-        assertEquals(2, reads.heldKeys());
-        assertTrue(reads.remove(1, "r", keys(0, 2)), "instance 1's retrieve is still there for its commit");
-    }
-
-    @Test
-    void aReadExpiresOnlyWhenStrictlyOlderThanTheLifetime() {
-        MpPendingReads reads = new MpPendingReads(1); // the smallest budget: one key
-        assertTrue(reads.add(1, "r", keys(0, 1), 0));
-        assertFalse(reads.add(1, "s", keys(1, 2), 0), "a second key is past a budget of one");
-        reads.expire(100, 100);
-        assertEquals(1, reads.heldKeys(), "exactly the lifetime old: the store's lock has not lapsed either");
-        reads.expire(101, 100);
-        assertEquals(0, reads.heldKeys());
-    }
-
-    @Test
-    void aBudgetOfNothingIsAClearError() {
+    void aBudgetOfNothingIsAClearErrorAndOneKeyIsABudget() {
         assertThrows(IllegalArgumentException.class, () -> new MpPendingReads(0));
+        MpPendingReads one = new MpPendingReads(1);
+        assertTrue(one.add(1, "r", keys(0, 1), 0));
+        assertFalse(one.add(1, "s", keys(1, 2), 0));
+    }
+
+    @Test
+    void twoInstancesPreparingTheSameKeysAreTwoRetrievesAndLeaveOneByOne() {
+        MpPendingReads reads = new MpPendingReads(10);
+        assertTrue(reads.add(1, "r", keys(0, 4), 0));
+        assertTrue(reads.add(2, "r", keys(0, 4), 0), "another instance's prepare of the same keys is its own");
+        assertEquals(8, reads.heldKeys());
+        List<List<MpObjectKey>> released = new ArrayList<>();
+        reads.removeInstance(1, released::add);
+        assertEquals(List.of(keys(0, 4)), released);
+        assertTrue(reads.remove(2, "r", keys(0, 4)), "instance 2's retrieve is still there");
     }
 }

@@ -90,10 +90,33 @@ class MpServerAbuseTest {
             assertTrue(Arrays.equals(MpScalars.encodeBool(false), commit.get(0)), "commit_store of nothing prepared");
             List<byte[]> pickled = c.call(17, key, MpScalars.encodeInt(7), MpScalars.encodeBytes(new byte[] {1, 2, 3}));
             assertTrue(Arrays.equals(MpScalars.encodeBool(false), pickled.get(0)), "pickled tensors are refused");
+            assertEquals(1L, server.status().dropped().get("pickled_data"), "and counted: " + server.status().dropped());
             List<byte[]> retrieve = c.call(19, key, MpScalars.encodeInt(7));
             assertTrue(Arrays.equals(MpScalars.encodeBool(true), retrieve.get(0)), "LMCache answers true");
             assertNull(c.callWithin(1_000, 16, key, MpScalars.encodeInt(12345)), "an unregistered instance gets no reply");
             assertTrue(server.status().dropped().containsKey("bad_argument"));
+            assertTrue(c.ping());
+        }
+    }
+
+    /**
+     * A transfer is one worker's: a prepare whose key names no worker, or another world size than
+     * the instance registered, is dropped (no reply, counted), reserving and handing out nothing.
+     */
+    @Test
+    void preparesOfAKeyWithoutAWorkerOrOfAnotherWorldAreDropped() throws Exception {
+        try (MpServer server = start(Duration.ofSeconds(300)); MpTestClient c = new MpTestClient(server)) {
+            assertTrue(c.register(7).error().isEmpty());
+            int[] tokens = MpTestClient.tokens(4, 2 * CHUNK);
+            byte[] scheduler = MpTestClient.key(tokens, 0, 2 * CHUNK, "r", OptionalInt.empty());
+            byte[] otherWorld = MpTestClient.key(tokens, 0, 2 * CHUNK, "r", OptionalInt.of(0), 2);
+            assertNull(c.callWithin(1_000, 16, scheduler, MpScalars.encodeInt(7)), "prepare_store without a worker");
+            assertNull(c.callWithin(1_000, 16, otherWorld, MpScalars.encodeInt(7)), "prepare_store of world size 2");
+            assertEquals(0, server.status().usedBytes(), "no slot reserved");
+            store(c, tokens, "w");
+            assertNull(c.callWithin(1_000, 18, scheduler, MpScalars.encodeInt(7)), "prepare_retrieve without a worker");
+            assertNull(c.callWithin(1_000, 18, otherWorld, MpScalars.encodeInt(7)), "prepare_retrieve of world size 2");
+            assertEquals(4L, server.status().dropped().get("bad_argument"), server.status().dropped().toString());
             assertTrue(c.ping());
         }
     }

@@ -12,7 +12,6 @@ import java.util.concurrent.atomic.LongAdder;
 
 import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.LMCacheEngine;
-import lmcache4j.engine.controller.ControllerWorkerSettings;
 import lmcache4j.engine.lookup.LookupEndpoints;
 import lmcache4j.engine.lookup.LookupRequest;
 import lmcache4j.engine.lookup.LookupResponse;
@@ -131,7 +130,7 @@ public final class LookupServer implements AutoCloseable {
                     + endpoints.serverWorkerIds() + ")");
         }
         return new LookupServer(engine, endpoints.workerUrl(rank), endpoints.schedulerUrl(),
-                ControllerWorkerSettings.secret(engine.config()), ConnectionLimits.of(engine.config()));
+                DeploymentSecret.fromConfig(engine.config()), ConnectionLimits.of(engine.config()));
     }
 
     public Stats stats() {

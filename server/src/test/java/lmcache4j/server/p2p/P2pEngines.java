@@ -17,6 +17,7 @@ import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.p2p.P2pBackend;
+import lmcache4j.engine.p2p.PeerEngines;
 import lmcache4j.engine.p2p.PeerLocator;
 
 /** Engines with enable_p2p, their KV caches and a prompt whose every byte depends on where it sits. */
@@ -52,7 +53,7 @@ final class P2pEngines {
     }
 
     static LMCacheEngine engine(LMCacheEngineConfig config, PeerLocator locator, String instanceId) {
-        return LMCacheEngine.createWithPeers(config, MODEL, KvConnector.host(), locator, instanceId);
+        return PeerEngines.create(config, MODEL, KvConnector.host(), locator, instanceId);
     }
 
     static P2pBackend p2pTier(LMCacheEngine engine) {

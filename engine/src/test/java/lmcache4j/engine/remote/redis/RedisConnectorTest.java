@@ -34,7 +34,6 @@ import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteConnectors;
 import lmcache4j.engine.remote.RemoteMetadata;
-import lmcache4j.engine.remote.serde.RemoteSerde;
 import lmcache4j.engine.storage.AllocationMode;
 import lmcache4j.engine.storage.TestChunks;
 import lmcache4j.engine.storage.cpu.LocalCpuBackend;
@@ -318,7 +317,7 @@ class RedisConnectorTest {
         RedisClient client = RedisClient.create(redis.url());
         try (LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
              RemoteBackend remote = new RemoteBackend(connector("?timeout_ms=20000"), cpu, 0.3, 3600, 1, false,
-                     RemoteSerde.forName("naive"));
+                     "naive");
              StatefulRedisConnection<byte[], byte[]> admin = raw(client)) {
             MemoryObj obj = chunk(cpu, 4);
             remote.batchedSubmitPut(List.of(TestChunks.key(4)), List.of(obj));

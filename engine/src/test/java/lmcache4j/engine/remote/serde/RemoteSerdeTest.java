@@ -16,6 +16,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.remote.RemoteBackend;
+import lmcache4j.engine.remote.RemoteBackends;
 import lmcache4j.engine.remote.RemoteConnector;
 import lmcache4j.engine.remote.RemoteMetadata;
 import lmcache4j.engine.storage.AllocationMode;
@@ -78,7 +79,7 @@ class RemoteSerdeTest {
     }
 
     private static RemoteBackend backend(MapConnector map, LocalCpuBackend cpu, String serde) {
-        return new RemoteBackend(map, cpu, 2, 3600, 1, false, RemoteSerde.forName(serde));
+        return new RemoteBackend(map, cpu, 2, 3600, 1, false, serde);
     }
 
     /** A chunk of bf16 values with some structure (like KV: small exponents, varied mantissas). */
@@ -218,7 +219,7 @@ class RemoteSerdeTest {
     void aSerdeThatThrowsOnReadIsACountedMissThatReleasesTheReadObject() throws Exception {
         MapConnector map = new MapConnector();
         try (LocalCpuBackend cpu = TestChunks.cpuTier(8, "LRU", 1);
-             RemoteBackend remote = new RemoteBackend(map, cpu, 2, 3600, 1, false, new ThrowingOnReadSerde())) {
+             RemoteBackend remote = RemoteBackends.withSerde(map, cpu, new ThrowingOnReadSerde())) {
             MemoryObj obj = kvChunk(cpu, 5);
             remote.batchedSubmitPut(List.of(TestChunks.key(6)), List.of(obj));
             remote.awaitPuts();

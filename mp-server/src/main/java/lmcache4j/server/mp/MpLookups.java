@@ -1,6 +1,7 @@
 package lmcache4j.server.mp;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
@@ -41,6 +42,8 @@ final class MpLookups {
         int lookupRanks = 1;
         int lookupFirstChunk;
         int lookupHits;
+        /** The locked chunks {@code free_lookup_locks} released, from the lookup's first: each is released once. */
+        BitSet lookupFreed = new BitSet();
         /** The count {@code query_prefetch_status} has yet to return (once), or -1. */
         int unreadHits = -1;
         /** Whether the last lookup's load from the lower tiers is still running (its count unknown). */
@@ -110,6 +113,7 @@ final class MpLookups {
         s.lookupRanks = ranks;
         s.lookupFirstChunk = key.start() / settings.chunkSize();
         s.lookupHits = hits;
+        s.lookupFreed = new BitSet();
         if (s.unreadHits < 0 && !s.loading) {
             unreadJobs++;
         }
@@ -235,15 +239,15 @@ final class MpLookups {
         Session s = found.get();
         int from = Math.max(key.start() / settings.chunkSize(), s.lookupFirstChunk);
         int to = Math.min(key.end() / settings.chunkSize(), s.lookupFirstChunk + s.lookupHits);
-        if (from >= to) {
-            return;
+        // A repeated or overlapping free must not release a chunk again: another reader's lock would go.
+        List<MpObjectKey> release = new ArrayList<>();
+        for (int chunk = from - s.lookupFirstChunk; chunk < to - s.lookupFirstChunk; chunk++) {
+            if (!s.lookupFreed.get(chunk)) {
+                s.lookupFreed.set(chunk);
+                release.addAll(s.lookupKeys.subList(chunk * s.lookupRanks, (chunk + 1) * s.lookupRanks));
+            }
         }
-        int offset = (from - s.lookupFirstChunk) * s.lookupRanks;
-        int count = (to - from) * s.lookupRanks;
-        store.releaseRead(s.lookupKeys.subList(offset, offset + count));
-        if (to == s.lookupFirstChunk + s.lookupHits) {
-            s.lookupHits = from - s.lookupFirstChunk; // freed to the end: never released twice
-        }
+        store.releaseRead(release);
     }
 
     void endSession(String requestId) {

@@ -99,6 +99,52 @@ class MpRetrieveLocksTest {
         }
     }
 
+    @Test
+    void aRepeatedOrOverlappingFreeReleasesEachChunksLockOnceLeavingAnotherLookupsLocks() throws Exception {
+        try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {
+            assertTrue(c.register(7).error().isEmpty());
+            int[] tokens = MpTestClient.tokens(43, 3 * CHUNK);
+            assertEquals(3, store(c, 7, tokens, "w", 0, 1));
+            long objectBytes = server.status().usedBytes() / 3;
+            assertEquals(3, lookup(c, tokens, "t", 1));
+            assertEquals(3, lookup(c, tokens, "u", 1), "a second reader locks the three chunks too");
+
+            freeLookupLocks(c, tokens, "t", 0, CHUNK);
+            freeLookupLocks(c, tokens, "t", 0, CHUNK); // repeated: chunk 0 is t's no more
+            freeLookupLocks(c, tokens, "t", 0, 2 * CHUNK); // overlapping: only chunk 1 is new
+            server.clear();
+            assertEquals(3 * objectBytes, server.status().usedBytes(),
+                    "u's locks hold all three chunks: t's frees released t's locks on chunks 0 and 1 once each");
+            freeLookupLocks(c, tokens, "u", 0, 3 * CHUNK);
+            assertEquals(objectBytes, server.status().usedBytes(), "t still holds chunk 2");
+            freeLookupLocks(c, tokens, "t", 0, 3 * CHUNK);
+            assertEquals(0, server.status().usedBytes(), "and t's free of everything released chunk 2 alone");
+        }
+    }
+
+    @Test
+    void aLookupFromALaterChunkFreesTheChunksItLockedAtTheirOffsets() throws Exception {
+        try (MpServer server = start(); MpTestClient c = new MpTestClient(server)) {
+            assertTrue(c.register(7, 2).error().isEmpty());
+            int[] tokens = MpTestClient.tokens(44, 4 * CHUNK);
+            assertEquals(4, store(c, 7, tokens, "w0", 0, 2));
+            assertEquals(4, store(c, 7, tokens, "w1", 1, 2));
+            long objectBytes = server.status().usedBytes() / 8;
+            assertNotNull(c.call(8, MpTestClient.key(tokens, CHUNK, 4 * CHUNK, "t", SCHEDULER, 2),
+                    MpScalars.encodeInt(2)), "lookup of chunks 1 to 3 answered");
+            assertArrayEquals(MpScalars.encodeInt(3), c.call(9, MpScalars.encodeString("t")).get(0), "three chunks hit");
+
+            freeLookupLocks(c, tokens, "t", 2 * CHUNK, 3 * CHUNK);
+            server.clear();
+            assertEquals(4 * objectBytes, server.status().usedBytes(),
+                    "chunk 0 was never locked and chunk 2 was freed: chunks 1 and 3 stay, on both ranks");
+            freeLookupLocks(c, tokens, "t", 3 * CHUNK, 4 * CHUNK);
+            assertEquals(2 * objectBytes, server.status().usedBytes(), "chunk 3 went, on both ranks");
+            freeLookupLocks(c, tokens, "t", 0, 4 * CHUNK);
+            assertEquals(0, server.status().usedBytes(), "then chunk 1, and chunks 2 and 3 not again");
+        }
+    }
+
     // ---- the protocol's calls ------------------------------------------------------------------
 
     /** prepare_store and commit_store of worker {@code rank}'s chunks; how many slots it was given. */
@@ -115,6 +161,11 @@ class MpRetrieveLocksTest {
     static long lookup(MpTestClient c, int[] tokens, String requestId, int worldSize) {
         assertNotNull(c.call(8, MpTestClient.key(tokens, 0, tokens.length, requestId, SCHEDULER, worldSize),
                 MpScalars.encodeInt(worldSize)), "lookup answered");
+        return lookupHitsOf(c, requestId);
+    }
+
+    /** query_prefetch_status: the request's hit count, read once. */
+    static long lookupHitsOf(MpTestClient c, String requestId) {
         List<byte[]> hits = c.call(9, MpScalars.encodeString(requestId));
         assertEquals(1, hits.size(), "a count, not None");
         return hits.get(0)[0] & 0x7f; // a positive fixint: counts here are < 128

@@ -36,7 +36,7 @@ import lmcache4j.engine.remote.lm.LmSession;
 class PdConnectionTest {
     private static final byte[] TOKEN = "pd-connection-test-token-0123456789".getBytes(StandardCharsets.UTF_8);
     private static final Duration TIMEOUT = Duration.ofMillis(400);
-    private static final int MAX_BODY = 1 << 20;
+    private static final int MAX_BODY = 2 << 20;
     private static final java.util.concurrent.Executor VIRTUAL = r -> Thread.ofVirtual().start(r);
 
     /** A keyed pair over loopback: the client's end and the server's. */
@@ -73,7 +73,7 @@ class PdConnectionTest {
     void framesThatArriveTogetherAreEachReadWholeAndChecked() throws Exception {
         try (Pair p = keyedPair(); Arena arena = Arena.ofConfined()) {
             MemorySegment small = random(arena, 1_000, 1); // the whole chunk fits the read that brings its header
-            MemorySegment large = random(arena, 300_000, 2); // past the pieces it is tagged in
+            MemorySegment large = random(arena, 1_300_000, 2); // written in three pieces, tagged on arrival in more
             p.client().sendChunk(7, small);
             p.client().sendChunk(8, large);
             p.client().sendAck(PdConnection.OK);

@@ -242,8 +242,10 @@ public final class ControllerCommand implements CliMain.Command {
 
     @Override
     public Integer call() {
+        Optional<DeploymentSecret> secret;
         try {
-            config = config.withSecret(secret());
+            secret = secret(); // read here too, so a bad file is a usage error before anything starts
+            config = config.withSecretFile(secretPath());
             ControllerConfig.Caps c = config.caps();
             int total = maxConnections.orElse(c.maxConnections());
             config = config.withCaps(c.withConnections(total,
@@ -253,7 +255,7 @@ public final class ControllerCommand implements CliMain.Command {
             throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage(), e);
         }
         if (printBearer) {
-            out.println(config.secret().orElseThrow().bearerToken()); // secret() refused --print-bearer without one
+            out.println(secret.orElseThrow().bearerToken()); // secret() refused --print-bearer without one
             return 0;
         }
         if (insecure && !List.of(config.pull(), config.reply(), config.heartbeat(), config.http()).stream()
@@ -272,7 +274,7 @@ public final class ControllerCommand implements CliMain.Command {
         out.println("lmcache4j controller: pull " + controller.pullEndpoint() + ", reply " + controller.replyEndpoint()
                 + ", heartbeat " + controller.heartbeatEndpoint() + " (advertised " + controller.advertisedHeartbeat()
                 + "), http http://" + controller.httpEndpoint());
-        out.println("lmcache4j controller: " + (config.secret().isPresent()
+        out.println("lmcache4j controller: " + (config.secretFile().isPresent()
                 ? "secured by the deployment secret " + secretSource() + ": CURVE on every ZeroMQ socket, a bearer token on HTTP"
                 : "--insecure: no authentication; anyone who reaches these ports can register workers and command engines"));
         out.println("lmcache4j controller: chunk size " + config.chunkSize() + (config.saveUnfullChunk() ? " (partial last chunk keyed)" : "")

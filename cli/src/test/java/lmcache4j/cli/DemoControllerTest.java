@@ -126,7 +126,7 @@ class DemoControllerTest {
     void anEngineWithoutTheSecretIsToldToPassItAndTheControllerCountsAndLogsIt(@TempDir Path dir) throws Exception {
         DeploymentSecret secret = DeploymentSecret.createFile(dir.resolve("secret"));
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED))
-                .withSecret(Optional.of(secret));
+                .withSecretFile(Optional.of(dir.resolve("secret")));
         List<String> warnings = new CopyOnWriteArrayList<>();
         Handler capture = new Handler() {
             @Override

@@ -158,9 +158,6 @@ class PublicSurfaceTest {
     private static final List<String> KNOWN_LEAKS = List.of(
             "lmcache4j.engine.storage.StorageManager.<init> names lmcache4j.engine.storage.cpu.LocalCpuBackend",
             "lmcache4j.engine.storage.StorageManager.cpu names lmcache4j.engine.storage.cpu.LocalCpuBackend",
-            "lmcache4j.server.controller.ControllerConfig.<init> names lmcache4j.engine.security.DeploymentSecret",
-            "lmcache4j.server.controller.ControllerConfig.secret names lmcache4j.engine.security.DeploymentSecret",
-            "lmcache4j.server.controller.ControllerConfig.withSecret names lmcache4j.engine.security.DeploymentSecret",
             "lmcache4j.server.controller.ControllerServer.index names lmcache4j.server.controller.index.ChunkIndex",
             "lmcache4j.server.controller.ControllerServer.registry names lmcache4j.server.controller.registry.WorkerRegistry");
 

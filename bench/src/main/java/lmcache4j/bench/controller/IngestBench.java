@@ -1,6 +1,9 @@
 package lmcache4j.bench.controller;
 
-import java.nio.charset.StandardCharsets;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -88,13 +91,23 @@ final class IngestBench {
     Run run() throws InterruptedException {
         double raw = raw();
         double controller = controller(Optional.empty());
-        double curve = controller(Optional.of(SECRET));
-        return new Run(controller, raw, curve);
+        Path dir;
+        try {
+            dir = Files.createTempDirectory("lmcache4j-ingest-bench");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make a directory for the secured run's secret file", e);
+        }
+        try {
+            return new Run(controller, raw, controller(Optional.of(dir.resolve("secret"))));
+        } finally {
+            try {
+                Files.deleteIfExists(dir.resolve("secret"));
+                Files.deleteIfExists(dir);
+            } catch (IOException e) {
+                // a temporary file left behind
+            }
+        }
     }
-
-    /** The secured runs' deployment secret: any 32 bytes do. */
-    private static final DeploymentSecret SECRET = DeploymentSecret.of(
-            "lmcache4j ingest bench secret 32".getBytes(StandardCharsets.US_ASCII));
 
     private static final AtomicInteger MONITORS = new AtomicInteger();
 
@@ -129,10 +142,17 @@ final class IngestBench {
         }
     }
 
-    private double controller(Optional<DeploymentSecret> secret) throws InterruptedException {
+    /** With {@code secretFile}, the secured run: a fresh secret is written there first. */
+    private double controller(Optional<Path> secretFile) throws InterruptedException {
+        Optional<DeploymentSecret> secret;
+        try {
+            secret = secretFile.isEmpty() ? Optional.empty() : Optional.of(DeploymentSecret.createFile(secretFile.get()));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the secured run's secret file " + secretFile.get(), e);
+        }
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20, (int) Math.min(1 << 28, ops))
                 .withTimeouts(Duration.ofHours(1), Duration.ofSeconds(5)) // the bench's workers never beat
-                .withSecret(secret);
+                .withSecretFile(secretFile);
         try (ControllerServer controller = ControllerServer.start(config); ZContext ctx = new OwnedZContext("bench-ingest-bench", 1)) {
             ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
             secret.ifPresent(k -> k.connectAsMember(dealer));

@@ -1,5 +1,6 @@
 package lmcache4j.server.controller;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -8,7 +9,6 @@ import java.util.Optional;
 
 import lmcache4j.engine.controller.ControllerKeys;
 import lmcache4j.engine.key.HashAlgorithm;
-import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.ConnectionLimits;
 
 /**
@@ -32,15 +32,16 @@ import lmcache4j.engine.zmq.ConnectionLimits;
  * @param maxFrameBytes   largest ZeroMQ message accepted on any socket (larger: the peer is disconnected)
  * @param expectedEntries index entries to size the table for at start
  * @param caps            what outsiders can make the controller hold
- * @param secret          the deployment secret: CURVE on every ZeroMQ socket and a bearer token on the HTTP API;
- *                        empty: none (LMCache's Python workers cannot authenticate), which the command line
- *                        only accepts with {@code --insecure}
+ * @param secretFile      the file holding the deployment secret (the engines' {@code deployment_secret_file}),
+ *                        read when the controller starts: CURVE on every ZeroMQ socket and a bearer token on
+ *                        the HTTP API; empty: none (LMCache's Python workers cannot authenticate), which the
+ *                        command line only accepts with {@code --insecure}
  */
 public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http, int chunkSize,
                                boolean saveUnfullChunk, HashAlgorithm hashAlgorithm, Optional<String> hashSeed,
                                ControllerKeys.Scheme chunkKeys, String model, Duration workerTimeout, Duration requestTimeout, int maxBodyBytes,
                                int httpThreads, long maxFrameBytes, int expectedEntries, Caps caps,
-                               Optional<DeploymentSecret> secret) {
+                               Optional<Path> secretFile) {
     /** LMCache's default ports: 8300 pull, 8400 reply (lmcache_worker ports start at 8500); heartbeat beside them. */
     public static ControllerConfig defaults() {
         return new ControllerConfig(new Endpoint("127.0.0.1", 8300), new Endpoint("127.0.0.1", 8400),
@@ -66,7 +67,7 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
         Objects.requireNonNull(chunkKeys, "chunkKeys");
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(caps, "caps");
-        Objects.requireNonNull(secret, "secret");
+        Objects.requireNonNull(secretFile, "secretFile");
         if (chunkSize < 1) {
             throw new IllegalArgumentException("chunk size must be at least 1 token, was " + chunkSize);
         }
@@ -81,12 +82,12 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withEndpoints(Endpoint pull, Endpoint reply, Endpoint heartbeat, Endpoint http) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withHashing(int chunkSize, boolean saveUnfullChunk, HashAlgorithm algorithm, Optional<String> seed) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, algorithm, seed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withHashSeed(Optional<String> seed) {
@@ -95,32 +96,37 @@ public record ControllerConfig(Endpoint pull, Endpoint reply, Endpoint heartbeat
 
     public ControllerConfig withChunkKeys(ControllerKeys.Scheme chunkKeys) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys,
-                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                model, workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withModel(String model) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withTimeouts(Duration workerTimeout, Duration requestTimeout) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withLimits(int maxBodyBytes, int httpThreads, long maxFrameBytes, int expectedEntries) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
-    public ControllerConfig withSecret(Optional<DeploymentSecret> secret) {
+    /**
+     * With the deployment secret in {@code secretFile} (readable by its owner only, 16 to 4,096 bytes;
+     * make one with {@code (umask 077; head -c 32 /dev/urandom | base64 > FILE)}), or none. The file is
+     * read by {@link ControllerServer#start}, which refuses a missing, unreadable or open file.
+     */
+    public ControllerConfig withSecretFile(Optional<Path> secretFile) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     public ControllerConfig withCaps(Caps caps) {
         return new ControllerConfig(pull, reply, heartbeat, http, chunkSize, saveUnfullChunk, hashAlgorithm, hashSeed, chunkKeys, model,
-                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secret);
+                workerTimeout, requestTimeout, maxBodyBytes, httpThreads, maxFrameBytes, expectedEntries, caps, secretFile);
     }
 
     /**

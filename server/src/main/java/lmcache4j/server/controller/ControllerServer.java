@@ -25,6 +25,7 @@ import lmcache4j.engine.controller.message.Position;
 import lmcache4j.engine.controller.message.WorkerInfo;
 import lmcache4j.engine.key.ChunkHasher;
 import lmcache4j.engine.security.CurveGate;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.engine.zmq.OwnedZContext;
 import lmcache4j.engine.zmq.ConnectionGuard;
 import lmcache4j.engine.zmq.ReceiveBudget;
@@ -78,6 +79,7 @@ public final class ControllerServer implements AutoCloseable {
     private final Endpoint advertisedHeartbeat;
     private final AtomicLong eventIds = new AtomicLong();
     private volatile boolean closed;
+    private final Optional<DeploymentSecret> secret;
 
     /** Starts a controller; the sockets and the HTTP server are bound when this returns. */
     public static ControllerServer start(ControllerConfig config) {
@@ -91,6 +93,7 @@ public final class ControllerServer implements AutoCloseable {
 
     private ControllerServer(ControllerConfig config, InstantSource clock) {
         this.config = config;
+        secret = config.secretFile().map(DeploymentSecret::fromFile); // a bad file is refused before a port is bound
         metrics = new ControllerMetrics();
         guard = new ConnectionGuard("controller", config.caps().connections());
         // What the launcher's heap sizing sets aside for messages in flight: (queued + 2) frames.
@@ -104,7 +107,7 @@ public final class ControllerServer implements AutoCloseable {
         context = new OwnedZContext("controller", 1);
         boolean started = false;
         try {
-            gate = config.secret().map(s -> CurveGate.open(context, s, "controller", guard::admitted)).orElse(null);
+            gate = secret.map(s -> CurveGate.open(context, s, "controller", guard::admitted)).orElse(null);
             ZMQ.Socket pull = bind(SocketType.PULL, "pull", config.pull());
             ZMQ.Socket reply = bind(SocketType.ROUTER, "reply", config.reply());
             ZMQ.Socket heartbeat = bind(SocketType.ROUTER, "heartbeat", config.heartbeat());
@@ -113,7 +116,7 @@ public final class ControllerServer implements AutoCloseable {
             heartbeatEndpoint = config.heartbeat().withPortOf(heartbeat.getLastEndpoint());
             advertisedHeartbeat = heartbeatEndpoint.connectable();
             connections = new WorkerConnections(forwardContext, config.requestTimeout(), config.maxFrameBytes(),
-                    config.secret());
+                    secret);
             orchestrator = new Orchestrator(registry, connections, metrics);
             registry.onDeparture(orchestrator::forget);
             orchestration = Executors.newSingleThreadExecutor(r -> threads.platform("controller-orchestration", r));
@@ -158,7 +161,7 @@ public final class ControllerServer implements AutoCloseable {
     /** {@code name} says which socket an {@link AddressInUseException} is about: pull, reply or heartbeat. */
     private ZMQ.Socket bind(SocketType type, String name, Endpoint at) {
         ZMQ.Socket s = context.createSocket(type);
-        config.secret().ifPresent(secret -> secret.serve(s));
+        secret.ifPresent(k -> k.serve(s));
         if (gate != null) { // an engine without the secret: counted and logged by the gate
             guard.watch(context, s, gate.watcher("the controller's " + name + " socket"), CurveGate.WATCHED_EVENTS);
         } else {
@@ -180,7 +183,7 @@ public final class ControllerServer implements AutoCloseable {
     private JsonHttpServer startHttp() throws IOException {
         JsonHttpServer server = JsonHttpServer.bind(new InetSocketAddress(config.http().host(), config.http().port()),
                 config.httpThreads(), config.maxBodyBytes(), metrics::http);
-        config.secret().ifPresent(secret -> server.requireAuthorization(secret::acceptsAuthorization));
+        secret.ifPresent(k -> server.requireAuthorization(k::acceptsAuthorization));
         Map<String, Object> settings = new LinkedHashMap<>(config.hashingSettings());
         settings.put("worker_timeout_s", config.workerTimeout().toMillis() / 1000.0);
         new ControllerHttpApi(lookup, registry, index, metrics, settings, this::newEventId).routes(server);
@@ -344,6 +347,15 @@ public final class ControllerServer implements AutoCloseable {
     public Endpoint httpEndpoint() {
         InetSocketAddress a = http.address();
         return new Endpoint(a.getAddress().getHostAddress(), a.getPort());
+    }
+
+    /**
+     * The token the HTTP API requires ({@code Authorization: Bearer TOKEN}) when the controller has a
+     * deployment secret: derived from it, as {@code ./lmcache4j controller --print-bearer} prints it; empty
+     * without a secret (the API then takes anyone).
+     */
+    public Optional<String> httpBearerToken() {
+        return secret.map(DeploymentSecret::bearerToken);
     }
 
     /** The index (tests and benchmarks read it). */

@@ -6,12 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
+import java.nio.file.Path;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -35,10 +36,10 @@ class ControllerCurveGateTest {
     private static final Duration SILENCE = Duration.ofSeconds(2);
 
     @Test
-    void theRightServerKeyWithAForeignClientKeyRegistersNothing() throws Exception {
-        DeploymentSecret secret = DeploymentSecret.of("the deployment's secret, 32 bytes+".getBytes(StandardCharsets.US_ASCII));
+    void theRightServerKeyWithAForeignClientKeyRegistersNothing(@TempDir Path dir) throws Exception {
+        DeploymentSecret secret = DeploymentSecret.createFile(dir.resolve("secret"));
         try (ControllerServer controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts()
-                     .withSecret(Optional.of(secret)));
+                     .withSecretFile(Optional.of(dir.resolve("secret"))));
              ZContext context = new OwnedZContext("test-controller-curve-gate", 1)) {
             String reply = controller.replyEndpoint().connectAddress();
             ZMQ.Socket probe = context.createSocket(SocketType.DEALER);

@@ -12,9 +12,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.nio.file.Path;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -39,9 +41,9 @@ class DeclaredFrameFloodTest {
     private static final int CONNECTIONS = 40; // 40 × 7 MiB declared: 280 MiB against a 32 MiB budget
 
     @Test
-    void aSecuredControllerHoldsItsBudgetAndAMemberStillRegisters() throws Exception {
-        DeploymentSecret secret = DeploymentSecret.of("the deployment secret of this flood test".getBytes(StandardCharsets.UTF_8));
-        try (ControllerServer controller = ControllerServer.start(config().withSecret(Optional.of(secret)));
+    void aSecuredControllerHoldsItsBudgetAndAMemberStillRegisters(@TempDir Path dir) throws Exception {
+        DeploymentSecret secret = DeploymentSecret.createFile(dir.resolve("secret"));
+        try (ControllerServer controller = ControllerServer.start(config().withSecretFile(Optional.of(dir.resolve("secret"))));
              ZContext member = new OwnedZContext("test-declared-frame-flood", 1)) {
             flood(controller, "CURVE");
             ZMQ.Socket dealer = member.createSocket(SocketType.DEALER);

@@ -65,7 +65,7 @@ class SecuredControlPlaneTest {
         ModelMetadata model = new ModelMetadata("secured/model", 1, 0, DType.BFLOAT16, 2, 2, 64, false);
         int[] tokens = new Random(11).ints(2 * CHUNK, 0, 128_000).toArray();
         try (ControllerServer controller = ControllerServer.start(ControllerConfig.loopbackAnyPorts()
-                     .withHashSeed(Optional.of("0")).withSecret(Optional.of(secret)));
+                     .withHashSeed(Optional.of("0")).withSecretFile(Optional.of(file)));
              Arena arena = Arena.ofShared();
              LMCacheEngine engine = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of())
                      .set("chunk_size", CHUNK).set("max_local_cpu_size", 0.05).set("hash_seed", "0")

@@ -70,7 +70,6 @@ public final class ClusterDemo {
         int n = settings.instances();
         // The demo's deployment authenticates as an operator's should: one secret, CURVE on the control plane. With
         // --insecure the control plane is plain (as LMCache's Python workers need) and P2P keeps a token of its own.
-        Optional<DeploymentSecret> secret = Optional.empty();
         String secretFile = "";
         String p2pTokenFile = "";
         if (settings.insecure()) {
@@ -79,10 +78,10 @@ public final class ClusterDemo {
             p2pTokenFile = tokenFile.toString();
         } else {
             secretFile = dir.resolve("deployment-secret").toString();
-            secret = Optional.of(DeploymentSecret.createFile(Path.of(secretFile)));
+            DeploymentSecret.createFile(Path.of(secretFile));
         }
         ControllerConfig controllerConfig = ControllerConfig.loopbackAnyPorts()
-                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED)).withSecret(secret);
+                .withHashSeed(Optional.of(ServingSimulator.Settings.HASH_SEED)).withSecretFile(Optional.of(secretFile).filter(f -> !f.isEmpty()).map(Path::of));
         List<InstanceProcess> processes = new ArrayList<>();
         List<LookupClient> clients = new ArrayList<>();
         List<InstanceSpec> specs = new ArrayList<>();

@@ -17,6 +17,7 @@ module lmcache4j.server {
     exports lmcache4j.server.lookup to lmcache4j.bench, lmcache4j.tests;
     exports lmcache4j.server.controller;
     exports lmcache4j.server.controller.index to lmcache4j.bench;
+    exports lmcache4j.server.controller.internal to lmcache4j.bench;
     exports lmcache4j.server.controller.net to lmcache4j.bench, lmcache4j.cli;
     exports lmcache4j.server.controller.registry to lmcache4j.bench;
     exports lmcache4j.server.p2p to lmcache4j.bench, lmcache4j.tests;

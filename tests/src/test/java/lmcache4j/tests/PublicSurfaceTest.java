@@ -65,7 +65,7 @@ class PublicSurfaceTest {
                     "lmcache4j.engine.storage.disk", "lmcache4j.engine.storage.policy",
                     "lmcache4j.engine.zmq"),
             "lmcache4j.server", Set.of("lmcache4j.server.lookup", "lmcache4j.server.controller.index",
-                    "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.http",
+                    "lmcache4j.server.controller.internal", "lmcache4j.server.controller.net", "lmcache4j.server.controller.registry", "lmcache4j.server.http",
                     "lmcache4j.server.net", "lmcache4j.server.p2p", "lmcache4j.server.pd"),
             "lmcache4j.server.mp", Set.of("lmcache4j.server.mp", "lmcache4j.server.mp.wire"),
             "lmcache4j.jlama", Set.of(),
@@ -157,9 +157,7 @@ class PublicSurfaceTest {
      */
     private static final List<String> KNOWN_LEAKS = List.of(
             "lmcache4j.engine.storage.StorageManager.<init> names lmcache4j.engine.storage.cpu.LocalCpuBackend",
-            "lmcache4j.engine.storage.StorageManager.cpu names lmcache4j.engine.storage.cpu.LocalCpuBackend",
-            "lmcache4j.server.controller.ControllerServer.index names lmcache4j.server.controller.index.ChunkIndex",
-            "lmcache4j.server.controller.ControllerServer.registry names lmcache4j.server.controller.registry.WorkerRegistry");
+            "lmcache4j.engine.storage.StorageManager.cpu names lmcache4j.engine.storage.cpu.LocalCpuBackend");
 
     private static final Pattern CLASS_NAME = Pattern.compile("L([\\w/$]+)[;<]");
 

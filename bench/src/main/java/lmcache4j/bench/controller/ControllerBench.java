@@ -15,6 +15,7 @@ import lmcache4j.engine.json.Json;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.controller.Endpoint;
+import lmcache4j.server.controller.internal.ControllerParts;
 
 /**
  * The controller benchmark ({@code ./lmcache4j bench controller}):
@@ -119,7 +120,7 @@ public final class ControllerBench {
         ControllerConfig config = ControllerConfig.loopbackAnyPorts().withLimits(8 << 20, 2, 64L << 20,
                 (int) Math.min(1 << 28, s.lookupFiller() + 1024));
         try (ControllerServer server = ControllerServer.start(config)) {
-            LookupFixture fixture = new LookupFixture(server.index(), server.lookup().keys(), s.lookupFiller(), 16,
+            LookupFixture fixture = new LookupFixture(ControllerParts.index(server), server.lookup().keys(), s.lookupFiller(), 16,
                     s.promptTokens(), s.seed());
             int[][] prompts = fixture.prompts;
             int bestTokens = server.lookup().lookup(prompts[0]).best().orElseThrow().tokens();
@@ -153,7 +154,7 @@ public final class ControllerBench {
             }
             int chunks = server.lookup().keys().of(prompts[0]).count();
             return new Result(s, median(controller), median(raw), ratios, median(curve), ingest.frames(), ingest.bytes(), memory, inProcess,
-                    Latency.of(httpNanos), chunks, server.index().entries(), bestTokens);
+                    Latency.of(httpNanos), chunks, ControllerParts.index(server).entries(), bestTokens);
         }
     }
 

@@ -26,6 +26,7 @@ import lmcache4j.engine.controller.message.WorkerReqMsg;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.engine.zmq.OwnedZContext;
+import lmcache4j.server.controller.internal.ControllerParts;
 
 /**
  * Ingestion through the controller against its limit in the same process: the same pre-encoded
@@ -165,10 +166,10 @@ final class IngestBench {
             }
             long t0 = send(ctx, controller.pullEndpoint().connectAddress(), secret);
             long deadline = t0 + DEADLINE_NANOS;
-            while (controller.index().entries() < ops) {
+            while (ControllerParts.index(controller).entries() < ops) {
                 Thread.sleep(0, 200_000); // poll lightly: the ingestion thread needs the core
                 if (System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException("the controller indexed " + controller.index().entries() + " of " + ops
+                    throw new IllegalStateException("the controller indexed " + ControllerParts.index(controller).entries() + " of " + ops
                             + " admits in " + DEADLINE_NANOS / 1_000_000_000L + " s; " + controller.describeCounts());
                 }
             }

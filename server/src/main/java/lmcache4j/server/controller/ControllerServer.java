@@ -35,6 +35,7 @@ import lmcache4j.server.http.JsonBody;
 import lmcache4j.server.http.JsonHttpServer;
 import lmcache4j.server.net.AddressInUseException;
 import lmcache4j.server.controller.index.ChunkIndex;
+import lmcache4j.server.controller.internal.ControllerParts;
 import lmcache4j.server.controller.net.WorkerConnections;
 import lmcache4j.server.controller.registry.FullSyncTracker;
 import lmcache4j.server.controller.registry.WorkerRegistry;
@@ -50,6 +51,10 @@ import lmcache4j.server.controller.registry.WorkerRegistry;
  */
 public final class ControllerServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControllerServer.class.getName());
+
+    static {
+        ControllerParts.handOver(ControllerServer::index, ControllerServer::registry); // the benchmarks reach them there
+    }
     private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
@@ -358,15 +363,13 @@ public final class ControllerServer implements AutoCloseable {
         return secret.map(DeploymentSecret::bearerToken);
     }
 
-    /** The index (tests and benchmarks read it). */
-    @SuppressWarnings("exports") // for lmcache4j's benchmarks and tests: ChunkIndex is exported to them only
-    public ChunkIndex index() {
+    /** The index (tests read it; the benchmarks through {@link ControllerParts}). */
+    ChunkIndex index() {
         return index;
     }
 
-    /** The registry of workers. */
-    @SuppressWarnings("exports") // for lmcache4j's benchmarks and tests: WorkerRegistry is exported to them only
-    public WorkerRegistry registry() {
+    /** The registry of workers (tests read it; the benchmarks through {@link ControllerParts}). */
+    WorkerRegistry registry() {
         return registry;
     }
 

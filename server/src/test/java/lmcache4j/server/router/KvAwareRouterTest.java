@@ -23,6 +23,7 @@ import org.junit.jupiter.api.Timeout;
 
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
+import lmcache4j.server.controller.internal.ControllerParts;
 import lmcache4j.server.controller.index.Holder;
 
 /** The KV-aware router over a real controller's index, in process and over its HTTP API, and with a controller that fails. */
@@ -36,7 +37,7 @@ class KvAwareRouterTest {
     private static void admit(ControllerServer controller, String instance, int[] tokens, int chunks) {
         long[] keys = controller.lookup().keys().of(tokens).keys();
         for (int i = 0; i < chunks; i++) {
-            controller.index().admit(new Holder(instance, 0, "LocalCPUBackend"), keys[i]);
+            ControllerParts.index(controller).admit(new Holder(instance, 0, "LocalCPUBackend"), keys[i]);
         }
     }
 

@@ -22,6 +22,7 @@ import lmcache4j.server.controller.ControllerServer;
 import lmcache4j.server.router.KvAwareRouter;
 import lmcache4j.server.router.PrefixSource;
 import lmcache4j.server.router.Route;
+import lmcache4j.server.controller.internal.ControllerParts;
 
 /**
  * Many instances, one cache, end to end: for each {@link Policy}, a cache controller (in this
@@ -188,7 +189,7 @@ public final class ClusterDemo {
     private static void awaitRegistrations(ControllerServer controller, List<InstanceSpec> specs) {
         long deadline = System.nanoTime() + REGISTRATION_TIMEOUT.toNanos();
         for (InstanceSpec spec : specs) {
-            while (controller.registry().workersOf(spec.instanceId()).isEmpty()) {
+            while (ControllerParts.registry(controller).workersOf(spec.instanceId()).isEmpty()) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException(spec.instanceId() + " did not register with the controller within "
                             + REGISTRATION_TIMEOUT.toSeconds() + " s");

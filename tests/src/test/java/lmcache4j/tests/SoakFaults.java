@@ -24,7 +24,7 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.CpuTier;
 
 /**
  * The soak's faults, injected at random points of the workload (one every {@code 20..120}
@@ -49,7 +49,7 @@ final class SoakFaults implements AutoCloseable {
     private final SplittableRandom random;
     private final RestartableLmServer server;
     private final Path diskDir;
-    private final LocalCpuBackend cpu;
+    private final CpuTier cpu;
     private final Chunk chunk;
     private final int burstObjects;
     private final Map<Kind, Integer> counts = new EnumMap<>(Kind.class);
@@ -59,7 +59,7 @@ final class SoakFaults implements AutoCloseable {
     private long restartAt = -1;
     private long burstEndsAt = -1;
 
-    SoakFaults(SplittableRandom random, long firstFaultAt, RestartableLmServer server, Path diskDir, LocalCpuBackend cpu,
+    SoakFaults(SplittableRandom random, long firstFaultAt, RestartableLmServer server, Path diskDir, CpuTier cpu,
                Chunk chunk, int burstObjects) {
         this.random = random;
         this.nextFaultAt = firstFaultAt;

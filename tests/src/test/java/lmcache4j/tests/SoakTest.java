@@ -25,7 +25,7 @@ import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.connector.PagedLayout;
 import lmcache4j.engine.remote.RemoteBackend;
 import lmcache4j.server.lm.LmCacheServer;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
+import lmcache4j.engine.storage.CpuTier;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -145,7 +145,7 @@ class SoakTest {
     }
 
     /** No pin outlived its request, and the allocator's live objects and used bytes are exactly the cached chunks. */
-    private static void checkCpuTierHoldsOnlyItsChunks(LocalCpuBackend cpu, long chunkBytes) {
+    private static void checkCpuTierHoldsOnlyItsChunks(CpuTier cpu, long chunkBytes) {
         AllocatorStats st = cpu.allocator().stats();
         long alignment = TensorMemoryAllocator.DEFAULT_ALIGNMENT;
         long slotBytes = (chunkBytes + alignment - 1) / alignment * alignment;

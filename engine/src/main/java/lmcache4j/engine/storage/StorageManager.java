@@ -30,7 +30,6 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.metrics.MetricsSource;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
  * The ordered tiers of one engine (LMCache spec §3.2). Search order is the order given (CPU first,
@@ -52,7 +51,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     /** After the drain, how long the prefetch threads get to return. */
     private static final Duration PREFETCH_THREADS_JOIN = Duration.ofSeconds(5);
 
-    private final LocalCpuBackend cpu;
+    private final CpuTier cpu;
     private final Map<String, StorageBackend> tiers;
     /** Bypassed tier names; read and written under its own lock, only by setBypass. */
     private final Set<String> bypassed = new HashSet<>();
@@ -87,8 +86,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
      * @param cpu    the CPU tier, first in search order and the allocator of every tier's objects
      * @param others the other tiers in search order; all of them are owned and closed by the manager
      */
-    @SuppressWarnings("exports") // the engine builds its manager; LocalCpuBackend is exported to lmcache4j's own modules only
-    public StorageManager(LocalCpuBackend cpu, List<StorageBackend> others) {
+    public StorageManager(CpuTier cpu, List<StorageBackend> others) {
         this.cpu = Objects.requireNonNull(cpu, "cpu");
         Map<String, StorageBackend> ordered = new LinkedHashMap<>();
         ordered.put(cpu.name(), cpu);
@@ -103,8 +101,7 @@ public final class StorageManager implements MemoryProvider, MetricsSource, Auto
     }
 
     /** The CPU tier. */
-    @SuppressWarnings("exports") // for lmcache4j's own modules: the CPU tier's class is exported to them only
-    public LocalCpuBackend cpu() {
+    public CpuTier cpu() {
         return cpu;
     }
 

@@ -13,7 +13,6 @@ import java.util.function.Supplier;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
-import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 
 /**
  * One prefetch of a request's prefix across every tier, run on the prefetch threads: each key is
@@ -27,12 +26,12 @@ import lmcache4j.engine.storage.cpu.LocalCpuBackend;
 final class TieredPrefetch {
     private static final System.Logger LOG = System.getLogger(TieredPrefetch.class.getName());
 
-    private final LocalCpuBackend cpu;
+    private final CpuTier cpu;
     private final Supplier<List<StorageBackend>> activeTiers;
     private final Executor threads;
     private final BooleanSupplier closing;
 
-    TieredPrefetch(LocalCpuBackend cpu, Supplier<List<StorageBackend>> activeTiers, Executor threads,
+    TieredPrefetch(CpuTier cpu, Supplier<List<StorageBackend>> activeTiers, Executor threads,
                    BooleanSupplier closing) {
         this.cpu = cpu;
         this.activeTiers = activeTiers;

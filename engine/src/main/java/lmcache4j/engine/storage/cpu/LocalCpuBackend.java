@@ -16,7 +16,7 @@ import lmcache4j.allocator.TensorShape;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.metrics.EngineMetrics;
 import lmcache4j.engine.storage.AllocationMode;
-import lmcache4j.engine.storage.AllocatorBackend;
+import lmcache4j.engine.storage.CpuTier;
 import lmcache4j.engine.storage.MemoryWaitTimeoutException;
 import lmcache4j.engine.storage.internal.ResidencyIndex;
 import lmcache4j.engine.storage.internal.TimedLock;
@@ -35,7 +35,7 @@ import org.agrona.concurrent.IdleStrategy;
  * stores would wait on each other), retrieves wait up to the blocking timeout and then fail with a
  * clear error rather than spin forever.
  */
-public final class LocalCpuBackend implements AllocatorBackend {
+public final class LocalCpuBackend implements CpuTier {
     /** LMCache's backend name. */
     public static final String NAME = "LocalCPUBackend";
 
@@ -90,6 +90,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     /** The policy's name. */
+    @Override
     public String policyName() {
         return hot.policyName();
     }
@@ -125,6 +126,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     // ---- puts and removal -------------------------------------------------------------------
 
     /** Keeps {@code obj} under {@code key} unless the key is held already (one chunk: no lists, as a lower tier's write-back). */
+    @Override
     public void submitPut(CacheKey key, MemoryObj obj) {
         if (!retain) {
             return;
@@ -323,16 +325,19 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     /** Cached entries. */
+    @Override
     public int size() {
         return hot.size();
     }
 
     /** Entries evicted to make room, since creation. */
+    @Override
     public long evictions() {
         return evictions.sum();
     }
 
     /** Times an allocation needed room and nothing was evictable. */
+    @Override
     public long evictionFailures() {
         return evictionFailures.sum();
     }
@@ -350,6 +355,7 @@ public final class LocalCpuBackend implements AllocatorBackend {
     }
 
     /** Checks that the policy tracks exactly the cached keys and the allocator's invariants hold. */
+    @Override
     public void memcheck() {
         lock.lock();
         try {

@@ -20,6 +20,7 @@ import lmcache4j.bench.model.ModelSource;
 import lmcache4j.bench.model.ModelWorkload;
 import lmcache4j.bench.model.TtftBench;
 import lmcache4j.bench.pd.PdBench;
+import lmcache4j.bench.pd.PdTransferBench;
 import lmcache4j.bench.pd.PdDemo;
 import lmcache4j.bench.pd.PdDemoReport;
 import lmcache4j.bench.pd.Pinning;
@@ -277,6 +278,47 @@ final class ModelRuns {
         });
     }
 
+    static int pdTransferBench(Optional<Path> modelDir, PdBench.Settings settings, boolean json, PrintStream out, PrintStream err) {
+        return withModel("bench pd", modelDir, err, (source, model, scratch) -> {
+            double loadBefore = PdBench.loadAverage();
+            PdTransferBench.Result x;
+            try {
+                x = PdBench.transferOnly(settings, source, model, err);
+            } catch (IOException | IllegalStateException e) {
+                err.println("lmcache4j bench pd: " + CliText.oneLine(e));
+                return EXIT_FAILED;
+            }
+            double loadAfter = PdBench.loadAverage();
+            String cpu = Pinning.cpuModel();
+            int cpus = Runtime.getRuntime().availableProcessors();
+            out.println(json ? new ReportJson().string("model", source.name()).string("cpu", cpu).integer("cpus", cpus)
+                    .number("load_before", loadBefore, 2).number("load_after", loadAfter, 2)
+                    .integer("transfer_runs", settings.transferRuns()).object("transfer", transferJson(x)).toString()
+                    : String.format(Locale.ROOT, "model %s; CPU %s, %d CPUs; load %.2f before, %.2f after; %d runs%n%s",
+                    source.name(), cpu, cpus, loadBefore, loadAfter, settings.transferRuns(), transferLine(x)).strip());
+            return 0;
+        });
+    }
+
+    private static String transferLine(PdTransferBench.Result x) {
+        return String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), bare TCP into distinct "
+                + "memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f); CPU ms per GiB: PD %.0f, untagged %.0f, "
+                + "bare %.0f, distinct %.0f%n", x.bytes() >> 20, x.pdGbps(), x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(),
+                x.pdVsBareDistinct(), x.unkeyedGbps(), x.taggedVsUntagged(), x.cpuMsPerGib().pd(), x.cpuMsPerGib().unkeyed(),
+                x.cpuMsPerGib().bare(), x.cpuMsPerGib().bareDistinct());
+    }
+
+    private static ReportJson transferJson(PdTransferBench.Result x) {
+        return new ReportJson().integer("bytes", x.bytes()).number("pd_gbps", x.pdGbps(), 3)
+                .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
+                .number("bare_tcp_distinct_gbps", x.bareDistinctGbps(), 3)
+                .number("pd_vs_bare_tcp_distinct", x.pdVsBareDistinct(), 4)
+                .number("untagged_gbps", x.unkeyedGbps(), 3).number("tagged_vs_untagged", x.taggedVsUntagged(), 4)
+                .number("pd_cpu_ms_per_gib", x.cpuMsPerGib().pd(), 0).number("untagged_cpu_ms_per_gib", x.cpuMsPerGib().unkeyed(), 0)
+                .number("bare_tcp_cpu_ms_per_gib", x.cpuMsPerGib().bare(), 0)
+                .number("bare_tcp_distinct_cpu_ms_per_gib", x.cpuMsPerGib().bareDistinct(), 0);
+    }
+
     private static String pdTable(ModelSource source, PdBench.Result r) {
         StringBuilder b = new StringBuilder();
         b.append(String.format(Locale.ROOT, "model %s, Jlama %s; CPU %s, %d CPUs; load %.2f before, %.2f after%n", source.name(),
@@ -287,10 +329,7 @@ final class ModelRuns {
             b.append(String.format(Locale.ROOT, "%8d %12.1f %12.1f %10.3f %10d %10.2f ms%n", t.tokens(), t.pdMs(), t.localMs(),
                     t.ratio(), t.decoderPrefillPositions(), t.pushWaitMs()));
         }
-        var x = r.transfer();
-        b.append(String.format(Locale.ROOT, "transfer of %d MiB: PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), bare TCP into distinct "
-                + "memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f)%n", x.bytes() >> 20, x.pdGbps(),
-                x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(), x.pdVsBareDistinct(), x.unkeyedGbps(), x.taggedVsUntagged()));
+        b.append(transferLine(r.transfer()));
         b.append(String.format(Locale.ROOT, "inter-token latency while long prompts arrive (%s): colocated p50 %.1f ms p99 %.1f ms;"
                 + " disaggregated p50 %.1f ms p99 %.1f ms", r.pinning().map(p -> "pinned with " + p).orElse("not pinned"),
                 r.colocated().p50Ms(), r.colocated().p99Ms(), r.disaggregated().p50Ms(), r.disaggregated().p99Ms()));
@@ -302,12 +341,7 @@ final class ModelRuns {
                 .number("ttft_pd_ms", t.pdMs(), 2).number("ttft_local_ms", t.localMs(), 2)
                 .number("ttft_pd_vs_local", t.ratio(), 4).integer("decoder_prefill_positions", t.decoderPrefillPositions())
                 .number("push_wait_ms", t.pushWaitMs(), 3)).toList();
-        var x = r.transfer();
-        ReportJson transfer = new ReportJson().integer("bytes", x.bytes()).number("pd_gbps", x.pdGbps(), 3)
-                .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
-                .number("bare_tcp_distinct_gbps", x.bareDistinctGbps(), 3)
-                .number("pd_vs_bare_tcp_distinct", x.pdVsBareDistinct(), 4)
-                .number("untagged_gbps", x.unkeyedGbps(), 3).number("tagged_vs_untagged", x.taggedVsUntagged(), 4);
+        ReportJson transfer = transferJson(r.transfer());
         ReportJson itl = new ReportJson().string("pinning", r.pinning().orElse("none"))
                 .object("colocated", itlJson(r.colocated())).object("disaggregated", itlJson(r.disaggregated()));
         return new ReportJson().string("model", source.name()).string("jlama", jlamaVersion()).string("cpu", r.cpu())

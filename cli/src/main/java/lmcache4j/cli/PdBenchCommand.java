@@ -11,7 +11,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code ./lmcache4j bench pd [--json] [--model DIR] [--lengths L,L] [--runs N] [--interference-s S]}:
+ * {@code ./lmcache4j bench pd [--json] [--model DIR] [--lengths L,L] [--runs N] [--interference-s S]
+ * [--transfer-only] [--transfer-chunks N] [--transfer-runs N]}:
  * disaggregated prefill's figures ({@link PdBench}). The launcher adds the Jlama modules for this
  * command.
  */
@@ -58,21 +59,21 @@ public final class PdBenchCommand implements CliMain.Command {
         }
         int[] lengths = Arrays.stream(parts).mapToInt(p -> (int) OptionValues.wholeNumber("--lengths", p.trim(), 2,
                 1_000_000)).toArray();
-        settings = new PdBench.Settings(lengths, settings.runs(), settings.seed(), settings.transferChunks(),
+        settings = new PdBench.Settings(lengths, settings.runs(), settings.seed(), settings.transferChunks(), settings.transferRuns(),
                 settings.interference(), settings.decodeStreams(), settings.decodeTokens(), settings.longPrompt());
     }
 
     @Option(names = "--runs", paramLabel = "N", order = 3, description = "prompts per length (default 2)")
     private void runs(String value) {
         settings = new PdBench.Settings(settings.lengths(), (int) OptionValues.wholeNumber("--runs", value, 1, 100),
-                settings.seed(), settings.transferChunks(), settings.interference(), settings.decodeStreams(),
+                settings.seed(), settings.transferChunks(), settings.transferRuns(), settings.interference(), settings.decodeStreams(),
                 settings.decodeTokens(), settings.longPrompt());
     }
 
     @Option(names = "--interference-s", paramLabel = "S", order = 4, description = "seconds each interference mode runs "
             + "(default 20)")
     private void interference(String value) {
-        settings = new PdBench.Settings(settings.lengths(), settings.runs(), settings.seed(), settings.transferChunks(),
+        settings = new PdBench.Settings(settings.lengths(), settings.runs(), settings.seed(), settings.transferChunks(), settings.transferRuns(),
                 Duration.ofSeconds(OptionValues.wholeNumber("--interference-s", value, 1, 3_600)), settings.decodeStreams(),
                 settings.decodeTokens(), settings.longPrompt());
     }
@@ -80,13 +81,31 @@ public final class PdBenchCommand implements CliMain.Command {
     @Option(names = "--long-prompt", paramLabel = "N", order = 5, description = "tokens of the prompts that keep arriving "
             + "during the interference figure (default 4096)")
     private void longPrompt(String value) {
-        settings = new PdBench.Settings(settings.lengths(), settings.runs(), settings.seed(), settings.transferChunks(),
+        settings = new PdBench.Settings(settings.lengths(), settings.runs(), settings.seed(), settings.transferChunks(), settings.transferRuns(),
                 settings.interference(), settings.decodeStreams(), settings.decodeTokens(),
                 (int) OptionValues.wholeNumber("--long-prompt", value, 2, 1_000_000));
     }
 
+    @Option(names = "--transfer-only", order = 6, description = "measure the transfer part alone (no proxy, prefiller or "
+            + "decoder process), with the process's CPU time per GiB each way")
+    private boolean transferOnly;
+
+    @Option(names = "--transfer-chunks", paramLabel = "N", order = 7, description = "chunks per transfer run (default 64)")
+    private void transferChunks(String value) {
+        settings = settings.withTransfer((int) OptionValues.wholeNumber("--transfer-chunks", value, 1, 4_096),
+                settings.transferRuns());
+    }
+
+    @Option(names = "--transfer-runs", paramLabel = "N", order = 8, description = "timed transfer runs, after untimed ones "
+            + "of 4,096 chunks in all (default 15)")
+    private void transferRuns(String value) {
+        settings = settings.withTransfer(settings.transferChunks(), (int) OptionValues.wholeNumber("--transfer-runs", value, 1,
+                100));
+    }
+
     @Override
     public Integer call() {
-        return ModelRuns.pdBench(model, settings, json, out, err);
+        return transferOnly ? ModelRuns.pdTransferBench(model, settings, json, out, err)
+                : ModelRuns.pdBench(model, settings, json, out, err);
     }
 }

@@ -88,6 +88,16 @@ class ModelCommandsTest {
     }
 
     @Test
+    void benchPdRefusesBadTransferChunksAndRuns() {
+        for (String[] bad : new String[][] {{"--transfer-chunks", "0"}, {"--transfer-chunks", "4097"}, {"--transfer-runs", "0"},
+                {"--transfer-runs", "x"}}) {
+            Run r = bench("pd", "--transfer-only", bad[0], bad[1]);
+            assertEquals(2, r.exit(), r.err());
+            assertTrue(r.err().contains(bad[0]), r.err());
+        }
+    }
+
+    @Test
     void benchTtftRefusesBadLengthsAndRuns() {
         assertEquals(2, bench("ttft", "--lengths", "1").exit());
         assertEquals(2, bench("ttft", "--lengths", "300,x").exit());

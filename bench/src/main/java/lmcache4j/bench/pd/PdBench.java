@@ -39,25 +39,37 @@ public final class PdBench {
      * @param runs             prompts per length
      * @param seed             the prompts' seed
      * @param transferChunks   chunks per transfer run
+     * @param transferRuns     timed transfer runs (after untimed ones of {@link PdTransferBench#WARMUP_CHUNKS} chunks)
      * @param interference     how long each interference mode runs
      * @param decodeStreams    requests decoding at once during it
      * @param decodeTokens     tokens each of them generates
      * @param longPrompt       the length of the prompts that keep arriving
      */
-    public record Settings(int[] lengths, int runs, long seed, int transferChunks, Duration interference, int decodeStreams,
+    public record Settings(int[] lengths, int runs, long seed, int transferChunks, int transferRuns, Duration interference,
+                           int decodeStreams,
                            int decodeTokens, int longPrompt) {
         public static final int[] DEFAULT_LENGTHS = {1_024, 4_096, 8_192};
 
         public Settings {
             lengths = lengths.clone();
-            if (lengths.length == 0 || runs < 1 || transferChunks < 1 || decodeStreams < 1 || decodeTokens < 2) {
-                throw new IllegalArgumentException("at least one length, one run, one chunk, one stream and two tokens");
+            if (lengths.length == 0 || runs < 1 || transferChunks < 1 || transferRuns < 1 || decodeStreams < 1 || decodeTokens < 2) {
+                throw new IllegalArgumentException("at least one length, one run, one chunk, one transfer run, one stream and two "
+                        + "tokens");
             }
         }
 
-        /** The defaults: 1,024, 4,096 and 8,192 tokens, 2 runs, 64 chunks, 20 s per mode, 2 streams of 32 tokens, 4,096-token prompts. */
+        /**
+         * The defaults: 1,024, 4,096 and 8,192 tokens, 2 runs, 64 chunks in 15 transfer runs (a run lasts some 20 ms: the
+         * medians of 5 scattered from 0.48 to 0.75 of the bare stream between invocations), 20 s per mode, 2 streams of 32
+         * tokens, 4,096-token prompts.
+         */
         public static Settings defaults() {
-            return new Settings(DEFAULT_LENGTHS, 2, 1, 64, Duration.ofSeconds(20), 2, 32, 4_096);
+            return new Settings(DEFAULT_LENGTHS, 2, 1, 64, 15, Duration.ofSeconds(20), 2, 32, 4_096);
+        }
+
+        /** With {@code chunks} chunks in each of {@code runs} timed transfer runs. */
+        public Settings withTransfer(int chunks, int runs) {
+            return new Settings(lengths, this.runs, seed, chunks, runs, interference, decodeStreams, decodeTokens, longPrompt);
         }
     }
 
@@ -90,8 +102,7 @@ public final class PdBench {
         }
         double loadBefore = loadAverage();
         log.println("bench pd: the transfer alone (one process, loopback)");
-        PdTransferBench.Result transfer = PdTransferBench.run(CachedPrefill.metadata(model, source.name()), s.transferChunks(),
-                5, log);
+        PdTransferBench.Result transfer = transferOnly(s, source, model, log);
         int vocabulary = model.getConfig().vocabularySize;
         SplittableRandom random = new SplittableRandom(s.seed());
         List<TtftRow> rows = new ArrayList<>();
@@ -118,6 +129,12 @@ public final class PdBench {
         }
         return new Result(rows, transfer, colocated, disaggregated, Pinning.cpuModel(), Runtime.getRuntime().availableProcessors(),
                 pinning, loadBefore, loadAverage());
+    }
+
+    /** The transfer part alone ({@code bench pd --transfer-only}): no other process is started. */
+    public static PdTransferBench.Result transferOnly(Settings s, ModelSource source, AbstractModel model, PrintStream log)
+            throws IOException {
+        return PdTransferBench.run(CachedPrefill.metadata(model, source.name()), s.transferChunks(), s.transferRuns(), log);
     }
 
     /** Every process's JIT warmed on the work it does (the decoder also on whole prefills, as {@link PdDemo} explains). */
@@ -229,7 +246,8 @@ public final class PdBench {
         return sorted[Math.clamp(i, 0, sorted.length - 1)];
     }
 
-    private static double loadAverage() {
+    /** The 1-minute load average, or NaN where the system does not tell. */
+    public static double loadAverage() {
         try {
             return Double.parseDouble(Files.readString(Path.of("/proc/loadavg")).split(" ")[0]);
         } catch (IOException | RuntimeException e) {

@@ -45,11 +45,22 @@ import lmcache4j.engine.pd.wire.PdReceiveServer;
 public final class PdTransferBench {
     private static final String TOKEN = "bench-pd-transfer-token-0123456789";
     private static final int CHUNK = 256;
-    /** Untimed runs first: the JIT compiles the tag's Poly1305 intrinsic only after many calls (a bare stream needs none). */
-    private static final int WARMUP_RUNS = 5;
+    /**
+     * Chunks each way moves untimed first. The push's per-chunk code (frames, tags, allocation answers,
+     * acknowledgements) reaches the JIT's optimizing tier only after some thousands of chunks, and a
+     * prefiller that runs for hours runs that code: measured run by run with five untimed runs of 64
+     * chunks ({@code bench pd --transfer-only --transfer-runs 80}, docs/performance.md), PD moved 0.97
+     * GB/s in runs 1 to 20 and 1.5 to 2.1 GB/s from run 30 on, while the bare stream (its work is in
+     * the kernel) stayed at 2.6 to 3.5.
+     */
+    public static final int WARMUP_CHUNKS = 4_096;
 
-    /** GB/s of each way (medians), and the bytes each run moved. */
-    public record Result(long bytes, double pdGbps, double unkeyedGbps, double bareGbps, double bareDistinctGbps) {
+    /**
+     * GB/s of each way (medians), the bytes each run moved, and the process's CPU time per GiB moved
+     * each way (over all timed runs: on a machine with few cores the transfer is bound by it).
+     */
+    public record Result(long bytes, double pdGbps, double unkeyedGbps, double bareGbps, double bareDistinctGbps,
+                         Cpu cpuMsPerGib) {
         /** Against the strict limit: one hot buffer on each end. */
         public double pdVsBare() {
             return pdGbps / bareGbps;
@@ -65,17 +76,34 @@ public final class PdTransferBench {
         }
     }
 
+    /** Milliseconds of the process's CPU time per GiB moved, each way. */
+    public record Cpu(double pd, double unkeyed, double bare, double bareDistinct) {
+    }
+
     private PdTransferBench() {
     }
 
-    /** Pushes {@code chunks} chunks of {@code model}'s KV per run. */
-    static Result run(ModelMetadata model, int chunks, int runs, java.io.PrintStream log) throws IOException {
+    /**
+     * Pushes {@code chunks} chunks of {@code model}'s KV per run, {@code runs} timed runs after untimed
+     * ones of {@link #WARMUP_CHUNKS} chunks in all.
+     */
+    public static Result run(ModelMetadata model, int chunks, int runs, java.io.PrintStream log) throws IOException {
+        return run(model, chunks, runs, Math.max(1, Math.ceilDiv(WARMUP_CHUNKS, Math.max(1, chunks))), log);
+    }
+
+    /** As {@link #run(ModelMetadata, int, int, java.io.PrintStream)} after {@code warmupRuns} untimed runs (tests: few). */
+    static Result run(ModelMetadata model, int chunks, int runs, int warmupRuns, java.io.PrintStream log) throws IOException {
+        if (chunks < 1 || runs < 1 || warmupRuns < 0) {
+            throw new IllegalArgumentException("the transfer needs at least one chunk and one run, got " + chunks + " and " + runs
+                    + " (and " + warmupRuns + " untimed runs)");
+        }
         long chunkBytes = model.chunkBytes(CHUNK);
         long bytes = chunkBytes * chunks;
         double[] pd = new double[runs];
         double[] unkeyed = new double[runs];
         double[] bare = new double[runs];
         double[] distinct = new double[runs];
+        long[] cpuNanos = new long[4]; // pd, untagged, bare, bare distinct
         try (Arena arena = Arena.ofShared(); LMCacheEngine decoder = decoder(model, 2 * bytes);
              PdReceiveServer keyed = PdReceiveServer.start(decoder);
              PdReceiveServer open = PdReceiveServer.start(tier(decoder), "127.0.0.1", 0, 0, Optional.empty(),
@@ -87,12 +115,21 @@ public final class PdTransferBench {
             MemorySegment staging = arena.allocate(bytes, 4096);
             MemorySegment rooms = arena.allocate(bytes, 4096);
             SplittableRandom random = new SplittableRandom(7);
-            for (int r = -WARMUP_RUNS; r < runs; r++) { // the negative runs warm every path
+            for (int r = -warmupRuns; r < runs; r++) { // the negative runs warm every path
+                long c0 = processCpuNanos();
                 double k = push(keyedPusher, keyed, decoder, kv, random, chunks, bytes);
+                long c1 = processCpuNanos();
                 double u = push(openPusher, open, decoder, kv, random, chunks, bytes);
+                long c2 = processCpuNanos();
                 double b = bare(kv, chunkBytes, chunks, Optional.empty());
+                long c3 = processCpuNanos();
                 double d = bare(kv, chunkBytes, chunks, Optional.of(new Rooms(staging, rooms)));
+                long c4 = processCpuNanos();
                 if (r >= 0) {
+                    cpuNanos[0] += c1 - c0;
+                    cpuNanos[1] += c2 - c1;
+                    cpuNanos[2] += c3 - c2;
+                    cpuNanos[3] += c4 - c3;
                     pd[r] = k;
                     unkeyed[r] = u;
                     bare[r] = b;
@@ -102,7 +139,18 @@ public final class PdTransferBench {
                 }
             }
         }
-        return new Result(bytes, median(pd), median(unkeyed), median(bare), median(distinct));
+        double gib = (double) bytes * runs / (1L << 30);
+        return new Result(bytes, median(pd), median(unkeyed), median(bare), median(distinct), new Cpu(cpuNanos[0] / 1e6 / gib,
+                cpuNanos[1] / 1e6 / gib, cpuNanos[2] / 1e6 / gib, cpuNanos[3] / 1e6 / gib));
+    }
+
+    /** CPU time of every thread of this process so far (the kernel's work on the sockets included). */
+    private static long processCpuNanos() {
+        if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os) {
+            return os.getProcessCpuTime();
+        }
+        throw new IllegalStateException("this JVM does not report its process CPU time");
     }
 
     private static LMCacheEngine decoder(ModelMetadata model, long bufferBytes) {

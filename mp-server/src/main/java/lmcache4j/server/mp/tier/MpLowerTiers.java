@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.IntConsumer;
+import java.util.function.LongFunction;
 
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.internal.threads.OwnedThreads;
@@ -95,16 +96,27 @@ public final class MpLowerTiers implements AutoCloseable {
         threads.start("mp-l2-writer", this::writeLoop);
     }
 
+    /** Over tiers this package's tests build (a real tier with a fault put in front of it). */
+    static MpLowerTiers over(MpObjectStore store, List<StorageBackend> tiers, StagingMemory staging, MpL2Settings settings) {
+        return new MpLowerTiers(store, tiers, staging, settings);
+    }
+
     /**
      * Opens the configured tiers over {@code store}'s pool; empty when none is configured.
      *
      * @throws IOException when the disk directory cannot be opened or the remote store is unreachable or its URL bad
      */
     public static Optional<MpLowerTiers> open(MpL2Settings settings, MpObjectStore store) throws IOException {
+        return open(settings, store, StagingMemory::new);
+    }
+
+    /** As {@link #open(MpL2Settings, MpObjectStore)}, staging in what {@code stagingOf} makes (tests see what a failed open let go of). */
+    static Optional<MpLowerTiers> open(MpL2Settings settings, MpObjectStore store, LongFunction<StagingMemory> stagingOf)
+            throws IOException {
         if (!settings.enabled()) {
             return Optional.empty();
         }
-        StagingMemory staging = new StagingMemory(settings.stagingBytes());
+        StagingMemory staging = stagingOf.apply(settings.stagingBytes());
         List<StorageBackend> tiers = new ArrayList<>();
         try {
             if (settings.diskDir().isPresent()) {

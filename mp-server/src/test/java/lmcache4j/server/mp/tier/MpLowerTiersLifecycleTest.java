@@ -256,7 +256,16 @@ class MpLowerTiersLifecycleTest {
         try (MpObjectStore store = store(2)) {
             long before = diskThreads();
             MpL2Settings settings = MpL2Settings.NONE.withDisk(dir, 64L << 20).withRemote("nosuchscheme://host:1");
-            IOException e = assertThrows(IOException.class, () -> MpLowerTiers.open(settings, store));
+            List<StagingMemory> made = new java.util.ArrayList<>();
+            IOException e = assertThrows(IOException.class, () -> MpLowerTiers.open(settings, store, bytes -> {
+                StagingMemory m = new StagingMemory(bytes);
+                made.add(m);
+                return m;
+            }));
+            assertEquals(1, made.size());
+            IllegalStateException closed = assertThrows(IllegalStateException.class,
+                    () -> made.getFirst().allocateForWrite(LAYOUT.shape(), LAYOUT.dtype()));
+            assertTrue(closed.getMessage().contains("closed"), "the staging memory was let go of: " + closed.getMessage());
             assertTrue(e.getMessage().startsWith("cannot open the MP server's lower tier: "), e.getMessage());
             assertTrue(e.getMessage().contains("nosuchscheme"), "names what to fix: " + e.getMessage());
             assertTrue(e.getCause() instanceof IllegalArgumentException, String.valueOf(e.getCause()));

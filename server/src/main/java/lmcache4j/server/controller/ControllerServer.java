@@ -51,13 +51,14 @@ import lmcache4j.server.controller.registry.WorkerRegistry;
  */
 public final class ControllerServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControllerServer.class.getName());
+    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     static {
         ControllerParts.handOver(ControllerServer::index, ControllerServer::registry); // the benchmarks reach them there
     }
-    private static final Duration JOIN_BOUND = Duration.ofSeconds(5);
 
     private final ControllerConfig config;
+    private final Optional<DeploymentSecret> secret;
     private final OwnedZContext context;
     /** The three sockets' connections: bounded, and closed unless proven within the handshake timeout. */
     private final ConnectionGuard guard;
@@ -84,7 +85,6 @@ public final class ControllerServer implements AutoCloseable {
     private final Endpoint advertisedHeartbeat;
     private final AtomicLong eventIds = new AtomicLong();
     private volatile boolean closed;
-    private final Optional<DeploymentSecret> secret;
 
     /** Starts a controller; the sockets and the HTTP server are bound when this returns. */
     public static ControllerServer start(ControllerConfig config) {

@@ -15,10 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import lmcache4j.allocator.MemoryObj;
-import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.storage.Prefetching;
-import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.server.mp.MpL2Settings;
@@ -67,12 +64,11 @@ class MpLowerTiersLateReadAheadTest {
     }
 
     /** A real disk tier whose reads ahead end only once {@code open} is counted down (a disk that stalls). */
-    private static final class Gated implements StorageBackend {
-        private final LocalDiskBackend tier;
+    private static final class Gated extends DelegatingTier {
         private final CountDownLatch open;
 
         Gated(LocalDiskBackend tier, CountDownLatch open) {
-            this.tier = tier;
+            super(tier);
             this.open = open;
         }
 
@@ -87,51 +83,6 @@ class MpLowerTiersLateReadAheadTest {
                 }
                 return got;
             }, r -> Thread.ofVirtual().start(r)));
-        }
-
-        @Override
-        public String name() {
-            return "stalling " + tier.name();
-        }
-
-        @Override
-        public boolean isLocal() {
-            return true;
-        }
-
-        @Override
-        public boolean contains(CacheKey key, boolean pin) {
-            return tier.contains(key, pin);
-        }
-
-        @Override
-        public void batchedSubmitPut(List<? extends CacheKey> keys, List<MemoryObj> objs) {
-            tier.batchedSubmitPut(keys, objs);
-        }
-
-        @Override
-        public Optional<MemoryObj> getBlocking(CacheKey key) {
-            return tier.getBlocking(key);
-        }
-
-        @Override
-        public boolean unpin(CacheKey key) {
-            return tier.unpin(key);
-        }
-
-        @Override
-        public boolean remove(CacheKey key) {
-            return tier.remove(key);
-        }
-
-        @Override
-        public void touchCache() {
-            tier.touchCache();
-        }
-
-        @Override
-        public void close() {
-            tier.close();
         }
     }
 }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -15,7 +14,6 @@ import org.junit.jupiter.api.io.TempDir;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.engine.key.CacheKey;
 import lmcache4j.engine.key.CacheEngineKey;
-import lmcache4j.engine.storage.StorageBackend;
 import lmcache4j.engine.storage.disk.ChunkFiles;
 import lmcache4j.engine.storage.disk.LocalDiskBackend;
 import lmcache4j.server.mp.MpL2Settings;
@@ -75,25 +73,14 @@ class MpLowerTiersWriteFailuresTest {
     }
 
     /** A real tier that throws on puts, or on every lookup, where told to. */
-    private static final class Faulty implements StorageBackend {
-        private final LocalDiskBackend tier;
+    private static final class Faulty extends DelegatingTier {
         private final boolean failPuts;
         private final boolean failLookups;
 
         Faulty(LocalDiskBackend tier, boolean failPuts, boolean failLookups) {
-            this.tier = tier;
+            super(tier);
             this.failPuts = failPuts;
             this.failLookups = failLookups;
-        }
-
-        @Override
-        public String name() {
-            return "faulty " + tier.name();
-        }
-
-        @Override
-        public boolean isLocal() {
-            return true;
         }
 
         @Override
@@ -101,7 +88,7 @@ class MpLowerTiersWriteFailuresTest {
             if (failLookups) {
                 throw new IllegalStateException("injected: the tier's index is broken");
             }
-            return tier.contains(key, pin);
+            return super.contains(key, pin);
         }
 
         @Override
@@ -109,32 +96,7 @@ class MpLowerTiersWriteFailuresTest {
             if (failPuts) {
                 throw new IllegalStateException("injected: the tier refuses puts");
             }
-            tier.batchedSubmitPut(keys, objs);
-        }
-
-        @Override
-        public Optional<MemoryObj> getBlocking(CacheKey key) {
-            return tier.getBlocking(key);
-        }
-
-        @Override
-        public boolean unpin(CacheKey key) {
-            return tier.unpin(key);
-        }
-
-        @Override
-        public boolean remove(CacheKey key) {
-            return tier.remove(key);
-        }
-
-        @Override
-        public void touchCache() {
-            tier.touchCache();
-        }
-
-        @Override
-        public void close() {
-            tier.close();
+            super.batchedSubmitPut(keys, objs);
         }
     }
 }

@@ -2,6 +2,8 @@ package lmcache4j.engine.pd;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
@@ -219,5 +221,95 @@ class PdBackendTest {
         tier.close(); // the writing one too, with a warning; the strict buffer's leak check passes
         writing.get().landed(); // the write ends after the close: nothing to do, no double free
         tier = tier(1);
+    }
+
+    @Test
+    void roomIsFreedAtItsDeadlineExactlyByTheNextAllocationWithNoSweepThread() {
+        AllocResponse a = tier.allocate(request(keys(0, 4), CHUNK)); // the whole buffer
+        assertEquals(4, a.remoteIndexes().size());
+        now.addAndGet(TIMEOUT.toNanos() - 1);
+        assertEquals(List.of(AllocResponse.REFUSED), tier.allocate(request(keys(4, 5), CHUNK)).remoteIndexes(),
+                "one nanosecond early: still held");
+        now.addAndGet(1); // the deadline itself: the room is no longer the sender's
+        AllocResponse b = tier.allocate(request(keys(5, 9), CHUNK));
+        assertEquals(4, b.remoteIndexes().stream().filter(i -> i != AllocResponse.REFUSED).count(), b.toString());
+        assertEquals(4, tier.stats().expiredPending());
+    }
+
+    @Test
+    void aLandedChunkAskedForAgainHasItsTtlExtendedFromThatRequest() {
+        AllocResponse a = tier.allocate(request(keys(0, 1), CHUNK));
+        land(a.remoteIndexes().get(0), (byte) 3);
+        now.addAndGet(TTL.toNanos() - 1_000);
+        assertEquals(List.of(0), tier.allocate(request(keys(0, 1), CHUNK)).alreadySentIndexes());
+        now.addAndGet(2_000); // past the first TTL, within the second
+        tier.sweepNow();
+        CacheEngineKey k0 = CacheEngineKey.parse(key(0));
+        assertTrue(tier.contains(k0, false), "the second request's claim kept it");
+        now.addAndGet(TTL.toNanos());
+        tier.sweepNow();
+        assertFalse(tier.contains(k0, false), "and its TTL ran out in turn");
+        assertEquals(1, tier.stats().expiredUnclaimed());
+    }
+
+    @Test
+    void theLastChunkHoldsOneTokenToAWholeChunk() {
+        assertEquals("", tier.allocate(request(keys(0, 1), 1)).error());
+        assertEquals("", tier.allocate(request(keys(1, 2), CHUNK)).error());
+        assertTrue(tier.allocate(request(keys(2, 3), 0)).error().contains("last_chunk_toks 0"));
+        assertTrue(tier.allocate(request(keys(2, 3), CHUNK + 1)).error().contains("last_chunk_toks " + (CHUNK + 1)));
+        assertEquals(2, tier.stats().refusedRequests());
+    }
+
+    @Test
+    void onlyALandedChunkIsSeenAndEachPinIsTakenBackOnce() {
+        AllocResponse a = tier.allocate(request(keys(0, 1), CHUNK));
+        CacheEngineKey k0 = CacheEngineKey.parse(key(0));
+        assertFalse(tier.contains(k0, true), "room waiting for its write");
+        assertFalse(tier.unpin(k0), "so nothing was pinned");
+        land(a.remoteIndexes().get(0), (byte) 9);
+        assertTrue(tier.contains(k0, false));
+        assertFalse(tier.unpin(k0), "a lookup that did not pin has nothing to give back");
+        assertTrue(tier.contains(k0, true));
+        assertTrue(tier.contains(k0, true));
+        assertTrue(tier.unpin(k0));
+        assertTrue(tier.unpin(k0));
+        assertFalse(tier.unpin(k0), "two pins, two unpins");
+        assertFalse(tier.contains(CacheEngineKey.parse(key(1)), false), "a key never asked for");
+    }
+
+    @Test
+    void everyOperationLeavesTheTierFreeForTheNextThread() {
+        AllocResponse a = tier.allocate(request(keys(0, 3), CHUNK));
+        land(a.remoteIndexes().get(0), (byte) 1);
+        land(a.remoteIndexes().get(1), (byte) 2);
+        CacheEngineKey k0 = CacheEngineKey.parse(key(0));
+        CacheEngineKey k1 = CacheEngineKey.parse(key(1));
+        tier.contains(k0, true);
+        tier.unpin(k0);
+        tier.getBlocking(k0).orElseThrow().release();
+        tier.getBlocking(CacheEngineKey.parse(key(2))); // not landed: empty
+        tier.remove(k1);
+        tier.clear();
+        tier.sweepNow();
+        tier.stats();
+        // every one of them let go of the tier's lock: another thread gets in at once
+        assertTimeoutPreemptively(Duration.ofSeconds(5), () -> assertFalse(tier.contains(k1, false)));
+        tier.close();
+        assertTimeoutPreemptively(Duration.ofSeconds(5), () -> assertFalse(tier.contains(k1, false)));
+    }
+
+    @Test
+    void aClosedTierRefusesRoomAndHasClosedItsBuffer() {
+        TensorMemoryAllocator buffer = TensorMemoryAllocator.strict(PdBackend.NAME, 4 * 4096L, 4096);
+        PdBackend t = new PdBackend(buffer, MODEL, CHUNK, (shape, dtype, format, mode) -> cpu.allocate(shape, dtype, format),
+                TIMEOUT, TTL, now::get, Duration.ZERO);
+        t.allocate(request(keys(0, 1), CHUNK));
+        t.close();
+        t.close(); // twice is fine
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> t.allocate(request(keys(1, 2), CHUNK)));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> buffer.allocate(lmcache4j.allocator.TensorShape.of(2, 2, CHUNK, 8),
+                DType.FLOAT32, MemoryFormat.KV_2LTD), "the buffer closed with the tier");
     }
 }

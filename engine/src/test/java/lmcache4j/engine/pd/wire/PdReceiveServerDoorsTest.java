@@ -1,0 +1,167 @@
+package lmcache4j.engine.pd.wire;
+
+import static lmcache4j.engine.pd.wire.PdReceiveServerTest.TOKEN;
+import static lmcache4j.engine.pd.wire.PdReceiveServerTest.decoder;
+import static lmcache4j.engine.pd.wire.PdReceiveServerTest.tier;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import lmcache4j.engine.LMCacheEngine;
+import lmcache4j.engine.config.ConfigLoader;
+import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.remote.lm.LmProtocol;
+
+/**
+ * The receive server's doors: a port that cannot be bound leaves the other one free; a connection
+ * over the cap is closed at once, not held until a handshake times out; a wrong proof is answered
+ * only after the delay that slows guessing; closing the server closes its ports and the connections
+ * it holds without waiting for them; and only a receiver's engine can be served.
+ */
+class PdReceiveServerDoorsTest {
+    private static final byte[] TOKEN_BYTES = TOKEN.getBytes(StandardCharsets.UTF_8);
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    @Test
+    void aTransferPortThatCannotBeBoundIsNamedAndLeavesTheAllocationPortFree() throws Exception {
+        try (LMCacheEngine decoder = decoder(1 << 20);
+             ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            int alloc = freePort();
+            IOException e = assertThrows(IOException.class, () -> PdReceiveServer.start(tier(decoder), "127.0.0.1", alloc,
+                    taken.getLocalPort(), Optional.of(TOKEN_BYTES), PdReceiveServerTest.TIMEOUT));
+            assertTrue(e.getMessage().contains("pd_peer_init_port") && e.getMessage().contains(
+                    String.valueOf(taken.getLocalPort())), e.getMessage());
+            try (ServerSocket again = new ServerSocket()) { // the allocation port was bound, then let go of
+                again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), alloc));
+            }
+        }
+    }
+
+    @Test
+    void aConnectionOverTheCapIsClosedAtOnceNotWhenAHandshakeWouldTimeOut() throws Exception {
+        int flood = 2 * PdReceiveServer.MAX_CONNECTIONS + 8;
+        List<SocketChannel> clients = new ArrayList<>();
+        try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder)) {
+            try {
+                for (int i = 0; i < flood; i++) {
+                    clients.add(SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                            i % 2 == 0 ? server.allocPort() : server.initPort())));
+                }
+                long refused = server.stats().refusedConnections();
+                for (long deadline = System.nanoTime() + 5_000_000_000L; refused < flood - 2L * PdReceiveServer.MAX_CONNECTIONS
+                        && System.nanoTime() < deadline; refused = server.stats().refusedConnections()) {
+                    Thread.sleep(5);
+                }
+                assertTrue(refused >= flood - 2L * PdReceiveServer.MAX_CONNECTIONS, server.stats().toString());
+                // Well within the handshake's timeout (1.5 s), the refused ones have been hung up on.
+                int hungUp = 0;
+                for (SocketChannel c : clients) {
+                    c.configureBlocking(false);
+                }
+                long deadline = System.nanoTime() + 900_000_000L; // the accepted ones time out at 1.5 s
+                boolean[] seen = new boolean[flood];
+                while (hungUp < refused && System.nanoTime() < deadline) {
+                    for (int i = 0; i < flood; i++) {
+                        if (!seen[i] && ended(clients.get(i))) {
+                            seen[i] = true;
+                            hungUp++;
+                        }
+                    }
+                    Thread.sleep(5);
+                }
+                assertEquals(refused, hungUp, "connections over the cap hung up on within 900 ms");
+            } finally {
+                for (SocketChannel c : clients) {
+                    c.close();
+                }
+            }
+        }
+    }
+
+    private static boolean ended(SocketChannel c) {
+        try {
+            return c.read(ByteBuffer.allocate(64)) < 0;
+        } catch (IOException e) {
+            return true; // reset
+        }
+    }
+
+    @Test
+    void aWrongProofIsAnsweredOnlyAfterTheDelayThatSlowsGuessing() throws Exception {
+        try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder);
+             SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.allocPort()))) {
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, 32,
+                    LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[32]));
+            LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES + 64);
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF, 32,
+                    LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[32]));
+            assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES)));
+            long t0 = System.nanoTime();
+            assertTrue(ended(c)); // blocking: returns when the server hangs up
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= PdReceiveServer.AUTH_FAILURE_DELAY_MS - 20, "hung up after " + ms + " ms");
+            assertEquals(1, server.stats().authFailures());
+        }
+    }
+
+    @Test
+    void closingTheServerClosesItsPortsAndTheConnectionsItHoldsWithoutWaitingForThem() throws Exception {
+        try (LMCacheEngine decoder = decoder(1 << 20)) {
+            PdReceiveServer server = PdReceiveServer.start(decoder);
+            int alloc = server.allocPort();
+            int init = server.initPort();
+            SocketChannel silent = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), init));
+            try (silent) {
+                for (long deadline = System.nanoTime() + 5_000_000_000L; server.stats().connections() < 1
+                        && System.nanoTime() < deadline; ) {
+                    Thread.sleep(5);
+                }
+                long t0 = System.nanoTime();
+                server.close();
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(ms < PdReceiveServerTest.TIMEOUT.toMillis() - 500, "close waited " + ms + " ms for a silent "
+                        + "connection instead of closing it");
+                assertTrue(ended(silent), "the held connection is closed");
+                for (int port : new int[] {alloc, init}) {
+                    assertThrows(ConnectException.class, () -> SocketChannel.open(new InetSocketAddress(
+                            InetAddress.getLoopbackAddress(), port)).close(), "port " + port + " still accepts");
+                }
+                server.close(); // twice is fine
+            }
+        }
+    }
+
+    @Test
+    void onlyAReceiversEngineCanBeServed() {
+        try (LMCacheEngine sender = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of())
+                .set("chunk_size", PdReceiveServerTest.CHUNK).set("max_local_cpu_size", 0.02).set("hash_seed", "0")
+                .set("enable_pd", true).set("pd_role", "sender").set("pd_buffer_size", (double) (1 << 20))
+                .set("pd_buffer_device", "cpu").set("pd_peer_host", "127.0.0.1").set("pd_peer_init_port", List.of(0))
+                .set("pd_peer_alloc_port", List.of(0)).set("pd_proxy_host", "127.0.0.1").set("pd_proxy_port", 1)
+                .set("extra_config", Map.of("p2p_token", TOKEN)).build(), PdReceiveServerTest.MODEL, KvConnector.host(1),
+                List.of())) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PdReceiveServer.start(sender));
+            assertTrue(e.getMessage().contains("pd_role: receiver"), e.getMessage());
+        }
+    }
+}

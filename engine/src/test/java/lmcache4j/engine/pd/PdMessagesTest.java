@@ -72,6 +72,58 @@ class PdMessagesTest {
         assertRefused(trailing, "followed by more bytes");
     }
 
+    /** An AllocRequest map: {@code extra} unknown fields first, then its five, with the values given. */
+    private static byte[] request(int extra, int keys, int rank, int dtypeBytes, long fmt, long last) throws IOException {
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(1 + extra + 5).packString("type").packString("AllocRequest");
+            for (int i = 0; i < extra; i++) {
+                p.packString("extra" + i).packInt(i);
+            }
+            p.packString("keys").packArrayHeader(keys);
+            for (int i = 0; i < keys; i++) {
+                p.packString("k" + i);
+            }
+            p.packString("fmt").packLong(fmt);
+            p.packString("shape").packArrayHeader(rank);
+            for (int i = 0; i < rank; i++) {
+                p.packInt(2);
+            }
+            p.packString("dtype").packString("x".repeat(dtypeBytes));
+            p.packString("last_chunk_toks").packLong(last);
+            return p.toByteArray();
+        }
+    }
+
+    @Test
+    void everyLimitTakesItsLastValueAndRefusesTheNext() throws IOException {
+        AllocRequest widest = PdMessages.decodeAllocRequest(request(64 - 6, PdMessages.MAX_KEYS, PdMessages.MAX_RANK,
+                PdMessages.MAX_STRING_BYTES, Integer.MAX_VALUE, Integer.MIN_VALUE));
+        assertEquals(PdMessages.MAX_KEYS, widest.keys().size());
+        assertEquals(PdMessages.MAX_RANK, widest.shape().size());
+        assertEquals(PdMessages.MAX_STRING_BYTES, widest.dtype().length());
+        assertEquals(Integer.MAX_VALUE, widest.fmt());
+        assertEquals(Integer.MIN_VALUE, widest.lastChunkToks());
+        assertRefused(request(64 - 5, 1, 1, 1, 1, 1), "map of 65 entries");
+        assertRefused(request(0, PdMessages.MAX_KEYS + 1, 1, 1, 1, 1), "has 4097 entries, more than 4096");
+        assertRefused(request(0, 1, PdMessages.MAX_RANK + 1, 1, 1, 1), "has 9 entries, more than 8");
+        assertRefused(request(0, 1, 1, PdMessages.MAX_STRING_BYTES + 1, 1, 1), "is 1025 bytes, more than 1024");
+        assertRefused(request(0, 1, 1, 1, Integer.MAX_VALUE + 1L, 1), "fmt = 2147483648 is outside a 32-bit integer");
+        assertRefused(request(0, 1, 1, 1, 1, Integer.MIN_VALUE - 1L), "last_chunk_toks = -2147483649 is outside");
+        assertRefused(new byte[] {(byte) 0x80}, "map of 0 entries");
+    }
+
+    @Test
+    void aResponseOrANoticeFollowedByMoreBytesIsRefused() {
+        byte[] response = PdMessages.encode(new AllocResponse(List.of(0), List.of(3L), ""));
+        PdProtocolException e = assertThrows(PdProtocolException.class, () -> PdMessages.decodeAllocResponse(
+                java.util.Arrays.copyOf(response, response.length + 1)));
+        assertTrue(e.getMessage().contains("followed by more bytes"), e.getMessage());
+        byte[] notice = PdMessages.encode(new ProxyNotif("r"));
+        e = assertThrows(PdProtocolException.class, () -> PdMessages.decodeProxyNotif(
+                java.util.Arrays.copyOf(notice, notice.length + 1)));
+        assertTrue(e.getMessage().contains("followed by more bytes"), e.getMessage());
+    }
+
     private static void assertRefused(byte[] frame, String expected) {
         PdProtocolException e = assertThrows(PdProtocolException.class, () -> PdMessages.decodeAllocRequest(frame));
         assertTrue(e.getMessage().contains(expected), e.getMessage());

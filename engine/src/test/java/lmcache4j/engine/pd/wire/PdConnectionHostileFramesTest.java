@@ -413,6 +413,43 @@ class PdConnectionHostileFramesTest {
         }, r -> Thread.ofVirtual().start(r));
     }
 
+    // ---- a peer that stops reading ------------------------------------------------------------------
+
+    @Test
+    void aPeerThatStopsReadingHoldsASenderNoLongerThanTheFramesAllowance() throws Exception {
+        Duration timeout = Duration.ofMillis(200);
+        int bytes = 1 << 20; // far more than two 4 KiB socket buffers hold
+        try (ServerSocketChannel listener = ServerSocketChannel.open(); Arena arena = Arena.ofShared()) {
+            listener.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 4096); // accepted sockets inherit it
+            listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            MemorySegment chunk = arena.allocate(bytes);
+            for (int attempt = 0; attempt < 2; attempt++) {
+                boolean asChunk = attempt == 1;
+                SocketChannel client = SocketChannel.open();
+                client.setOption(java.net.StandardSocketOptions.SO_SNDBUF, 4096);
+                client.connect(listener.getLocalAddress());
+                try (PdConnection sender = PdConnection.unkeyedForBenchmark(client.socket(), timeout, bytes + 64);
+                     SocketChannel silent = listener.accept()) { // accepted, never read
+                    long t0 = System.nanoTime();
+                    IOException e = assertTimeoutPreemptively(BOUND, () -> assertThrows(IOException.class, () -> {
+                        if (asChunk) {
+                            sender.sendChunk(1, chunk);
+                        } else {
+                            sender.sendMessage(new byte[bytes]);
+                        }
+                    }));
+                    long ms = (System.nanoTime() - t0) / 1_000_000;
+                    // the allowance: the timeout plus the frame at 1 MiB/s (1 s here)
+                    assertTrue(ms >= 1_000 + timeout.toMillis() - 50 && ms < 1_000 + timeout.toMillis() + 3_000,
+                            (asChunk ? "chunk" : "message") + ": " + ms + " ms, " + e);
+                    assertTrue(sender.isClosed(), "the watchdog closed the stalled connection");
+                    assertTrue(silent.isOpen());
+                }
+            }
+        }
+    }
+
     private static MemorySegment random(Arena arena, int bytes, long seed) {
         MemorySegment s = arena.allocate(bytes);
         byte[] b = new byte[bytes];

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -18,7 +16,6 @@ import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
-import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.wire.PdReceiveServer;
 
@@ -93,7 +90,7 @@ class PdSenderTest {
              PdReceiveServer server = PdReceiveServer.start(decoder); LMCacheEngine prefiller = engine("sender", 1 << 20);
              PdSender sender = PdSender.create(prefiller)) {
             int[] tokens = new Random(3).ints(positions, 0, 30_000).toArray();
-            Planes kv = new Planes(arena, positions, 4);
+            PlanarKv kv = new PlanarKv(arena, MODEL, positions, 4);
             PdTransfer t = sender.begin("req", prefiller.prepare(tokens, Map.of()),
                     new PdPeer("127.0.0.1", server.initPort(), server.allocPort()));
             t.pushComputed(kv, CHUNK); // the first chunk as soon as its positions are computed
@@ -105,55 +102,11 @@ class PdSenderTest {
             assertEquals(0, sender.stats().stagingUsedBytes(), "staging given back");
             PreparedRequest request = decoder.prepare(tokens, Map.of());
             assertEquals(positions, decoder.lookup(request, "l"));
-            Planes into = new Planes(arena, positions, 0);
+            PlanarKv into = new PlanarKv(arena, MODEL, positions, 0);
             for (boolean loaded : decoder.retrieve(request, into, "l")) {
                 assertTrue(loaded);
             }
             assertEquals(-1, into.all.mismatch(kv.all));
-        }
-    }
-
-    /** KV as {@code [2][layers][positions × hidden]} floats in one segment. */
-    private static final class Planes implements ExternalKvCache {
-        final MemorySegment all;
-        final int positions;
-        final long row = (long) MODEL.numKvHeads() * MODEL.headSize() * Float.BYTES;
-
-        Planes(Arena arena, int positions, long seed) {
-            this.positions = positions;
-            this.all = arena.allocate(2L * MODEL.numLayers() * positions * row, 64);
-            Random r = new Random(seed);
-            for (long i = 0; seed != 0 && i < all.byteSize() / Float.BYTES; i++) {
-                all.setAtIndex(ValueLayout.JAVA_FLOAT, i, r.nextFloat());
-            }
-        }
-
-        @Override public DType dtype() { return DType.FLOAT32; }
-        @Override public int layerCount() { return MODEL.numLayers(); }
-        @Override public int numKvHeads() { return MODEL.numKvHeads(); }
-        @Override public int headSize() { return MODEL.headSize(); }
-        @Override public int capacity() { return positions; }
-
-        @Override
-        public void gather(int start, int end, MemorySegment chunk) {
-            copy(start, end, chunk, true);
-        }
-
-        @Override
-        public void scatter(MemorySegment chunk, int start, int end) {
-            copy(start, end, chunk, false);
-        }
-
-        private void copy(int start, int end, MemorySegment chunk, boolean out) {
-            int tokens = end - start;
-            for (int plane = 0; plane < 2 * MODEL.numLayers(); plane++) {
-                long at = (plane * (long) positions + start) * row;
-                if (out) {
-                    MemorySegment.copy(all, at, chunk, plane * tokens * row, tokens * row);
-                } else {
-                    MemorySegment.copy(chunk, plane * tokens * row, all, at, tokens * row);
-                }
-            }
         }
     }
 }

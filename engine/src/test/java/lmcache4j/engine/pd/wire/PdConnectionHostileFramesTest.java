@@ -1,5 +1,6 @@
 package lmcache4j.engine.pd.wire;
 
+import static lmcache4j.engine.pd.wire.PdConnectionTest.random;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -19,7 +20,6 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.UnaryOperator;
 
@@ -448,13 +448,5 @@ class PdConnectionHostileFramesTest {
                 }
             }
         }
-    }
-
-    private static MemorySegment random(Arena arena, int bytes, long seed) {
-        MemorySegment s = arena.allocate(bytes);
-        byte[] b = new byte[bytes];
-        new Random(seed).nextBytes(b);
-        MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, bytes);
-        return s;
     }
 }

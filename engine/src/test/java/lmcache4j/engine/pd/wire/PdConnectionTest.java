@@ -190,7 +190,7 @@ class PdConnectionTest {
         }
     }
 
-    private static MemorySegment random(Arena arena, int bytes, long seed) {
+    static MemorySegment random(Arena arena, int bytes, long seed) {
         MemorySegment s = arena.allocate(bytes);
         byte[] b = new byte[bytes];
         new Random(seed).nextBytes(b);

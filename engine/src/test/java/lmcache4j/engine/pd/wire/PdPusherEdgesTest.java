@@ -15,8 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -25,7 +23,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Random;
 
 import org.junit.jupiter.api.Test;
 
@@ -35,10 +32,9 @@ import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.ModelMetadata;
 import lmcache4j.engine.PreparedRequest;
 import lmcache4j.engine.config.ConfigLoader;
-import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.key.ChunkRange;
-import lmcache4j.engine.pd.wire.PdReceiveServerTest.RowsKv;
+import lmcache4j.engine.pd.PlanarKv;
 
 /**
  * The sender at its edges: chunks larger than a message frame (a real model's) travel whole; a
@@ -69,7 +65,7 @@ class PdPusherEdgesTest {
              PdPusher pusher = new PdPusher(TensorMemoryAllocator.strict("staging", 4 * chunkBytes, 4096), big, chunk,
                      Optional.of(TOKEN.getBytes(StandardCharsets.UTF_8)), Duration.ofSeconds(10), Optional.empty(), 0)) {
             int[] tokens = tokens(2 * chunk, 41);
-            Planes kv = new Planes(arena, big, 2 * chunk, 42);
+            PlanarKv kv = new PlanarKv(arena, big, 2 * chunk, 42);
             PreparedRequest r = decoder.prepare(tokens, Map.of());
             PdPusher.Transfer t = pusher.begin("big", r.chunks(), new PdPusher.Peer("127.0.0.1", server.initPort(),
                     server.allocPort()));
@@ -79,7 +75,7 @@ class PdPusherEdgesTest {
             assertEquals(2 * chunkBytes, result.pushedBytes());
             PreparedRequest again = decoder.prepare(tokens, Map.of());
             assertEquals(2 * chunk, decoder.lookup(again, "l1"));
-            Planes into = new Planes(arena, big, 2 * chunk, 0);
+            PlanarKv into = new PlanarKv(arena, big, 2 * chunk, 0);
             boolean[] loaded = decoder.retrieve(again, into, "l1");
             for (boolean b : loaded) {
                 assertTrue(b, "every position loaded");
@@ -94,7 +90,7 @@ class PdPusherEdgesTest {
              PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
             int[] first = tokens(3 * CHUNK, 51);
             int[] second = tokens(3 * CHUNK, 52);
-            RowsKv kv = new RowsKv(arena, 3 * CHUNK, 53);
+            PlanarKv kv = new PlanarKv(arena, MODEL, 3 * CHUNK, 53);
             int allocPort;
             int initPort;
             try (PdReceiveServer server = PdReceiveServer.start(decoder)) {
@@ -141,7 +137,7 @@ class PdPusherEdgesTest {
             });
             PreparedRequest r = keys.prepare(tokens(4 * CHUNK, 61), Map.of());
             PdPusher.Transfer t = pusher.begin("fake", r.chunks(), new PdPusher.Peer("127.0.0.1", port, port));
-            t.pushComputed(new RowsKv(arena, 4 * CHUNK, 62), 4 * CHUNK);
+            t.pushComputed(new PlanarKv(arena, MODEL, 4 * CHUNK, 62), 4 * CHUNK);
             long t0 = System.nanoTime();
             PdPusher.Result result = assertTimeoutPreemptively(BOUND, t::finish);
             long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -189,7 +185,7 @@ class PdPusherEdgesTest {
              PdPusher pusher = new PdPusher(TensorMemoryAllocator.strict("staging", 64 * PdReceiveServerTest.CHUNK_BYTES,
                      4096), MODEL, CHUNK, Optional.of(TOKEN.getBytes(StandardCharsets.UTF_8)), longTimeout,
                      Optional.empty(), 0)) {
-            RowsKv kv = new RowsKv(arena, 4 * CHUNK, 81);
+            PlanarKv kv = new PlanarKv(arena, MODEL, 4 * CHUNK, 81);
             for (int round = 0; round < 3; round++) {
                 int[] prompt = tokens(4 * CHUNK, 82 + round);
                 String id = "prompt-" + round;
@@ -214,49 +210,6 @@ class PdPusherEdgesTest {
             assertThrows(IllegalStateException.class, () -> staging.allocate(
                     lmcache4j.allocator.TensorShape.of(2, 1, CHUNK, 32), DType.FLOAT32,
                     lmcache4j.allocator.MemoryFormat.KV_2LTD));
-        }
-    }
-
-    /** A model's KV as one segment, {@code [2][layers][positions × hidden]}, of random floats (or zeros). */
-    private static final class Planes implements ExternalKvCache {
-        final MemorySegment all;
-        final ModelMetadata model;
-        final int positions;
-        final long row;
-
-        Planes(Arena arena, ModelMetadata model, int positions, long seed) {
-            this.model = model;
-            this.positions = positions;
-            this.row = (long) model.numKvHeads() * model.headSize() * Float.BYTES;
-            this.all = arena.allocate(2L * model.numLayers() * positions * row, 64);
-            if (seed != 0) {
-                Random r = new Random(seed);
-                for (long i = 0; i < all.byteSize() / Float.BYTES; i++) {
-                    all.setAtIndex(ValueLayout.JAVA_FLOAT, i, r.nextFloat());
-                }
-            }
-        }
-
-        @Override public DType dtype() { return DType.FLOAT32; }
-        @Override public int layerCount() { return model.numLayers(); }
-        @Override public int numKvHeads() { return model.numKvHeads(); }
-        @Override public int headSize() { return model.headSize(); }
-        @Override public int capacity() { return positions; }
-
-        @Override
-        public void gather(int start, int end, MemorySegment chunk) {
-            int tokens = end - start;
-            for (int plane = 0; plane < 2 * model.numLayers(); plane++) {
-                MemorySegment.copy(all, (plane * (long) positions + start) * row, chunk, plane * tokens * row, tokens * row);
-            }
-        }
-
-        @Override
-        public void scatter(MemorySegment chunk, int start, int end) {
-            int tokens = end - start;
-            for (int plane = 0; plane < 2 * model.numLayers(); plane++) {
-                MemorySegment.copy(chunk, plane * tokens * row, all, (plane * (long) positions + start) * row, tokens * row);
-            }
         }
     }
 }

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -36,6 +35,7 @@ import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.connector.ExternalKvCache;
 import lmcache4j.engine.connector.KvConnector;
 import lmcache4j.engine.pd.PdBackend;
+import lmcache4j.engine.pd.PlanarKv;
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
 
@@ -76,68 +76,8 @@ class PdReceiveServerTest {
         return new Random(seed).ints(n, 0, 30_000).toArray();
     }
 
-    /** An external KV of {@code [2][layers][capacity × hidden]} floats. */
-    static final class RowsKv implements ExternalKvCache {
-        final MemorySegment[][] planes = new MemorySegment[2][MODEL.numLayers()];
-        final int capacity;
-        final long row = (long) MODEL.numKvHeads() * MODEL.headSize() * Float.BYTES;
-
-        RowsKv(Arena arena, int capacity, long seed) {
-            this.capacity = capacity;
-            Random r = new Random(seed);
-            for (int p = 0; p < 2; p++) {
-                for (int l = 0; l < planes[p].length; l++) {
-                    planes[p][l] = arena.allocate(capacity * row, 64);
-                    for (long i = 0; i < capacity * row / Float.BYTES; i++) {
-                        planes[p][l].setAtIndex(ValueLayout.JAVA_FLOAT, i, seed == 0 ? 0 : r.nextFloat());
-                    }
-                }
-            }
-        }
-
-        @Override public DType dtype() { return DType.FLOAT32; }
-        @Override public int layerCount() { return MODEL.numLayers(); }
-        @Override public int numKvHeads() { return MODEL.numKvHeads(); }
-        @Override public int headSize() { return MODEL.headSize(); }
-        @Override public int capacity() { return capacity; }
-
-        @Override
-        public void gather(int start, int end, MemorySegment chunk) {
-            copy(start, end, chunk, true);
-        }
-
-        @Override
-        public void scatter(MemorySegment chunk, int start, int end) {
-            copy(start, end, chunk, false);
-        }
-
-        private void copy(int start, int end, MemorySegment chunk, boolean out) {
-            int tokens = end - start;
-            for (int p = 0; p < 2; p++) {
-                for (int l = 0; l < planes[p].length; l++) {
-                    long c = ((long) p * planes[p].length + l) * tokens * row;
-                    if (out) {
-                        MemorySegment.copy(planes[p][l], start * row, chunk, c, tokens * row);
-                    } else {
-                        MemorySegment.copy(chunk, c, planes[p][l], start * row, tokens * row);
-                    }
-                }
-            }
-        }
-
-        byte[] bytes(int positions) {
-            ByteBuffer out = ByteBuffer.allocate((int) (2 * planes[0].length * positions * row));
-            for (MemorySegment[] plane : planes) {
-                for (MemorySegment layer : plane) {
-                    out.put(layer.asSlice(0, positions * row).toArray(ValueLayout.JAVA_BYTE));
-                }
-            }
-            return out.array();
-        }
-    }
-
     /** Pushes {@code tokens}' KV from {@code kv} to {@code server} as one request, then finishes it. */
-    static PdPusher.Result push(PdPusher pusher, LMCacheEngine decoder, PdReceiveServer server, int[] tokens, RowsKv kv,
+    static PdPusher.Result push(PdPusher pusher, LMCacheEngine decoder, PdReceiveServer server, int[] tokens, PlanarKv kv,
                                 String reqId) {
         PreparedRequest r = decoder.prepare(tokens, Map.of());
         PdPusher.Transfer t = pusher.begin(reqId, r.chunks(), new PdPusher.Peer("127.0.0.1", server.initPort(),
@@ -153,13 +93,13 @@ class PdReceiveServerTest {
         int[] tokens = tokens(300, 1); // four full chunks and one of 44 tokens
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
              PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
-            RowsKv kv = new RowsKv(arena, 512, 7);
+            PlanarKv kv = new PlanarKv(arena, MODEL, 512, 7);
             PdPusher.Result r = push(pusher, decoder, server, tokens, kv, "req-1");
             assertEquals(5, r.pushedChunks(), "stopped: " + r.stopReason());
             assertEquals(4 * CHUNK_BYTES + CHUNK_BYTES * 44 / CHUNK, r.pushedBytes());
             PreparedRequest request = decoder.prepare(tokens, Map.of());
             assertEquals(300, decoder.lookup(request, "l1"), "the whole prompt, its partial last chunk included");
-            RowsKv out = new RowsKv(arena, 512, 0);
+            PlanarKv out = new PlanarKv(arena, MODEL, 512, 0);
             boolean[] loaded = decoder.retrieve(request, out, "l1");
             for (boolean b : loaded) {
                 assertTrue(b);
@@ -179,7 +119,7 @@ class PdReceiveServerTest {
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
              PdReceiveServer server = PdReceiveServer.start(decoder);
              PdPusher stranger = pusher(MODEL, Optional.of("a-token-of-its-own-0123456789"))) {
-            PdPusher.Result r = push(stranger, decoder, server, tokens(200, 2), new RowsKv(arena, 256, 3), "req-2");
+            PdPusher.Result r = push(stranger, decoder, server, tokens(200, 2), new PlanarKv(arena, MODEL, 256, 3), "req-2");
             assertEquals(0, r.pushedChunks());
             // The sender checks the decoder's proof first: with another token it sends nothing keyed.
             assertTrue(r.stopReason().orElseThrow().contains("could not prove it holds the token"), r.stopReason().get());
@@ -217,7 +157,7 @@ class PdReceiveServerTest {
             int attempt = 0;
             do { // fresh tokens each time: a retry's chunks are not the ones an earlier attempt may have landed
                 int[] tokens = tokens(2 * CHUNK, 21 + attempt++);
-                r = push(pusher, decoder, server, tokens, new RowsKv(arena, tokens.length, 22), "req-after-flood-" + attempt);
+                r = push(pusher, decoder, server, tokens, new PlanarKv(arena, MODEL, tokens.length, 22), "req-after-flood-" + attempt);
             } while (r.pushedChunks() < 2 && System.nanoTime() < deadline);
             assertEquals(2, r.pushedChunks(), r.toString());
         }
@@ -233,6 +173,7 @@ class PdReceiveServerTest {
             LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF, 32,
                     LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[32]));
             assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES)));
+            long failed = System.nanoTime();
             byte[] request = lmcache4j.engine.pd.wire.PdMessages.encode(new lmcache4j.engine.pd.wire.AllocRequest(
                     List.of(decoder.prepare(tokens(64, 11), Map.of()).chunks().getFirst().key().toKeyString()), 1,
                     List.of(2, 2, CHUNK, 32), "float", CHUNK));
@@ -243,6 +184,9 @@ class PdReceiveServerTest {
             } catch (IOException e) {
                 // reset: closed as well
             }
+            long ms = (System.nanoTime() - failed) / 1_000_000;
+            assertTrue(ms >= PdReceiveServer.AUTH_FAILURE_DELAY_MS - 20, "hung up " + ms + " ms after FAIL: the delay that "
+                    + "slows guessing was skipped");
             assertEquals(1, server.stats().authFailures());
             assertEquals(0, tier(decoder).stats().allocatedChunks(), "nothing allocated for it");
         }
@@ -257,7 +201,7 @@ class PdReceiveServerTest {
             PreparedRequest r = decoder.prepare(tokens, Map.of());
             PdPusher.Transfer t = pusher.begin("req-3", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
                     server.allocPort()));
-            t.pushComputed(new RowsKv(arena, 256, 5), 256);
+            t.pushComputed(new PlanarKv(arena, MODEL, 256, 5), 256);
             PdPusher.Result result = t.finish();
             assertTrue(relay.flipped(), "the relay changed a payload byte");
             assertEquals(0, result.pushedChunks(), "the receiver refused the altered chunk");
@@ -274,7 +218,7 @@ class PdReceiveServerTest {
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
              PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
             long t0 = System.nanoTime();
-            PdPusher.Result r = push(pusher, decoder, server, tokens, new RowsKv(arena, tokens.length, 7), "req-4");
+            PdPusher.Result r = push(pusher, decoder, server, tokens, new PlanarKv(arena, MODEL, tokens.length, 7), "req-4");
             assertTrue(System.nanoTime() - t0 < TIMEOUT.toNanos(), "refused at once, not waited for");
             assertEquals(32, r.pushedChunks());
             assertTrue(r.refusedChunks() + r.failedChunks() == 8, r.toString());
@@ -321,7 +265,7 @@ class PdReceiveServerTest {
                 long t0 = System.nanoTime();
                 PdPusher.Transfer t = pusher.begin("req-6", r.chunks(), new PdPusher.Peer("127.0.0.1", silent.getLocalPort(),
                         silent.getLocalPort()));
-                t.pushComputed(new RowsKv(arena, 512, 10), 512);
+                t.pushComputed(new PlanarKv(arena, MODEL, 512, 10), 512);
                 PdPusher.Result result = t.finish();
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 assertEquals(0, result.pushedChunks());
@@ -349,7 +293,7 @@ class PdReceiveServerTest {
             PreparedRequest r = keys.prepare(tokens(512, 11), Map.of()); // 8 chunks
             PdPusher.Transfer t = pusher.begin("req-stopped", r.chunks(), new PdPusher.Peer("127.0.0.1", unreachable,
                     unreachable));
-            t.pushComputed(new RowsKv(arena, 512, 12), 2 * CHUNK); // the prefill got this far when the push failed
+            t.pushComputed(new PlanarKv(arena, MODEL, 512, 12), 2 * CHUNK); // the prefill got this far when the push failed
             PdPusher.Result result = t.finish();
             assertEquals(0, result.pushedChunks());
             assertEquals(8, result.failedChunks(), "2 gathered and failed, 6 never gathered");
@@ -368,7 +312,7 @@ class PdReceiveServerTest {
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
              PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
              FlippingRelay relay = new FlippingRelay(server.initPort(), 20_000 + altered * frame)) {
-            RowsKv kv = new RowsKv(arena, chunks * CHUNK, 12);
+            PlanarKv kv = new PlanarKv(arena, MODEL, chunks * CHUNK, 12);
             PreparedRequest r = decoder.prepare(tokens, Map.of());
             PdPusher.Transfer t = pusher.begin("req-w1", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
                     server.allocPort()));
@@ -407,7 +351,7 @@ class PdReceiveServerTest {
              PdReceiveServer server = PdReceiveServer.start(decoder);
              AckHoldingRelay relay = new AckHoldingRelay(server.initPort())) {
             PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
-            RowsKv kv = new RowsKv(arena, chunks * CHUNK, 15);
+            PlanarKv kv = new PlanarKv(arena, MODEL, chunks * CHUNK, 15);
             PreparedRequest r = decoder.prepare(tokens, Map.of());
             PdPusher.Transfer t = pusher.begin("req-d1", r.chunks(), new PdPusher.Peer("127.0.0.1", relay.port(),
                     server.allocPort()));
@@ -438,7 +382,7 @@ class PdReceiveServerTest {
             assertEquals(0, s.tagFailures());
             assertEquals(landed * CHUNK, decoder.lookup(decoder.prepare(tokens, Map.of()), "d1"),
                     "what landed whole is served; nothing after it");
-            RowsKv out = new RowsKv(arena, chunks * CHUNK, 0);
+            PlanarKv out = new PlanarKv(arena, MODEL, chunks * CHUNK, 0);
             decoder.retrieve(decoder.prepare(tokens, Map.of()), out, "d1");
             assertArrayEquals(kv.bytes((int) landed * CHUNK), out.bytes((int) landed * CHUNK));
         }
@@ -454,7 +398,7 @@ class PdReceiveServerTest {
              AckHoldingRelay heldAnswers = new AckHoldingRelay(server.allocPort(), Long.MAX_VALUE,
                      AckHoldingRelay.HANDSHAKE_ANSWER_BYTES, new CountDownLatch(1));
              AckHoldingRelay heldAcks = new AckHoldingRelay(server.initPort())) {
-            RowsKv kv = new RowsKv(arena, second.length, 20);
+            PlanarKv kv = new PlanarKv(arena, MODEL, second.length, 20);
             // Request a keeps the sending thread waiting for its room, so that all of b's chunks are queued when it
             // comes to b: b's batches are then whole, whatever the threads' timing.
             PdPusher.Transfer a = pusher.begin("req-a", decoder.prepare(first, Map.of()).chunks(),
@@ -498,7 +442,7 @@ class PdReceiveServerTest {
              AckHoldingRelay relay = new AckHoldingRelay(server.initPort(), 20_000, Long.MAX_VALUE)) {
             PdPusher.Transfer t = pusher.begin("req-s1", decoder.prepare(tokens, Map.of()).chunks(),
                     new PdPusher.Peer("127.0.0.1", relay.port(), server.allocPort()));
-            t.pushComputed(new RowsKv(arena, CHUNK, 17), CHUNK); // the relay passes 20,000 bytes, then holds the rest
+            t.pushComputed(new PlanarKv(arena, MODEL, CHUNK, 17), CHUNK); // the relay passes 20,000 bytes, then holds the rest
             PdPusher.Result result = t.finish();
             assertEquals(0, result.pushedChunks(), result.toString());
             // The receiver reads the payload straight into the room, so its own deadline must end the read:

@@ -79,6 +79,10 @@ class PdProxyTest {
         return new Answer(r.statusCode(), Json.parseObject(r.body()));
     }
 
+    private static String reqId(Answer a) {
+        return (String) a.body().get("req_id");
+    }
+
     private static int[] tokens(Answer a) {
         return ((List<?>) a.body().get("token_ids")).stream().mapToInt(v -> ((Number) v).intValue()).toArray();
     }
@@ -137,7 +141,7 @@ class PdProxyTest {
                 assertArrayEquals(ScriptedWorker.expectedTokens(PROMPT, 7), tokens(a));
                 assertEquals(true, a.body().get("noticed"));
                 assertEquals(2, sentWhenDecoded.get(), "the decoder was called before both ranks' notices came");
-                String reqId = (String) a.body().get("req_id");
+                String reqId = reqId(a);
                 assertEquals(reqId, prefillCall.get().reqId());
                 assertEquals(reqId, decodedId.get());
                 assertArrayEquals(PROMPT, prefillCall.get().tokens());
@@ -147,7 +151,18 @@ class PdProxyTest {
                 assertEquals(d.address(), a.body().get("decoder"));
                 @SuppressWarnings("unchecked")
                 Map<String, Object> timings = (Map<String, Object>) a.body().get("timings_ms");
-                assertTrue(((Number) timings.get("notice_wait")).doubleValue() >= 250, timings.toString());
+                double prefill = ((Number) timings.get("prefill")).doubleValue();
+                double noticeWait = ((Number) timings.get("notice_wait")).doubleValue();
+                double decode = ((Number) timings.get("decode")).doubleValue();
+                double total = ((Number) timings.get("total")).doubleValue();
+                assertTrue(noticeWait >= 250, "the second notice came 300 ms after the prefill: " + timings);
+                assertTrue(prefill >= 0 && decode >= 0 && total >= prefill + noticeWait + decode - 1, timings.toString());
+                assertTrue(((Number) timings.get("ttft")).doubleValue() >= prefill + noticeWait
+                        && ((Number) timings.get("ttft")).doubleValue() <= total + 1.0 + 1e-9, "ttft is the time to the decode "
+                        + "call plus the decoder's own (1 ms here): " + timings);
+                @SuppressWarnings("unchecked")
+                Map<String, Object> prefillReply = (Map<String, Object>) a.body().get("prefill");
+                assertEquals(reqId(a), prefillReply.get("req_id"), "the prefiller's reply is passed on");
                 assertFalse(a.body().containsKey("failures"));
                 assertEquals(1, counter(px, "completed"));
                 assertEquals(2, counter(px, "notices"));
@@ -156,6 +171,9 @@ class PdProxyTest {
                 Answer again = generate(px, new int[] {5, 4, 3}, 3);
                 assertNotEquals(reqId, again.body().get("req_id"), "each request its own id");
                 assertEquals(1, d.statusCalls.get(), "the decoder's ports are read once, not per request");
+                assertEquals(200, HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + px.httpAddress().getPort()
+                        + "/health")).build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+                closeFreesItsPorts(px);
             }
         }
     }
@@ -185,7 +203,9 @@ class PdProxyTest {
             p.onPrefill = call -> {
                 throw new IllegalStateException("the model crashed");
             };
-            try (PdProxy px = PdProxy.start(settings(List.of(p), List.of(d), Duration.ofSeconds(30), 8))) {
+            // One request at a time, so the notice table holds one: a failed prefill left in it would leave
+            // the next request without its notices.
+            try (PdProxy px = start(settings(List.of(p), List.of(d), Duration.ofSeconds(30), 1), List.of(p))) {
                 long t0 = System.nanoTime();
                 Answer a = generate(px, PROMPT, 3);
                 long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -197,6 +217,10 @@ class PdProxyTest {
                 assertTrue(a.body().get("failures").toString().contains("prefiller " + p.address()), a.body().toString());
                 assertEquals(1, counter(px, "prefill_failures"));
                 assertEquals(1, counter(px, "completed"));
+
+                p.onPrefill = p::noticeEveryRank;
+                Answer next = generate(px, PROMPT, 3);
+                assertEquals(true, next.body().get("noticed"), "the failed request was left in the notice table");
             }
         }
     }
@@ -250,7 +274,9 @@ class PdProxyTest {
                 assertEquals(bad.decodes.get(), counter(px, "decoder_failovers"), "one failover per failed decode");
 
                 good.onDecode = bad.onDecode;
+                int triedBefore = bad.decodes.get() + good.decodes.get();
                 Answer none = generate(px, PROMPT, 2);
+                assertEquals(triedBefore + 2, bad.decodes.get() + good.decodes.get(), "each decoder tried once");
                 assertEquals(502, none.status(), none.body().toString());
                 assertTrue(none.error().contains("every decoder failed") && none.error().contains("decoder " + bad.address())
                         && none.error().contains("decoder " + good.address()), none.error());
@@ -338,6 +364,12 @@ class PdProxyTest {
                     return p.noticeEveryRank(call);
                 };
             }
+            for (int i = 0; i < 20; i++) { // among equally loaded workers, any: one idle worker does not take all
+                assertEquals(200, generate(px, new int[] {i}, 1).status());
+            }
+            assertTrue(p1.prefills.get() > 0 && p2.prefills.get() > 0, p1.prefills + " / " + p2.prefills);
+            assertTrue(d1.decodes.get() > 0 && d2.decodes.get() > 0, d1.decodes + " / " + d2.decodes);
+
             CompletableFuture<Answer> first = async(px, new int[] {1});
             assertTrue(entered.await(20, TimeUnit.SECONDS));
             Answer second = generate(px, new int[] {2}, 1);
@@ -467,6 +499,19 @@ class PdProxyTest {
         try (ServerSocket free = new ServerSocket()) { // nothing of a failed start holds the notice port
             free.setReuseAddress(true);
             free.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), noticePort));
+        }
+    }
+
+    /** After {@code close}, neither the HTTP port nor the notice port takes a connection. */
+    private static void closeFreesItsPorts(PdProxy px) throws IOException {
+        int http = px.httpAddress().getPort();
+        int notice = px.noticePort();
+        px.close();
+        for (int port : List.of(http, notice)) {
+            try (ServerSocket again = new ServerSocket()) {
+                again.setReuseAddress(true);
+                again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package lmcache4j.server.pd;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -91,7 +92,15 @@ class PdWorkerServerTest {
             assertEquals("127.0.0.1", s.get("pd_peer_host"), "the role's own status is added");
             assertEquals(List.of(7_000L), s.get("pd_peer_init_port"));
             assertEquals(1L, counter(p, "served"));
-            assertEquals(200, call(p, "GET", "/health", null).status());
+            Answer health = call(p, "GET", "/health", null);
+            assertEquals(200, health.status());
+            assertEquals("ok", health.body().get("status"));
+            int port = d.port();
+            d.close();
+            try (java.net.ServerSocket again = new java.net.ServerSocket()) { // close freed its port
+                again.setReuseAddress(true);
+                again.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port));
+            }
         }
     }
 
@@ -140,6 +149,7 @@ class PdWorkerServerTest {
             }, r -> Thread.ofVirtual().start(r));
             assertTrue(entered.await(20, TimeUnit.SECONDS));
             assertEquals(1, counter(d, "in_flight"));
+            assertEquals(1, d.inFlight());
             release.countDown();
             assertEquals(200, running.get(30, TimeUnit.SECONDS).status());
             assertEquals(0, counter(d, "in_flight"));
@@ -216,6 +226,10 @@ class PdWorkerServerTest {
                 Optional.of(logits));
         PdWorkerApi.DecodeReply answerRead = PdWorkerApi.DecodeReply.of(Json.parseObject(Json.write(answer.json())));
         assertEquals(answer, answerRead);
+        assertEquals(answer.hashCode(), answerRead.hashCode());
+        assertNotEquals(answer, new PdWorkerApi.DecodeReply(new int[] {7, 9}, 256, 1, 3.5, 9.25, new double[2], Optional.empty()));
+        assertNotEquals(answer, new PdWorkerApi.DecodeReply(new int[] {7, 8}, 0, 1, 3.5, 9.25, new double[2], Optional.empty()));
+        assertNotEquals(answer, new PdWorkerApi.DecodeReply(new int[] {7, 8}, 256, 2, 3.5, 9.25, new double[2], Optional.empty()));
         assertArrayEquals(logits, answerRead.logits().orElseThrow(), "logits round-trip exactly (a float widened, then narrowed)");
         assertArrayEquals(new double[] {3.5, 9.25}, answerRead.tokenTimesMs());
         assertEquals(3.5, answerRead.ttftMs());

@@ -57,6 +57,15 @@ final class ScriptedWorker implements PdWorkerServer.Worker, AutoCloseable {
         return m;
     }
 
+    int port() {
+        return server.address().getPort();
+    }
+
+    /** Calls its server is serving now. */
+    int inFlight() {
+        return server.inFlight();
+    }
+
     /** {@code host:port}, as the proxy names it. */
     String address() {
         return "127.0.0.1:" + server.address().getPort();

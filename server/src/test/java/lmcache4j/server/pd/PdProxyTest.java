@@ -352,6 +352,12 @@ class PdProxyTest {
         try (ScriptedWorker p1 = ScriptedWorker.prefiller(); ScriptedWorker p2 = ScriptedWorker.prefiller();
              ScriptedWorker d1 = ScriptedWorker.decoder(1); ScriptedWorker d2 = ScriptedWorker.decoder(1);
              PdProxy px = proxy(List.of(p1, p2), List.of(d1, d2))) {
+            for (int i = 0; i < 20; i++) { // among equally loaded workers, any: one idle worker does not take all
+                assertEquals(200, generate(px, new int[] {i}, 1).status());
+            }
+            assertTrue(p1.prefills.get() > 0 && p2.prefills.get() > 0, p1.prefills + " / " + p2.prefills);
+            assertTrue(d1.decodes.get() > 0 && d2.decodes.get() > 0, d1.decodes + " / " + d2.decodes);
+
             CountDownLatch entered = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
             AtomicInteger calls = new AtomicInteger();
@@ -364,12 +370,6 @@ class PdProxyTest {
                     return p.noticeEveryRank(call);
                 };
             }
-            for (int i = 0; i < 20; i++) { // among equally loaded workers, any: one idle worker does not take all
-                assertEquals(200, generate(px, new int[] {i}, 1).status());
-            }
-            assertTrue(p1.prefills.get() > 0 && p2.prefills.get() > 0, p1.prefills + " / " + p2.prefills);
-            assertTrue(d1.decodes.get() > 0 && d2.decodes.get() > 0, d1.decodes + " / " + d2.decodes);
-
             CompletableFuture<Answer> first = async(px, new int[] {1});
             assertTrue(entered.await(20, TimeUnit.SECONDS));
             Answer second = generate(px, new int[] {2}, 1);

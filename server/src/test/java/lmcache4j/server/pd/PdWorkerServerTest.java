@@ -79,7 +79,9 @@ class PdWorkerServerTest {
             assertEquals(200, decoded.status(), decoded.body().toString());
             assertArrayEquals(ScriptedWorker.expectedTokens(new int[] {4, 5}, 3),
                     PdWorkerApi.DecodeReply.of(decoded.body()).tokens());
-            assertEquals(200, call(d, "POST", "/generate", decodeJson).status(), "a colocated worker's route");
+            Answer generated = call(d, "POST", "/generate", decodeJson);
+            assertEquals(200, generated.status(), "a colocated worker's route");
+            assertEquals(decoded.body(), generated.body(), "the same call as /decode");
             Answer prefilled = call(p, "POST", "/prefill", prefillJson("\"r1\"", RECEIVER));
             assertEquals(200, prefilled.status(), prefilled.body().toString());
             assertEquals("r1", PdWorkerApi.PrefillReply.of(prefilled.body()).reqId());
@@ -237,6 +239,8 @@ class PdWorkerServerTest {
         assertEquals(256, answerRead.cachedTokens());
 
         Map<String, Object> lacking = new LinkedHashMap<>(answer.json());
+        lacking.remove("token_times_ms");
+        assertArrayEquals(new double[0], PdWorkerApi.DecodeReply.of(lacking).tokenTimesMs(), "no times: none, not a failure");
         lacking.remove("prefill_positions");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PdWorkerApi.DecodeReply.of(lacking));
         assertTrue(e.getMessage().contains("\"prefill_positions\""), e.getMessage());

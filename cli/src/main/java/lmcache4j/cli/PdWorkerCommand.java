@@ -145,7 +145,7 @@ public final class PdWorkerCommand implements CliMain.Command {
             return CliMain.failure(err, "pd-worker", "cannot start the " + role.label(), e);
         }
         try {
-            http = PdWorkerServer.start(new InetSocketAddress(host, port), 16, worker);
+            http = PdWorkerServer.start(new InetSocketAddress(host, port), 16, worker, worker.pdToken());
         } catch (IOException | RuntimeException e) {
             worker.close();
             loaded.close();

@@ -1,6 +1,7 @@
 package lmcache4j.bench.pd;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,6 +21,7 @@ import lmcache4j.engine.pd.PdPeer;
 import lmcache4j.engine.pd.PdReceiver;
 import lmcache4j.engine.pd.PdSender;
 import lmcache4j.engine.pd.PdTransfer;
+import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.jlama.CachedPrefill;
 import lmcache4j.server.pd.PdWorkerApi;
 import lmcache4j.server.pd.PdWorkerServer;
@@ -172,6 +174,11 @@ public final class JlamaPdWorker implements PdWorkerServer.Worker, AutoCloseable
             return new PdWorkerApi.DecodeReply(tokens, p.cachedTokens(), p.computedTokens(), times[0],
                     (done - arrived) / 1e6, times, call.returnLogits() ? Optional.of(p.logits()) : Optional.empty());
         }
+    }
+
+    /** The deployment's PD token, whose bearer its HTTP API demands; empty for a colocated worker (no PD). */
+    public Optional<byte[]> pdToken() {
+        return engine.config().pd().map(pd -> DeploymentSecret.pdToken(engine.config(), pd).getBytes(StandardCharsets.UTF_8));
     }
 
     @Override

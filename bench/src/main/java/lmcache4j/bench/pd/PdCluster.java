@@ -54,6 +54,8 @@ public final class PdCluster implements AutoCloseable {
     private final List<String> decoderUrls = new ArrayList<>();
     private final Map<String, PdProcess> byUrl = new LinkedHashMap<>();
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /** The bearer the PD workers demand (the proxy, and a colocated worker, ignore it). */
+    private String workerAuthorization = "";
     private String proxyUrl;
     private String colocatedUrl;
     private int noticePort;
@@ -77,6 +79,7 @@ public final class PdCluster implements AutoCloseable {
         Path tokenFile = o.dir().resolve("pd-token");
         DeploymentSecret.createTokenFile(tokenFile);
         String token = java.nio.file.Files.readString(tokenFile).strip();
+        workerAuthorization = lmcache4j.server.pd.PdWorkerServer.authorization(token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
         noticePort = freePort();
         Map<String, Object> extra = Map.of("p2p_token", token, "pd_timeout_ms", (long) o.timeoutMs());
         List<PdProcess> decoders = new ArrayList<>();
@@ -177,13 +180,14 @@ public final class PdCluster implements AutoCloseable {
     /** {@code POST url/path} with {@code body}; the answer's JSON object, or an exception naming the status and error. */
     public Map<String, Object> post(String url, String path, Map<String, Object> body) {
         HttpRequest r = HttpRequest.newBuilder(URI.create("http://" + url + path)).timeout(Duration.ofMinutes(10))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
+                .header("Authorization", workerAuthorization).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
         return send(r);
     }
 
     /** {@code GET url/path}. */
     public Map<String, Object> get(String url, String path) {
-        return send(HttpRequest.newBuilder(URI.create("http://" + url + path)).timeout(Duration.ofSeconds(30)).GET().build());
+        return send(HttpRequest.newBuilder(URI.create("http://" + url + path)).timeout(Duration.ofSeconds(30))
+                .header("Authorization", workerAuthorization).GET().build());
     }
 
     /** Sends {@code body} to {@code url/path} without waiting. */

@@ -61,7 +61,8 @@ public final class PdRoleMain {
             return;
         }
         try {
-            http = PdWorkerServer.start(new InetSocketAddress(host, ((Number) spec.get("port")).intValue()), 16, worker);
+            http = PdWorkerServer.start(new InetSocketAddress(host, ((Number) spec.get("port")).intValue()), 16, worker,
+                    worker.pdToken());
         } catch (IOException | RuntimeException e) {
             e.printStackTrace();
             out.println(Json.write(Map.of("event", "failed", "message", String.valueOf(e))));

@@ -87,7 +87,7 @@ final class InProcessPd implements AutoCloseable {
         config.forEach(b::set);
         JlamaPdWorker w = JlamaPdWorker.start(role, model, MODEL, PdRoleConfig.build(role, b, "127.0.0.1", note -> { }));
         try {
-            return new Role(w, PdWorkerServer.start(new InetSocketAddress("127.0.0.1", 0), 8, w));
+            return new Role(w, PdWorkerServer.start(new InetSocketAddress("127.0.0.1", 0), 8, w, w.pdToken()));
         } catch (IOException | RuntimeException e) {
             w.close();
             throw e;

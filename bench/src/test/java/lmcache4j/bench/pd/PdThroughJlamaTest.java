@@ -42,6 +42,7 @@ import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.jlama.CachedPrefill;
 import lmcache4j.jlama.SyntheticLlama;
 import lmcache4j.server.pd.PdWorkerApi;
+import lmcache4j.server.pd.PdWorkerServer;
 
 /**
  * Disaggregated prefill with a real transformer on both sides (the tiny synthetic Llama, in this
@@ -52,6 +53,9 @@ import lmcache4j.server.pd.PdWorkerApi;
 class PdThroughJlamaTest {
     private static final int DECODE = 5;
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+    /** What the workers demand of every caller (the proxy ignores it). */
+    private static final String WORKER_AUTHORIZATION = PdWorkerServer.authorization(
+            InProcessPd.TOKEN.getBytes(StandardCharsets.UTF_8));
 
     @TempDir
     static Path dir;
@@ -91,7 +95,7 @@ class PdThroughJlamaTest {
 
     static Map<String, Object> post(String url, String path, Map<String, Object> body) throws IOException, InterruptedException {
         HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://" + url + path))
-                .timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build(),
+                .header("Authorization", WORKER_AUTHORIZATION).timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build(),
                 HttpResponse.BodyHandlers.ofString());
         Map<String, Object> m = new java.util.LinkedHashMap<>(Json.parseObject(r.body()));
         m.put("http_status", (long) r.statusCode());
@@ -99,7 +103,8 @@ class PdThroughJlamaTest {
     }
 
     static Map<String, Object> get(String url, String path) throws IOException, InterruptedException {
-        return Json.parseObject(HTTP.send(HttpRequest.newBuilder(URI.create("http://" + url + path)).GET().build(),
+        return Json.parseObject(HTTP.send(HttpRequest.newBuilder(URI.create("http://" + url + path))
+                .header("Authorization", WORKER_AUTHORIZATION).GET().build(),
                 HttpResponse.BodyHandlers.ofString()).body());
     }
 

@@ -122,6 +122,10 @@ public final class JsonHttpServer implements AutoCloseable {
     private final Map<String, String> emptyNameHints = new HashMap<>();
     /** Whether a request's {@code Authorization} header (null when absent) admits it; every request passes when null. */
     private volatile Predicate<String> authorization;
+    /** What a 401 says: how to get the token this server wants. */
+    private volatile String authorizationHint = "this controller needs the deployment's bearer token: send "
+            + "Authorization: Bearer TOKEN, where ./lmcache4j controller --secret-file FILE --print-bearer prints "
+            + "TOKEN from the controller's secret file FILE";
 
     private JsonHttpServer(HttpServer server, OwnedThreads threads, ExecutorService executor, int handlers, int maxBodyBytes,
                            RequestCounter requests) {
@@ -204,6 +208,12 @@ public final class JsonHttpServer implements AutoCloseable {
         return this;
     }
 
+    /** As {@link #requireAuthorization(Predicate)}, with a 401 that says {@code hint} (how to get the token). */
+    public JsonHttpServer requireAuthorization(Predicate<String> accepts, String hint) {
+        this.authorizationHint = Objects.requireNonNull(hint, "hint");
+        return requireAuthorization(accepts);
+    }
+
     public void start() {
         server.start();
     }
@@ -224,9 +234,7 @@ public final class JsonHttpServer implements AutoCloseable {
             Predicate<String> auth = authorization;
             if (auth != null && !auth.test(exchange.getRequestHeaders().getFirst("Authorization"))) {
                 exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"lmcache4j\"");
-                throw new BadRequestException(401, "this controller needs the deployment's bearer token: send "
-                        + "Authorization: Bearer TOKEN, where ./lmcache4j controller --secret-file FILE --print-bearer prints "
-                        + "TOKEN from the controller's secret file FILE");
+                throw new BadRequestException(401, authorizationHint);
             }
             if (resource.isPresent() && !(gets.containsKey(path) && method.equals("GET"))) {
                 String name = path.substring(resource.get().getKey().length()); // getPath() has decoded it already

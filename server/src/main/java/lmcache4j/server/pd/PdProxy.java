@@ -38,6 +38,8 @@ import lmcache4j.server.http.JsonHttpServer;
  *       {@code noticeTimeout}: the request goes on to the decoder, which computes what did not
  *       arrive. A decoder that fails: the request goes to another decoder (which computes the prompt),
  *       else the answer is a 502 naming the failures.</li>
+ *   <li><b>Authenticated.</b> Its calls to the workers carry {@link PdWorkerServer#authorization}'s
+ *       bearer; its own {@code /generate} is open, as vLLM's API server is.</li>
  *   <li><b>Bounded.</b> At most {@code maxRequests} requests at once (503 beyond), each worker call
  *       within {@code workerTimeout}; the notice table holds only requests in flight.</li>
  * </ul>
@@ -73,6 +75,9 @@ public final class PdProxy implements AutoCloseable {
             if (prefillers.isEmpty() || decoders.isEmpty()) {
                 throw new IllegalArgumentException("a PD proxy needs at least one prefiller and one decoder");
             }
+            if (token.length == 0) {
+                throw new IllegalArgumentException("a PD proxy needs the deployment's PD token");
+            }
             if (maxRequests < 1 || maxTokens < 1) {
                 throw new IllegalArgumentException("maxRequests and maxTokens must be at least 1");
             }
@@ -106,6 +111,7 @@ public final class PdProxy implements AutoCloseable {
     private final AtomicLong prefillFailures = new AtomicLong();
     private final AtomicLong decoderFailovers = new AtomicLong();
     private final AtomicLong busyRefusals = new AtomicLong();
+    private final String workerAuthorization;
 
     private PdProxy(Settings s, JsonHttpServer http, PdNoticeBoard board, PdNoticeServer notices) {
         this.settings = s;
@@ -116,6 +122,7 @@ public final class PdProxy implements AutoCloseable {
         this.prefillers = s.prefillers().stream().map(Endpoint::new).toList();
         this.decoders = s.decoders().stream().map(Endpoint::new).toList();
         this.slots = new Semaphore(s.maxRequests());
+        this.workerAuthorization = PdWorkerServer.authorization(s.token());
     }
 
     /** Binds the HTTP API and the notice port and starts serving. */
@@ -308,14 +315,14 @@ public final class PdProxy implements AutoCloseable {
 
     private Map<String, Object> post(Endpoint e, String path, Map<String, Object> body) throws IOException {
         HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + e.address + path)).timeout(settings.workerTimeout())
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
+                .header("Authorization", workerAuthorization).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
                 .build();
         return send(request);
     }
 
     private Map<String, Object> get(Endpoint e, String path) throws IOException {
-        return send(HttpRequest.newBuilder(URI.create("http://" + e.address + path)).timeout(settings.workerTimeout()).GET()
-                .build());
+        return send(HttpRequest.newBuilder(URI.create("http://" + e.address + path)).timeout(settings.workerTimeout())
+                .header("Authorization", workerAuthorization).GET().build());
     }
 
     private Map<String, Object> send(HttpRequest request) throws IOException {

@@ -2,12 +2,20 @@ package lmcache4j.server.pd;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 
 import lmcache4j.server.http.BadRequestException;
 import lmcache4j.server.http.JsonHttpServer;
@@ -19,6 +27,11 @@ import lmcache4j.server.http.JsonHttpServer;
  * {@code GET /status} (the role, the requests in flight, and whatever the role adds: a decoder's PD
  * ports, its tier's counters). The model work is the {@link Worker}'s; this class routes, checks the
  * JSON and counts.
+ *
+ * <p><b>Only the proxy.</b> A prefiller or decoder serves only calls that carry
+ * {@link #authorization}'s bearer, which the deployment's PD token derives (the token itself never
+ * crosses the wire): anyone else would make the prefiller compute, or use up the KV pushed to the
+ * decoder for another request. Refused calls are answered 401 before their body is read, and counted.
  */
 public final class PdWorkerServer implements AutoCloseable {
     static {
@@ -48,20 +61,54 @@ public final class PdWorkerServer implements AutoCloseable {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong served = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong unauthorized;
 
-    private PdWorkerServer(JsonHttpServer http, Worker worker) {
+    private PdWorkerServer(JsonHttpServer http, Worker worker, AtomicLong unauthorized) {
         this.http = http;
         this.worker = worker;
+        this.unauthorized = unauthorized;
+    }
+
+    /**
+     * The {@code Authorization} header a worker demands: {@code Bearer} and the hex of
+     * HMAC-SHA256 keyed by the deployment's PD token over a fixed label, so a header seen on the
+     * network gives the token neither to the PD channel nor to anything else.
+     */
+    public static String authorization(byte[] token) {
+        if (token.length == 0) {
+            throw new IllegalArgumentException("the PD token is empty");
+        }
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(token, "HmacSHA256"));
+            return "Bearer " + HexFormat.of().formatHex(mac.doFinal("lmcache4j pd worker http v1".getBytes(StandardCharsets.US_ASCII)));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);
+        }
     }
 
     /**
      * Serves {@code worker} on {@code address} (port 0: any free one) with {@code threads} handler slots
      * (the model work itself is the worker's to serialise).
+     *
+     * @param token the deployment's PD token: every call must carry {@link #authorization}{@code (token)};
+     *              empty only for a colocated worker, which takes part in no PD and is open as a plain
+     *              model server
      */
-    public static PdWorkerServer start(InetSocketAddress address, int threads, Worker worker) throws IOException {
+    public static PdWorkerServer start(InetSocketAddress address, int threads, Worker worker, Optional<byte[]> token)
+            throws IOException {
         Objects.requireNonNull(worker, "worker");
-        JsonHttpServer http = JsonHttpServer.bind(address, threads, MAX_BODY_BYTES, (route, status) -> { });
-        PdWorkerServer s = new PdWorkerServer(http, worker);
+        Optional<byte[]> expected = token.map(t -> authorization(t).getBytes(StandardCharsets.US_ASCII));
+        AtomicLong unauthorized = new AtomicLong();
+        JsonHttpServer http = JsonHttpServer.bind(address, threads, MAX_BODY_BYTES, (route, status) -> {
+            if (status == 401) {
+                unauthorized.incrementAndGet();
+            }
+        });
+        expected.ifPresent(e -> http.requireAuthorization(h -> h != null && MessageDigest.isEqual(e,
+                h.getBytes(StandardCharsets.US_ASCII)), "a PD worker serves only the PD proxy: send Authorization: "
+                + "Bearer TOKEN, which the deployment's PD token (p2p_token, or deployment_secret_file's) derives"));
+        PdWorkerServer s = new PdWorkerServer(http, worker, unauthorized);
         http.post("/prefill", body -> s.call(() -> worker.prefill(PdWorkerApi.PrefillCall.of(body)).json()));
         http.post("/decode", body -> s.call(() -> worker.decode(PdWorkerApi.DecodeCall.of(body)).json()));
         http.post("/generate", body -> s.call(() -> worker.decode(PdWorkerApi.DecodeCall.of(body)).json()));
@@ -96,6 +143,7 @@ public final class PdWorkerServer implements AutoCloseable {
         m.put("in_flight", (long) inFlight.get());
         m.put("served", served.get());
         m.put("failed", failed.get());
+        m.put("unauthorized", unauthorized.get());
         m.putAll(worker.status());
         return m;
     }

@@ -354,6 +354,22 @@ class PdProxyTest {
     }
 
     @Test
+    void aProxyOfAnotherDeploymentIsRefusedByTheWorkers() throws Exception {
+        try (ScriptedWorker p = ScriptedWorker.prefiller(); ScriptedWorker d = ScriptedWorker.decoder(1)) {
+            PdProxy.Settings ours = settings(List.of(p), List.of(d), Duration.ofSeconds(5), 8);
+            try (PdProxy px = PdProxy.start(new PdProxy.Settings(ours.host(), 0, 0, ours.prefillers(), ours.decoders(),
+                    "another-deployment-token".getBytes(StandardCharsets.UTF_8), ours.noticeTimeout(), ours.workerTimeout(), 8,
+                    MAX_TOKENS))) {
+                Answer a = generate(px, PROMPT, 2);
+                assertEquals(502, a.status(), a.body().toString());
+                assertTrue(a.error().contains("answered 401") && a.error().contains("a PD worker serves only the PD proxy"),
+                        a.error());
+                assertEquals(0, p.prefills.get() + d.decodes.get() + d.statusCalls.get(), "nothing reached a worker");
+            }
+        }
+    }
+
+    @Test
     void requestsGoToTheWorkerWithTheFewestInFlight() throws Exception {
         try (ScriptedWorker p1 = ScriptedWorker.prefiller(); ScriptedWorker p2 = ScriptedWorker.prefiller();
              ScriptedWorker d1 = ScriptedWorker.decoder(1); ScriptedWorker d2 = ScriptedWorker.decoder(1);
@@ -499,6 +515,7 @@ class PdProxyTest {
         assertThrows(IllegalArgumentException.class, () -> new PdProxy.Settings("127.0.0.1", 0, 0, one, List.of(), TOKEN, t, t, 1, 1));
         assertThrows(IllegalArgumentException.class, () -> new PdProxy.Settings("127.0.0.1", 0, 0, one, one, TOKEN, t, t, 0, 1));
         assertThrows(IllegalArgumentException.class, () -> new PdProxy.Settings("127.0.0.1", 0, 0, one, one, TOKEN, t, t, 1, 0));
+        assertThrows(IllegalArgumentException.class, () -> new PdProxy.Settings("127.0.0.1", 0, 0, one, one, new byte[0], t, t, 1, 1));
         new PdProxy.Settings("127.0.0.1", 0, 0, one, one, TOKEN, t, t, 1, 1);
 
         int noticePort;

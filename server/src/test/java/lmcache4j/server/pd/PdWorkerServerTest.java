@@ -41,8 +41,18 @@ class PdWorkerServerTest {
         }
     }
 
+    private static final String BEARER = PdWorkerServer.authorization(PdNoticeServerTest.TOKEN);
+
     private static Answer call(ScriptedWorker w, String method, String path, String json) throws Exception {
+        return call(w, method, path, json, BEARER);
+    }
+
+    private static Answer call(ScriptedWorker w, String method, String path, String json, String authorization)
+            throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://" + w.address() + path)).timeout(Duration.ofSeconds(30));
+        if (authorization != null) {
+            b = b.header("Authorization", authorization);
+        }
         b = json == null ? b.GET() : b.method(method, HttpRequest.BodyPublishers.ofString(json));
         HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         return new Answer(r.statusCode(), Json.parseObject(r.body()));
@@ -103,6 +113,32 @@ class PdWorkerServerTest {
                 again.setReuseAddress(true);
                 again.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port));
             }
+        }
+    }
+
+    @Test
+    void onlyCallsWithTheDeploymentsBearerAreServed() throws Exception {
+        try (ScriptedWorker p = ScriptedWorker.prefiller(); ScriptedWorker d = ScriptedWorker.decoder(1)) {
+            String decodeJson = "{\"req_id\": \"r1\", \"prompt_token_ids\": [4, 5], \"max_tokens\": 3}";
+            String otherDeployment = PdWorkerServer.authorization("another-deployment-token".getBytes(StandardCharsets.UTF_8));
+            String raw = "Bearer " + new String(PdNoticeServerTest.TOKEN, StandardCharsets.UTF_8);
+            List<String> wrong = java.util.Arrays.asList(null, "", "Bearer", BEARER.substring(0, BEARER.length() - 1),
+                    BEARER + "0", otherDeployment, raw, BEARER.replace("Bearer", "Basic"));
+            for (String authorization : wrong) {
+                Answer a = call(d, "POST", "/decode", decodeJson, authorization);
+                assertEquals(401, a.status(), String.valueOf(authorization));
+                assertTrue(a.error().contains("a PD worker serves only the PD proxy"), a.error());
+                assertEquals(401, call(p, "POST", "/prefill", prefillJson("\"r\"", RECEIVER), authorization).status());
+                assertEquals(401, call(d, "GET", "/status", null, authorization).status(), "its ports are not told either");
+            }
+            assertEquals(0, d.decodes.get() + p.prefills.get(), "no refused call reached the model");
+            assertEquals(wrong.size() * 2L, counter(d, "unauthorized"));
+            assertEquals(wrong.size(), counter(p, "unauthorized"));
+            assertEquals(200, call(d, "POST", "/decode", decodeJson).status());
+            assertTrue(BEARER.matches("Bearer [0-9a-f]{64}"), BEARER);
+            assertTrue(!BEARER.contains(new String(PdNoticeServerTest.TOKEN, StandardCharsets.UTF_8)), "the token never "
+                    + "crosses the wire");
+            assertThrows(IllegalArgumentException.class, () -> PdWorkerServer.authorization(new byte[0]));
         }
     }
 
@@ -250,6 +286,7 @@ class PdWorkerServerTest {
 
     @Test
     void aWorkerServerNeedsAWorker() {
-        assertThrows(NullPointerException.class, () -> PdWorkerServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), 1, null));
+        assertThrows(NullPointerException.class, () -> PdWorkerServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), 1, null,
+                Optional.empty()));
     }
 }

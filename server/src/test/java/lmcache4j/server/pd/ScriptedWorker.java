@@ -35,7 +35,8 @@ final class ScriptedWorker implements PdWorkerServer.Worker, AutoCloseable {
 
     private ScriptedWorker(String role) throws IOException {
         this.role = role;
-        this.server = PdWorkerServer.start(new InetSocketAddress("127.0.0.1", 0), 4, this);
+        this.server = PdWorkerServer.start(new InetSocketAddress("127.0.0.1", 0), 4, this,
+                Optional.of(PdNoticeServerTest.TOKEN));
     }
 
     static ScriptedWorker prefiller() throws IOException {

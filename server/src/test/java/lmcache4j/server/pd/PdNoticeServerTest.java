@@ -163,12 +163,24 @@ class PdNoticeServerTest {
     }
 
     @Test
-    void aPortInUseIsAClearError() throws IOException {
+    void aPortInUseIsAClearErrorAndHoldsNoSocket() throws IOException {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            IOException e = assertThrows(IOException.class, () -> new PdNoticeServer("127.0.0.1", taken.getLocalPort(), TOKEN,
-                    TIMEOUT, new PdNoticeBoard(1)));
-            assertTrue(e.getMessage().contains("cannot bind the proxy's notice port 127.0.0.1:" + taken.getLocalPort()),
-                    e.getMessage());
+            long before = openFiles();
+            for (int i = 0; i < 50; i++) {
+                IOException e = assertThrows(IOException.class, () -> new PdNoticeServer("127.0.0.1", taken.getLocalPort(),
+                        TOKEN, TIMEOUT, new PdNoticeBoard(1)));
+                assertTrue(e.getMessage().contains("cannot bind the proxy's notice port 127.0.0.1:" + taken.getLocalPort()),
+                        e.getMessage());
+            }
+            long after = openFiles();
+            assertTrue(after - before < 25, "50 failed starts left " + (after - before) + " descriptors open");
+        }
+    }
+
+    /** This process's open file descriptors (Linux). */
+    private static long openFiles() throws IOException {
+        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return fds.count();
         }
     }
 

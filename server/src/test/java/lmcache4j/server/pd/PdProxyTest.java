@@ -278,6 +278,10 @@ class PdProxyTest {
                     assertArrayEquals(ScriptedWorker.expectedTokens(new int[] {i, i + 1}, 2), tokens(a));
                 }
                 assertEquals(bad.decodes.get(), counter(px, "decoder_failovers"), "one failover per failed decode");
+                assertEquals(List.of(Map.of("address", bad.address(), "in_flight", 0L, "failures", (long) bad.decodes.get()),
+                        Map.of("address", good.address(), "in_flight", 0L, "failures", 0L)).stream().sorted(
+                        java.util.Comparator.comparing(Object::toString)).toList(), ((List<?>) px.statusNow().get("decoders"))
+                        .stream().sorted(java.util.Comparator.comparing(Object::toString)).toList(), "each decoder's failures");
 
                 good.onDecode = bad.onDecode;
                 int triedBefore = bad.decodes.get() + good.decodes.get();

@@ -38,7 +38,8 @@ import picocli.CommandLine.Option;
                 + "fills in enable_pd, pd_role, pd_buffer_device: cpu, pd_buffer_size (1 GiB), a decoder's pd_peer_host "
                 + "(--host) and ports (any free one) and hash_seed 0 where they are unset. Both roles need the deployment's "
                 + "token: extra_config.p2p_token or deployment_secret_file."},
-        footer = {"HTTP API: POST /prefill (prefiller), POST /decode (decoder), POST /generate (colocated), GET /status.",
+        footer = {"HTTP API: POST /prefill (prefiller), POST /decode (decoder), POST /generate (colocated), GET /status. "
+                + "A prefiller or decoder serves only calls with the proxy's bearer, which the deployment's token derives.",
                 "The proxy is ./lmcache4j pd-proxy; docs/pd.md walks through a deployment.",
                 "Exit status: 0 after a graceful stop, 1 when the role cannot start, 2 for bad arguments or config."})
 public final class PdWorkerCommand implements CliMain.Command {

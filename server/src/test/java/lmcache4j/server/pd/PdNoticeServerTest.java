@@ -43,6 +43,11 @@ class PdNoticeServerTest {
         return new PdNoticeServer("127.0.0.1", 0, TOKEN, TIMEOUT, board);
     }
 
+    /** A plain connection to the notice port: no handshake yet. */
+    private static SocketChannel raw(PdNoticeServer server) throws IOException {
+        return SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port()));
+    }
+
     private static PdConnection connect(PdNoticeServer server) throws IOException {
         return PdConnection.connect("127.0.0.1", server.port(), TOKEN, Duration.ofSeconds(5), 4_096);
     }
@@ -75,7 +80,7 @@ class PdNoticeServerTest {
         PdNoticeBoard board = new PdNoticeBoard(4);
         board.expect("req-1", 1);
         try (PdNoticeServer server = start(board);
-             SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port()))) {
+             SocketChannel c = raw(server)) {
             LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, LmSession.NONCE_BYTES,
                     LmProtocol.PLACEHOLDER_KEY)), ByteBuffer.wrap(new byte[LmSession.NONCE_BYTES]));
             LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES + LmSession.PROOF_BYTES);
@@ -98,7 +103,7 @@ class PdNoticeServerTest {
         PdNoticeBoard board = new PdNoticeBoard(4);
         board.expect("req-1", 1);
         try (PdNoticeServer server = start(board);
-             SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port()))) {
+             SocketChannel c = raw(server)) {
             LmSession.authenticate(c, TOKEN); // a real handshake, then a frame whose tag is not the session's
             writeUntagged(c, PdMessages.encode(new ProxyNotif("req-1")));
             assertHungUp(c);
@@ -122,7 +127,7 @@ class PdNoticeServerTest {
                 assertThrows(IOException.class, c::receive, "a message that is no ProxyNotif");
             }
             awaitTrue(() -> server.protocolErrors() == 2, "counted");
-            try (SocketChannel c = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port()))) {
+            try (SocketChannel c = raw(server)) {
                 LmSession.authenticate(c, TOKEN);
                 // A header announcing one byte more than the port takes: refused before its body is sent.
                 LmProtocol.writeFully(c, ByteBuffer.allocate(5).putInt(4_097).put(PdConnection.MESSAGE).flip());
@@ -139,9 +144,9 @@ class PdNoticeServerTest {
         List<SocketChannel> held = new ArrayList<>();
         try {
             for (int i = 0; i < PdNoticeServer.MAX_CONNECTIONS; i++) { // each silent in its handshake
-                held.add(SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port())));
+                held.add(raw(server));
             }
-            try (SocketChannel over = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.port()))) {
+            try (SocketChannel over = raw(server)) {
                 long t0 = System.nanoTime();
                 assertHungUp(over);
                 long ms = (System.nanoTime() - t0) / 1_000_000;

@@ -37,7 +37,8 @@ import lmcache4j.server.http.JsonHttpServer;
  *   <li><b>Faults.</b> A prefiller that fails or whose notice does not come within
  *       {@code noticeTimeout}: the request goes on to the decoder, which computes what did not
  *       arrive. A decoder that fails: the request goes to another decoder (which computes the prompt),
- *       else the answer is a 502 naming the failures.</li>
+ *       else the answer is a 502 naming the failures. A push that failed (a decoder restarted on
+ *       other PD ports): that decoder's ports are read again for the next request.</li>
  *   <li><b>Authenticated.</b> Its calls to the workers carry {@link PdWorkerServer#authorization}'s
  *       bearer; its own {@code /generate} is open, as vLLM's API server is.</li>
  *   <li><b>Bounded.</b> At most {@code maxRequests} requests at once (503 beyond), each worker call
@@ -111,6 +112,7 @@ public final class PdProxy implements AutoCloseable {
     private final AtomicLong prefillFailures = new AtomicLong();
     private final AtomicLong decoderFailovers = new AtomicLong();
     private final AtomicLong busyRefusals = new AtomicLong();
+    private final AtomicLong receiverRereads = new AtomicLong();
     private final String workerAuthorization;
 
     private PdProxy(Settings s, JsonHttpServer http, PdNoticeBoard board, PdNoticeServer notices) {
@@ -222,6 +224,11 @@ public final class PdProxy implements AutoCloseable {
         try {
             Map<String, Object> r = post(prefiller, "/prefill", new PdWorkerApi.PrefillCall(reqId, prompt, receiver).json());
             prefilled = Optional.of(PdWorkerApi.PrefillReply.of(r));
+            if (prefilled.get().failedChunks() > 0) {
+                // Its PD ports may have moved (a decoder restarted on free ports answers as before): read them again.
+                decoder.receiver = null;
+                receiverRereads.incrementAndGet();
+            }
         } catch (RequestRefused e) {
             board.forget(reqId);
             throw new BadRequestException("the prefiller refused the request: " + e.getMessage());
@@ -372,6 +379,7 @@ public final class PdProxy implements AutoCloseable {
         m.put("in_flight", (long) (settings.maxRequests() - slots.availablePermits()));
         m.put("prefill_failures", prefillFailures.get());
         m.put("decoder_failovers", decoderFailovers.get());
+        m.put("receiver_rereads", receiverRereads.get());
         m.put("notices", board.counted());
         m.put("notices_unknown", board.unknown());
         m.put("notices_extra", board.extra());

@@ -19,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -354,6 +355,37 @@ class PdProxyTest {
             }
         } finally {
             html.stop(0);
+        }
+    }
+
+    @Test
+    void aDecoderRestartedOnOtherPdPortsIsFoundAgainAfterOneFailedPush() throws Exception {
+        try (ScriptedWorker p = ScriptedWorker.prefiller(); ScriptedWorker d = ScriptedWorker.decoder(1)) {
+            AtomicReference<Map<String, Object>> live = new AtomicReference<>(d.extraStatus);
+            List<PdWorkerApi.ReceiverSpec> pushedTo = new java.util.concurrent.CopyOnWriteArrayList<>();
+            p.onPrefill = call -> { // a push to ports the decoder no longer has fails, as a refused connection does
+                pushedTo.add(call.receiver());
+                PdWorkerApi.PrefillReply r = p.noticeEveryRank(call);
+                List<Integer> livePorts = ((List<?>) live.get().get("pd_peer_init_port")).stream()
+                        .map(v -> ((Number) v).intValue()).toList();
+                boolean stale = !call.receiver().initPorts().equals(livePorts);
+                return stale ? new PdWorkerApi.PrefillReply(call.reqId(), 0, 0, 0, 2, 0, Optional.of("connection refused"),
+                        r.notified(), 1.0, 0.0) : r;
+            };
+            try (PdProxy px = proxy(List.of(p), List.of(d))) {
+                assertEquals(200, generate(px, PROMPT, 1).status());
+                Map<String, Object> moved = new java.util.LinkedHashMap<>(d.extraStatus);
+                moved.put("pd_peer_init_port", List.of(9_000L));
+                moved.put("pd_peer_alloc_port", List.of(9_100L));
+                d.extraStatus = moved; // the decoder restarted: same HTTP address, fresh PD ports
+                live.set(moved);
+                assertEquals(200, generate(px, PROMPT, 1).status(), "the push failed; the decoder computed the prompt");
+                assertEquals(200, generate(px, PROMPT, 1).status());
+                assertEquals(List.of(7_000, 7_000, 9_000), pushedTo.stream().map(r -> r.initPorts().getFirst()).toList(),
+                        "after a failed push the decoder's ports are read again");
+                assertEquals(2, d.statusCalls.get());
+                assertEquals(1, counter(px, "receiver_rereads"));
+            }
         }
     }
 

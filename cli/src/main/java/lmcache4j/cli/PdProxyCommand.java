@@ -14,6 +14,7 @@ import java.util.concurrent.CountDownLatch;
 
 import lmcache4j.engine.security.DeploymentSecret;
 import lmcache4j.server.pd.PdProxy;
+import lmcache4j.server.pd.PdWorkerServer;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -51,6 +52,7 @@ public final class PdProxyCommand implements CliMain.Command {
     private Duration workerTimeout = Duration.ofMinutes(10);
     private int maxRequests = 64;
     private int maxTokens = 4_096;
+    private boolean printWorkerBearer;
 
     private PdProxyCommand(PrintStream out, PrintStream err, CountDownLatch stop) {
         this.out = out;
@@ -118,6 +120,12 @@ public final class PdProxyCommand implements CliMain.Command {
         maxTokens = (int) OptionValues.wholeNumber("--max-tokens", value, 1, 1_000_000);
     }
 
+    @Option(names = "--print-worker-bearer", order = 11, description = "print the bearer token the workers demand (what "
+            + "this proxy sends them: Authorization: Bearer TOKEN), from --token-file or --secret-file, and exit")
+    private void printWorkerBearer(boolean value) {
+        printWorkerBearer = value;
+    }
+
     private static String address(String option, String value) {
         int colon = value.lastIndexOf(':');
         long port;
@@ -146,6 +154,15 @@ public final class PdProxyCommand implements CliMain.Command {
     public Integer call() {
         byte[] token;
         try {
+            if (printWorkerBearer) {
+                if ((secretFile == null) == (tokenFile == null)) {
+                    throw new IllegalArgumentException("--print-worker-bearer needs one of --secret-file or --token-file, "
+                            + "as the workers have");
+                }
+                out.println(PdWorkerServer.authorization(token()).substring("Bearer ".length()));
+                out.flush();
+                return 0;
+            }
             if (prefillers.isEmpty() || decoders.isEmpty()) {
                 throw new IllegalArgumentException("give at least one --prefiller and one --decoder (host:port of each "
                         + "pd-worker's HTTP API)");

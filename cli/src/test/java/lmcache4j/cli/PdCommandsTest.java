@@ -83,6 +83,18 @@ class PdCommandsTest {
     }
 
     @Test
+    void theWorkersBearerIsPrintedFromTheDeploymentsToken() throws IOException {
+        String token = "0123456789abcdef0123";
+        Run r = proxy(new CountDownLatch(0), "--token-file", tokenFile(token).toString(), "--print-worker-bearer");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals("Authorization: " + lmcache4j.server.pd.PdWorkerServer.authorization(token.getBytes(StandardCharsets.UTF_8)),
+                "Authorization: Bearer " + r.out().strip(), "what the workers demand");
+        Run none = proxy(new CountDownLatch(0), "--print-worker-bearer");
+        assertEquals(2, none.exit());
+        assertTrue(none.err().contains("--print-worker-bearer needs one of --secret-file or --token-file"), none.err());
+    }
+
+    @Test
     void aProxyStartsAnswersItsStatusRefusesABadRequestAndStops() throws Exception {
         CountDownLatch stop = new CountDownLatch(1);
         ByteArrayOutputStream out = new ByteArrayOutputStream();

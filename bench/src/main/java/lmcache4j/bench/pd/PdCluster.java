@@ -8,6 +8,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import lmcache4j.bench.model.ModelSource;
 import lmcache4j.engine.json.Json;
 import lmcache4j.engine.security.DeploymentSecret;
+import lmcache4j.server.pd.PdWorkerServer;
 
 /**
  * A PD deployment on this machine, each part its own JVM: decoders and prefillers
@@ -79,7 +81,7 @@ public final class PdCluster implements AutoCloseable {
         Path tokenFile = o.dir().resolve("pd-token");
         DeploymentSecret.createTokenFile(tokenFile);
         String token = java.nio.file.Files.readString(tokenFile).strip();
-        workerAuthorization = lmcache4j.server.pd.PdWorkerServer.authorization(token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        workerAuthorization = PdWorkerServer.authorization(token.getBytes(StandardCharsets.UTF_8));
         noticePort = freePort();
         Map<String, Object> extra = Map.of("p2p_token", token, "pd_timeout_ms", (long) o.timeoutMs());
         List<PdProcess> decoders = new ArrayList<>();
@@ -180,7 +182,8 @@ public final class PdCluster implements AutoCloseable {
     /** {@code POST url/path} with {@code body}; the answer's JSON object, or an exception naming the status and error. */
     public Map<String, Object> post(String url, String path, Map<String, Object> body) {
         HttpRequest r = HttpRequest.newBuilder(URI.create("http://" + url + path)).timeout(Duration.ofMinutes(10))
-                .header("Authorization", workerAuthorization).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
+                .header("Authorization", workerAuthorization).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
         return send(r);
     }
 

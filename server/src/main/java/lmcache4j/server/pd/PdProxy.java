@@ -322,8 +322,8 @@ public final class PdProxy implements AutoCloseable {
 
     private Map<String, Object> post(Endpoint e, String path, Map<String, Object> body) throws IOException {
         HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + e.address + path)).timeout(settings.workerTimeout())
-                .header("Authorization", workerAuthorization).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
-                .build();
+                .header("Authorization", workerAuthorization).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Json.write(body))).build();
         return send(request);
     }
 

@@ -71,8 +71,9 @@ public final class PdWorkerServer implements AutoCloseable {
 
     /**
      * The {@code Authorization} header a worker demands: {@code Bearer} and the hex of
-     * HMAC-SHA256 keyed by the deployment's PD token over a fixed label, so a header seen on the
-     * network gives the token neither to the PD channel nor to anything else.
+     * HMAC-SHA256 keyed by the deployment's PD token over a fixed label. Over plain HTTP a header
+     * seen on the network can be replayed to the workers (keep them on the deployment's network),
+     * but it does not give the token away, so it opens neither the PD ports nor the notice port.
      */
     public static String authorization(byte[] token) {
         if (token.length == 0) {
@@ -81,7 +82,8 @@ public final class PdWorkerServer implements AutoCloseable {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(token, "HmacSHA256"));
-            return "Bearer " + HexFormat.of().formatHex(mac.doFinal("lmcache4j pd worker http v1".getBytes(StandardCharsets.US_ASCII)));
+            byte[] tag = mac.doFinal("lmcache4j pd worker http v1".getBytes(StandardCharsets.US_ASCII));
+            return "Bearer " + HexFormat.of().formatHex(tag);
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);
         }

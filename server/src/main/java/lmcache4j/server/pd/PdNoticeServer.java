@@ -88,7 +88,7 @@ final class PdNoticeServer implements AutoCloseable {
     }
 
     private void serve(Socket s) {
-        try (s) {
+        try { // closed in finally, after the catch has counted: a peer that sees the hang-up sees the count
             Optional<PdConnection> accepted = PdConnection.accept(s, token, timeout, MAX_FRAME_BYTES);
             if (accepted.isEmpty()) {
                 long n = authFailures.incrementAndGet();
@@ -124,6 +124,7 @@ final class PdNoticeServer implements AutoCloseable {
                 LOG.log(Level.DEBUG, "PD proxy: notice connection ended: {0}", e.toString());
             }
         } finally {
+            close(s);
             open.remove(s);
         }
     }

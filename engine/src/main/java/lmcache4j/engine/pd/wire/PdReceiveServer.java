@@ -181,7 +181,7 @@ public final class PdReceiveServer implements AutoCloseable {
     }
 
     private void handle(Socket socket, Session session) {
-        try (socket) {
+        try { // closed in finally, after the catch has counted: a peer that sees the hang-up sees the count
             PdConnection c;
             if (token.isPresent()) {
                 Optional<PdConnection> accepted = PdConnection.accept(socket, token.get(), timeout, SMALL_FRAME_BYTES
@@ -213,6 +213,7 @@ public final class PdReceiveServer implements AutoCloseable {
                 LOG.log(Level.DEBUG, "PD receive server: connection ended: {0}", e.toString());
             }
         } finally {
+            close(socket);
             open.remove(socket);
         }
     }

@@ -78,11 +78,11 @@ class PdNoticeServerTest {
     @Test
     void aPrefillersConnectionOutlivesTheFrameTimeoutBetweenNotices() throws Exception {
         PdNoticeBoard board = new PdNoticeBoard(4);
-        try (PdNoticeServer server = new PdNoticeServer("127.0.0.1", 0, TOKEN, Duration.ofMillis(300), board);
+        try (PdNoticeServer server = new PdNoticeServer("127.0.0.1", 0, TOKEN, Duration.ofMillis(500), board);
              PdConnection c = connect(server)) {
             board.expect("req-1", 1);
             assertEquals(PdConnection.OK, notice(c, "req-1"));
-            Thread.sleep(1_000); // idle between requests for more than three frame timeouts
+            Thread.sleep(1_600); // idle between requests for more than three frame timeouts
             board.expect("req-2", 1);
             assertEquals(PdConnection.OK, notice(c, "req-2"), "the kept connection was closed while idle");
         }

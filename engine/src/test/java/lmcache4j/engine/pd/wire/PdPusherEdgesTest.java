@@ -113,11 +113,11 @@ class PdPusherEdgesTest {
         try (Arena arena = Arena.ofShared(); LMCacheEngine decoder = decoder(1 << 20);
              PdPusher pusher = pusher(MODEL, Optional.of(TOKEN));
              PdReceiveServer server = PdReceiveServer.start(tier(decoder), "127.0.0.1", 0, 0,
-                     Optional.of(TOKEN.getBytes(StandardCharsets.UTF_8)), Duration.ofMillis(300))) {
+                     Optional.of(TOKEN.getBytes(StandardCharsets.UTF_8)), Duration.ofMillis(500))) {
             PlanarKv kv = new PlanarKv(arena, MODEL, 3 * CHUNK, 61);
             assertEquals(3, push(pusher, decoder, server, tokens(3 * CHUNK, 62), kv, "first").pushedChunks());
             long connections = server.stats().connections();
-            Thread.sleep(1_000); // idle between requests for more than three frame timeouts
+            Thread.sleep(1_600); // idle between requests for more than three frame timeouts
             assertEquals(3, push(pusher, decoder, server, tokens(3 * CHUNK, 63), kv, "second").pushedChunks());
             assertEquals(connections, server.stats().connections(), "the receiver closed the idle kept connections at the "
                     + "frame timeout: the sender had to connect again");

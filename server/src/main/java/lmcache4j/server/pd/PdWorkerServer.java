@@ -102,14 +102,15 @@ public final class PdWorkerServer implements AutoCloseable {
         Objects.requireNonNull(worker, "worker");
         Optional<byte[]> expected = token.map(t -> authorization(t).getBytes(StandardCharsets.US_ASCII));
         AtomicLong unauthorized = new AtomicLong();
-        JsonHttpServer http = JsonHttpServer.bind(address, threads, MAX_BODY_BYTES, (route, status) -> {
-            if (status == 401) {
-                unauthorized.incrementAndGet();
+        JsonHttpServer http = JsonHttpServer.bind(address, threads, MAX_BODY_BYTES, (route, status) -> { });
+        expected.ifPresent(e -> http.requireAuthorization(h -> {
+            boolean ok = h != null && MessageDigest.isEqual(e, h.getBytes(StandardCharsets.US_ASCII));
+            if (!ok) {
+                unauthorized.incrementAndGet(); // counted before the 401 is sent, so a caller that saw it sees the count
             }
-        });
-        expected.ifPresent(e -> http.requireAuthorization(h -> h != null && MessageDigest.isEqual(e,
-                h.getBytes(StandardCharsets.US_ASCII)), "a PD worker serves only the PD proxy: send Authorization: "
-                + "Bearer TOKEN, which the deployment's PD token (p2p_token, or deployment_secret_file's) derives"));
+            return ok;
+        }, "a PD worker serves only the PD proxy: send Authorization: Bearer TOKEN, which the deployment's PD token "
+                + "(p2p_token, or deployment_secret_file's) derives"));
         PdWorkerServer s = new PdWorkerServer(http, worker, unauthorized);
         http.post("/prefill", body -> s.call(() -> worker.prefill(PdWorkerApi.PrefillCall.of(body)).json()));
         http.post("/decode", body -> s.call(() -> worker.decode(PdWorkerApi.DecodeCall.of(body)).json()));

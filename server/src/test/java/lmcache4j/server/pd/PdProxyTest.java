@@ -92,12 +92,15 @@ class PdProxyTest {
         return ((Number) proxy.statusNow().get(name)).longValue();
     }
 
-    /** A prefiller that sends {@code now} notices before it answers and {@code later} more 300 ms after. */
+    /**
+     * A prefiller that sends {@code now} notices before it answers and {@code later} more 300 ms after,
+     * counting each in {@code sent} as it starts to send it.
+     */
     private static void notices(ScriptedWorker prefiller, PdProxy[] proxy, int now, int later, AtomicInteger sent) {
         prefiller.onPrefill = call -> {
             for (int i = 0; i < now; i++) {
+                sent.incrementAndGet(); // before: the proxy may act on a notice before its acknowledgement is back
                 ScriptedWorker.notice(proxy[0].noticePort(), TOKEN, call.reqId());
-                sent.incrementAndGet();
             }
             if (later > 0) {
                 Thread.ofVirtual().start(() -> {
@@ -107,8 +110,8 @@ class PdProxyTest {
                         return;
                     }
                     for (int i = 0; i < later; i++) {
-                        ScriptedWorker.notice(proxy[0].noticePort(), TOKEN, call.reqId());
                         sent.incrementAndGet();
+                        ScriptedWorker.notice(proxy[0].noticePort(), TOKEN, call.reqId());
                     }
                 });
             }

@@ -198,6 +198,10 @@ public final class PdPusher implements AutoCloseable {
             while (next < chunks.size() && chunks.get(next).end() <= computed && stopReason == null) {
                 ChunkRange c = chunks.get(next);
                 Optional<MemoryObj> obj = stagingRoom(full.withDim(2, c.end() - c.start()));
+                if (obj.isEmpty() && closed) {
+                    stop("the sender closed");
+                    break;
+                }
                 if (obj.isEmpty()) {
                     stagingTimeouts.incrementAndGet();
                     stop("no staging room for " + timeout.toMillis() + " ms (pd_buffer_size of the sender)");
@@ -453,14 +457,11 @@ public final class PdPusher implements AutoCloseable {
                 batch.forEach(i -> done(i, Outcome.REFUSED, 0));
                 return;
             }
-            if (answer.alreadySentIndexes().size() + answer.remoteIndexes().size() != batch.size()) {
-                throw new PdProtocolException("an allocation answer for " + (answer.alreadySentIndexes().size()
-                        + answer.remoteIndexes().size()) + " chunks where " + batch.size() + " were asked for");
-            }
+            boolean[] alreadySent = alreadySent(answer, batch.size());
             int r = 0;
             for (int i = 0; i < batch.size(); i++) {
                 Item item = batch.get(i);
-                if (answer.alreadySentIndexes().contains(i)) {
+                if (alreadySent[i]) {
                     done(item, Outcome.ALREADY_SENT, 0);
                     continue;
                 }
@@ -475,10 +476,35 @@ public final class PdPusher implements AutoCloseable {
             }
         } catch (IOException e) {
             closeLink(t.receiver);
-            t.stop("push to " + t.receiver + " failed: " + e.getMessage());
+            t.stop((e instanceof PdProtocolException ? "the receiver " + t.receiver + " answered out of protocol: "
+                    : "push to " + t.receiver + " failed: ") + e.getMessage());
             batch.forEach(i -> done(i, Outcome.FAILED, 0));
             link.failUnacknowledged();
         }
+    }
+
+    /**
+     * Which of a batch of {@code size} chunks {@code answer} says the receiver holds already. Checked
+     * whole before any write: an index out of range, named twice, or a count that leaves a chunk
+     * without its slot is a receiver out of protocol, and nothing of the batch goes into its rooms.
+     */
+    private static boolean[] alreadySent(AllocResponse answer, int size) throws PdProtocolException {
+        if (answer.alreadySentIndexes().size() + answer.remoteIndexes().size() != size) {
+            throw new PdProtocolException("an allocation answer for " + (answer.alreadySentIndexes().size()
+                    + answer.remoteIndexes().size()) + " chunks where " + size + " were asked for");
+        }
+        boolean[] sent = new boolean[size];
+        for (int i : answer.alreadySentIndexes()) {
+            if (i < 0 || i >= size) {
+                throw new PdProtocolException("an allocation answer names chunk " + i + " as already sent, in a batch of "
+                        + size);
+            }
+            if (sent[i]) {
+                throw new PdProtocolException("an allocation answer names chunk " + i + " as already sent twice");
+            }
+            sent[i] = true;
+        }
+        return sent;
     }
 
     /** The acknowledgement reader of {@code link}: finishes its chunks in write order until the connection ends. */

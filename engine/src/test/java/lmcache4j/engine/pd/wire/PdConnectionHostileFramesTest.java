@@ -15,6 +15,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -32,7 +33,8 @@ import lmcache4j.engine.remote.lm.LmSession;
  * What a PD connection does with frames an attacker or a broken peer sends: a frame longer than the
  * connection takes, of an unknown kind, an acknowledgement or a chunk of the wrong size, is refused
  * before its body is read; a frame repeated, reordered or altered on the wire fails its tag (each
- * tag covers a message number both sides count); a chunk that is skipped still has its tag checked;
+ * tag covers a message number both sides count); a chunk that is skipped still has its tag checked,
+ * and is given up on when its bytes stop coming;
  * and a socket with no channel (one a plain {@code ServerSocket} accepted) speaks the same frames
  * through its streams.
  */
@@ -323,6 +325,22 @@ class PdConnectionHostileFramesTest {
                 server.skipChunkPayload(); // an untouched chunk skips cleanly, and the next frame's tag still holds
                 assertEquals(new PdConnection.Ack(PdConnection.OK), server.receive());
             });
+        }
+    }
+
+    @Test
+    void aSkippedChunkWhoseBytesStopComingIsGivenUpOnWithinItsAllowance() throws Exception {
+        int payload = 10_000;
+        try (Raw r = raw(MAX_BODY + payload)) {
+            byte[] slotAndSome = ByteBuffer.allocate(Long.BYTES + 100).putLong(7).array(); // 100 of 10,000 bytes, then nothing
+            r.send(Long.BYTES + payload, PdConnection.CHUNK, slotAndSome);
+            assertEquals(new PdConnection.ChunkHeader(7, payload), r.server().receive());
+            long t0 = System.nanoTime();
+            SocketTimeoutException e = assertTimeoutPreemptively(BOUND, () -> assertThrows(SocketTimeoutException.class,
+                    r.server()::skipChunkPayload), "a skip read by the channel has no socket timeout: its deadline ends it");
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= TIMEOUT.toMillis() && ms < TIMEOUT.toMillis() + 1_000, ms + " ms: " + e.getMessage());
+            assertTrue(r.server().isClosed());
         }
     }
 

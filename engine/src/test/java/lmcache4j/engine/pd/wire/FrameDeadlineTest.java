@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.ref.WeakReference;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -14,8 +15,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The frame deadlines that close a PD connection whose write (or chunk read) stalls: one passed while
- * armed closes it once, within a period or two; one disarmed in time never does; and the watchdog
- * lets go of disarmed deadlines, so finished frames and closed connections are not held.
+ * armed closes it once, within a period or two; one disarmed in time never does; the one watchdog
+ * thread looks once a period and sleeps while nothing is armed; and it lets go of disarmed
+ * deadlines, so finished frames and closed connections are not held.
  */
 class FrameDeadlineTest {
     private static final long PERIOD = FrameDeadline.PERIOD_MILLIS;
@@ -69,6 +71,49 @@ class FrameDeadlineTest {
         new FrameDeadline(closed::countDown).arm(TimeUnit.MILLISECONDS.toNanos(5));
         assertTrue(closed.await(10 * PERIOD, TimeUnit.MILLISECONDS), "deadlines armed later still close their connections");
         assertTrue(failing.expired());
+    }
+
+    @Test
+    void oneWatchdogLooksOnceAPeriodAndSleepsWhileNothingIsArmed() throws InterruptedException {
+        for (int round = 0; round < 3; round++) { // armed, then idle, then armed again from idle: one thread throughout
+            FrameDeadline far = new FrameDeadline(() -> {
+            });
+            far.arm(TimeUnit.SECONDS.toNanos(30));
+            Thread watchdog = watchdog();
+            double running = runningShare(watchdog, 20 * PERIOD);
+            assertTrue(running < 0.5, "with a deadline armed, the watchdog was running in " + Math.round(100 * running)
+                    + " % of samples over " + 20 * PERIOD + " ms: it looks once a period, it does not spin");
+            far.disarm();
+            Thread.sleep(3 * PERIOD); // it drops the disarmed deadline and parks
+            running = runningShare(watchdog, 10 * PERIOD);
+            assertTrue(running < 0.5, "with nothing armed, the watchdog was running in " + Math.round(100 * running)
+                    + " % of samples");
+            CountDownLatch closed = new CountDownLatch(1);
+            new FrameDeadline(closed::countDown).arm(TimeUnit.MILLISECONDS.toNanos(5));
+            assertTrue(closed.await(10 * PERIOD, TimeUnit.MILLISECONDS), "arming wakes the idle watchdog");
+            assertEquals(watchdog, watchdog(), "the same thread");
+        }
+    }
+
+    /** The process's one watchdog thread (there must be exactly one). */
+    private static Thread watchdog() {
+        List<Thread> found = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().endsWith("pd-frame-watchdog") && t.isAlive()).toList();
+        assertEquals(1, found.size(), "watchdog threads: " + found);
+        return found.getFirst();
+    }
+
+    /** The share of {@code millis} in which {@code t} was running, sampled every millisecond (a parked thread is not). */
+    private static double runningShare(Thread t, long millis) throws InterruptedException {
+        int samples = 0;
+        int running = 0;
+        for (long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis); System.nanoTime() < end; samples++) {
+            if (t.getState() == Thread.State.RUNNABLE) {
+                running++;
+            }
+            Thread.sleep(1);
+        }
+        return (double) running / samples;
     }
 
     @Test

@@ -154,7 +154,8 @@ class PdPusherStagingTest {
                 a.pushComputed(kv, CHUNK);
                 PdPusher.Transfer b = pusher.begin("b", keys.prepare(tokens(4 * CHUNK, 108), Map.of()).chunks(), peer);
                 b.pushComputed(kv, 4 * CHUNK);
-                assertEquals(1, assertTimeoutPreemptively(BOUND, a::finish).pushedChunks());
+                PdPusher.Result first = assertTimeoutPreemptively(BOUND, a::finish);
+                assertEquals(1, first.pushedChunks(), first.toString());
                 PdPusher.Result r = assertTimeoutPreemptively(BOUND, b::finish);
                 String why = r.stopReason().orElse("");
                 assertEquals(0, r.pushedChunks(), r.toString());
@@ -172,8 +173,8 @@ class PdPusherStagingTest {
 
     /**
      * A receiver that proves the token and answers every allocation request with {@code already}
-     * (given the number of keys asked for) and a slot for each other key, a request of one key after
-     * 300 ms; it acknowledges writes.
+     * (given the number of keys asked for) and a slot for each other key, after a delay; it
+     * acknowledges writes.
      */
     private static final class FakeReceiver implements AutoCloseable {
         final AtomicInteger writes = new AtomicInteger();
@@ -206,9 +207,9 @@ class PdPusherStagingTest {
                     PdConnection.Frame f = c.receive();
                     if (f instanceof PdConnection.Message m) {
                         int n = PdMessages.decodeAllocRequest(m.body()).keys().size();
-                        if (n == 1) {
-                            Thread.sleep(300);
-                        }
+                        // a's answer late, so b's chunks are queued by then; b's late too, so a's acknowledgement is read
+                        // first (a receiver out of protocol loses its connections, and what awaits acknowledgement on them)
+                        Thread.sleep(n == 1 ? 300 : 200);
                         List<Integer> sent = already.apply(n);
                         List<Long> slots = new ArrayList<>();
                         for (int i = 0; i < n - sent.size(); i++) {

@@ -90,7 +90,7 @@ class PdPusherStagingTest {
             long t0 = System.nanoTime();
             assertTimeoutPreemptively(BOUND, () -> t.pushComputed(new PlanarKv(arena, MODEL, 3 * CHUNK, 104), tokens.length));
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
-            assertTrue(waitedMs >= timeout.toMillis() && waitedMs < timeout.toMillis() + 500,
+            assertTrue(waitedMs >= timeout.toMillis() && waitedMs < timeout.toMillis() + 1_500,
                     "waited " + waitedMs + " ms for staging room, the timeout is " + timeout.toMillis());
             long elapsed = System.nanoTime() - t0;
             PdPusher.Result r = assertTimeoutPreemptively(BOUND, t::finish);

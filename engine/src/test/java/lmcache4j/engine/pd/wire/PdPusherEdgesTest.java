@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
 
 import org.junit.jupiter.api.Test;
 
@@ -39,7 +40,8 @@ import lmcache4j.engine.pd.PlanarKv;
 /**
  * The sender at its edges: chunks larger than a message frame (a real model's) travel whole; a
  * receiver restarted on the same ports is reached on a fresh connection; an allocation answer out
- * of protocol stops the request with every chunk counted and its staging freed; a request's chunk
+ * of protocol stops the request with every chunk counted and its staging freed; a write into room
+ * that expired meanwhile is refused and stops its request; a request's chunk
  * list and a receiver's ports are checked; {@code finish} returns as soon as the last chunk is
  * acknowledged, not at its bound; and a closed sender refuses new requests and has let go of its
  * staging.
@@ -166,6 +168,43 @@ class PdPusherEdgesTest {
             assertEquals(4, pusher.stats().failedChunks());
             fake.close();
             receiver.join();
+        }
+    }
+
+    @Test
+    void aWriteIntoRoomThatExpiredMeanwhileIsRefusedAndStopsItsRequest() throws Exception {
+        int[] tokens = tokens(CHUNK, 111);
+        try (Arena arena = Arena.ofShared();
+             LMCacheEngine decoder = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", CHUNK)
+                     .set("max_local_cpu_size", 0.02).set("hash_seed", "0").set("enable_pd", true)
+                     .set("pd_role", "receiver").set("pd_buffer_size", (double) (1 << 20)).set("pd_buffer_device", "cpu")
+                     .set("pd_peer_host", "127.0.0.1").set("pd_peer_init_port", List.of(0))
+                     .set("pd_peer_alloc_port", List.of(0)).set("extra_config", Map.of("p2p_token", TOKEN, "pd_timeout_ms",
+                             300)).build(), MODEL, KvConnector.host(1), List.of());
+             PdReceiveServer server = PdReceiveServer.start(decoder);
+             // the allocation answer is held back until the room it gives has expired on the decoder
+             PdReceiveServerTest.AckHoldingRelay lateAnswer = new PdReceiveServerTest.AckHoldingRelay(server.allocPort(),
+                     Long.MAX_VALUE, PdReceiveServerTest.AckHoldingRelay.HANDSHAKE_ANSWER_BYTES,
+                     new CountDownLatch(1));
+             PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            PdPusher.Transfer t = pusher.begin("late", decoder.prepare(tokens, Map.of()).chunks(),
+                    new PdPusher.Peer("127.0.0.1", server.initPort(), lateAnswer.port()));
+            t.pushComputed(new PlanarKv(arena, MODEL, CHUNK, 112), CHUNK);
+            long until = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+            while (tier(decoder).stats().expiredPending() == 0 && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, tier(decoder).stats().expiredPending(), "the room expired before the sender heard of it");
+            lateAnswer.release();
+            PdPusher.Result r = assertTimeoutPreemptively(BOUND, t::finish);
+            assertEquals(0, r.pushedChunks(), r.toString());
+            assertEquals(1, r.failedChunks(), r.toString());
+            assertEquals(Optional.of("the receiver refused a write (its room had expired)"), r.stopReason());
+            assertEquals(1, tier(decoder).stats().lateWrites());
+            assertEquals(0, tier(decoder).stats().heldChunks());
+            assertEquals(0, pusher.staging().stats().usedBytes());
+            assertEquals(0, decoder.lookup(decoder.prepare(tokens, Map.of()), "late"), "nothing of it is served");
+            decoder.lookupUnpin("late");
         }
     }
 

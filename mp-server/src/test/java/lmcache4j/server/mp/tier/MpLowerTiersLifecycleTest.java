@@ -98,7 +98,7 @@ class MpLowerTiersLifecycleTest {
                 await(() -> tiers.stats().tierWrites() == 1, "the first chunk's file");
                 Set<Path> first = files(dir);
                 publish(store, tiers, keys.subList(1, 4));
-                await(() -> tiers.stats().tierWrites() == 4, "the other chunks' files");
+                await(() -> tiers.stats().tierWrites() == 4 && store.stats().lockedObjects() == 0, "the other chunks' files");
                 assertEquals(1, first.size(), first.toString());
                 flipAByteInThePayload(first.iterator().next());
                 assertEquals(4, store.clear(false));
@@ -172,7 +172,7 @@ class MpLowerTiersLifecycleTest {
                 MpObjectKey a = key(4, 0, 1, 0);
                 MpObjectKey b = key(4, 1, 1, 0);
                 publish(store, tiers, List.of(a));
-                await(() -> tiers.stats().tierWrites() == 1, "a on disk");
+                await(() -> tiers.stats().tierWrites() == 1 && store.stats().lockedObjects() == 0, "a on disk");
                 assertEquals(1, store.clear(false));
                 publish(store, tiers, List.of(a)); // stored again after the pool dropped it: the disk has it
                 publish(store, tiers, List.of(b));
@@ -192,7 +192,7 @@ class MpLowerTiersLifecycleTest {
                 // Chunk-major, two ranks a chunk; the disk gets every object but rank 1 of chunk 2.
                 List<MpObjectKey> keys = IntStream.range(0, 6).mapToObj(i -> key(5, i / 2, 2, i % 2)).toList();
                 publish(store, tiers, keys.subList(0, 5));
-                await(() -> tiers.stats().tierWrites() == 5, "five objects on disk");
+                await(() -> tiers.stats().tierWrites() == 5 && store.stats().lockedObjects() == 0, "five objects on disk");
                 assertEquals(5, store.clear(false));
 
                 assertEquals(2, load(tiers, keys.subList(0, 4)), "both chunks, every rank held");
@@ -236,7 +236,7 @@ class MpLowerTiersLifecycleTest {
             try (MpLowerTiers tiers = MpLowerTiers.open(settings, store).orElseThrow()) {
                 MpObjectKey a = key(9, 0, 1, 0);
                 publish(store, tiers, List.of(a));
-                await(() -> tiers.stats().tierWrites() == 2, "a on disk and in the remote");
+                await(() -> tiers.stats().tierWrites() == 2 && store.stats().lockedObjects() == 0, "a on disk and in the remote");
                 Set<Path> onDisk = files(dir);
                 assertEquals(1, onDisk.size(), onDisk.toString());
                 flipAByteInThePayload(onDisk.iterator().next());

@@ -148,9 +148,36 @@ public final class PdCluster implements AutoCloseable {
         return url;
     }
 
+    /**
+     * A free port for the proxy's notice port, which the prefillers must know before the proxy starts.
+     * It is taken below the kernel's ephemeral range: the workers started meanwhile bind port 0, and
+     * one of them could otherwise be handed the port just let go (it happened once in CI: the proxy
+     * then failed to bind). Falls back to an ephemeral one where the range cannot be read.
+     */
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
+        InetAddress host = InetAddress.getByName(HOST);
+        int low = ephemeralLow();
+        java.util.SplittableRandom random = new java.util.SplittableRandom();
+        for (int attempt = 0; low > 10_000 && attempt < 100; attempt++) {
+            int port = random.nextInt(10_000, low);
+            try (ServerSocket s = new ServerSocket(port, 1, host)) {
+                return s.getLocalPort();
+            } catch (IOException e) {
+                // taken: try another
+            }
+        }
+        try (ServerSocket s = new ServerSocket(0, 1, host)) {
             return s.getLocalPort();
+        }
+    }
+
+    /** The low end of the kernel's ephemeral port range (Linux), or 0 when it cannot be read. */
+    private static int ephemeralLow() {
+        try {
+            String range = java.nio.file.Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).strip();
+            return Integer.parseInt(range.split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            return 0;
         }
     }
 

@@ -9,6 +9,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 
 import lmcache4j.bench.model.ModelSource;
@@ -80,7 +82,7 @@ public final class PdCluster implements AutoCloseable {
     private void startAll(Options o) throws IOException {
         Path tokenFile = o.dir().resolve("pd-token");
         DeploymentSecret.createTokenFile(tokenFile);
-        String token = java.nio.file.Files.readString(tokenFile).strip();
+        String token = Files.readString(tokenFile).strip();
         workerAuthorization = PdWorkerServer.authorization(token.getBytes(StandardCharsets.UTF_8));
         noticePort = freePort();
         Map<String, Object> extra = Map.of("p2p_token", token, "pd_timeout_ms", (long) o.timeoutMs());
@@ -157,7 +159,7 @@ public final class PdCluster implements AutoCloseable {
     private static int freePort() throws IOException {
         InetAddress host = InetAddress.getByName(HOST);
         int low = ephemeralLow();
-        java.util.SplittableRandom random = new java.util.SplittableRandom();
+        SplittableRandom random = new SplittableRandom();
         for (int attempt = 0; low > 10_000 && attempt < 100; attempt++) {
             int port = random.nextInt(10_000, low);
             try (ServerSocket s = new ServerSocket(port, 1, host)) {
@@ -174,7 +176,7 @@ public final class PdCluster implements AutoCloseable {
     /** The low end of the kernel's ephemeral port range (Linux), or 0 when it cannot be read. */
     private static int ephemeralLow() {
         try {
-            String range = java.nio.file.Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).strip();
+            String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).strip();
             return Integer.parseInt(range.split("\\s+")[0]);
         } catch (IOException | RuntimeException e) {
             return 0;

@@ -18,6 +18,7 @@ module lmcache4j.engine {
     requires jnacl; // JeroMQ's CURVE (a 'requires static' of JeroMQ): the deployment secret's encrypted sockets
     requires msgpack.core; // the controller's msgspec-format messages (an automatic module named from its jar)
     requires jdk.unsupported; // com.sun.nio.file.ExtendedOpenOption.DIRECT (O_DIRECT) for the disk tier
+    requires jdk.management; // whether the JVM computes Poly1305 with its intrinsic: the payload tag a handshake prefers
 
     uses lmcache4j.engine.remote.RemoteConnectorProvider; // remote_url schemes served by other modules (s3://: lmcache4j.s3)
 

@@ -94,7 +94,8 @@ public final class P2pBenchCommand implements CliMain.Command {
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "LmConnector without a token (no tags)",
                 r.untaggedGetGbps()));
         sb.append(String.format(Locale.ROOT, "%-44s %8.2f%n", "tagged / untagged connector", r.taggedVsUntagged()));
-        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "payload tag on one core", r.tagGbps()));
+        sb.append(String.format(Locale.ROOT, "%-44s %8.2f GB/s%n", "payload tag on one core ("
+                + lmcache4j.engine.remote.lm.PayloadTag.Algorithm.preferred() + ")", r.tagGbps()));
         sb.append(String.format(Locale.ROOT, "verified   %d chunks in B against A's: %d differ", r.verifiedChunks(),
                 r.mismatches()));
         return sb.toString();
@@ -109,6 +110,7 @@ public final class P2pBenchCommand implements CliMain.Command {
         j.number("untagged_get_gbps", r.untaggedGetGbps(), 3);
         j.number("tagged_vs_untagged", r.taggedVsUntagged(), 3);
         j.number("tag_gbps", r.tagGbps(), 3);
+        j.string("payload_tag", lmcache4j.engine.remote.lm.PayloadTag.Algorithm.preferred().toString());
         j.number("target_ratio", TARGET_RATIO, 2);
         j.integer("chunks", s.chunks());
         j.integer("chunk_bytes", s.chunkBytes());

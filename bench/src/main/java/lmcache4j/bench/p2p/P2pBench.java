@@ -35,6 +35,7 @@ import lmcache4j.engine.p2p.P2pBackend;
 import lmcache4j.engine.p2p.PeerHolding;
 import lmcache4j.engine.remote.lm.LmConnector;
 import lmcache4j.engine.remote.lm.LmSession;
+import lmcache4j.engine.remote.lm.PayloadTag;
 import lmcache4j.engine.storage.PrefetchedPrefix;
 import lmcache4j.server.controller.ControllerConfig;
 import lmcache4j.server.controller.ControllerServer;
@@ -161,8 +162,9 @@ public final class P2pBench {
                 double[] direct = new double[s.runs()];
                 double[] bare = new double[s.runs()];
                 double[] tag = new double[s.runs()];
+                // the tag the tier's connections chose: both ends are this process, so what it prefers
                 LmSession session = LmSession.established(token.orElseThrow().getBytes(StandardCharsets.UTF_8),
-                        LmSession.nonce(), LmSession.nonce());
+                        LmSession.nonce(), LmSession.nonce(), PayloadTag.Algorithm.preferred());
                 for (int run = -s.warmup(); run < s.runs(); run++) {
                     double viaTier = throughTier(b, keys, s);
                     double viaConnector = throughConnector(ceiling, keys, into, s);

@@ -10,6 +10,7 @@ import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
 import lmcache4j.engine.remote.lm.LmSession;
+import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * The server's side of {@link LmSession}'s challenge-response, first on every connection of a
@@ -19,11 +20,18 @@ import lmcache4j.engine.remote.lm.LmSession;
  */
 final class LmServerHandshake {
     private final byte[] token;
+    private final PayloadTag.Algorithm tagPreference;
     private final AuthThrottle throttle;
     private final RateLimitedLog failureLog;
     private final AtomicLong failures = new AtomicLong();
 
     LmServerHandshake(byte[] token, AuthThrottle throttle, RateLimitedLog failureLog) {
+        this(token, throttle, failureLog, PayloadTag.Algorithm.preferred());
+    }
+
+    /** @param tagPreference the payload tag this server prefers (GMAC is chosen when either side does) */
+    LmServerHandshake(byte[] token, AuthThrottle throttle, RateLimitedLog failureLog, PayloadTag.Algorithm tagPreference) {
+        this.tagPreference = Objects.requireNonNull(tagPreference, "tagPreference");
         this.token = Objects.requireNonNull(token, "token").clone();
         this.throttle = Objects.requireNonNull(throttle, "throttle");
         this.failureLog = Objects.requireNonNull(failureLog, "failureLog");
@@ -40,21 +48,25 @@ final class LmServerHandshake {
             throw new ProtocolException("AUTH with the token in clear is retired: the client predates lmcache4j's"
                     + " AUTH_HELLO handshake");
         }
-        if (hello.command() != LmProtocol.AUTH_HELLO || hello.length() != LmSession.NONCE_BYTES) {
+        if (hello.command() != LmProtocol.AUTH_HELLO || !LmSession.Accepting.helloLength(hello.length())) {
             throw new ProtocolException("command " + hello.command() + " (length " + hello.length()
-                    + ") where a server with a token expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce");
+                    + ") where a server with a token expects AUTH_HELLO with a " + LmSession.NONCE_BYTES
+                    + "-byte nonce and a payload tag offer");
         }
-        byte[] cn = LmProtocol.readFully(c, LmSession.NONCE_BYTES);
-        byte[] sn = LmSession.nonce();
-        LmProtocol.writeFully(c, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeServer(LmProtocol.SUCCESS,
-                LmSession.NONCE_BYTES + LmSession.PROOF_BYTES), sn, LmSession.serverProof(token, cn, sn))));
+        LmSession.Accepting handshake;
+        try {
+            handshake = LmSession.Accepting.hello(LmProtocol.readFully(c, hello.length()), tagPreference);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("a hello that " + e.getMessage());
+        }
+        LmProtocol.writeFully(c, ByteBuffer.wrap(handshake.answer(token)));
         ClientHeader proof = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
         if (proof.command() != LmProtocol.AUTH_PROOF || proof.length() != LmSession.PROOF_BYTES) {
             throw new ProtocolException("command " + proof.command() + " (length " + proof.length()
                     + ") where AUTH_PROOF with a " + LmSession.PROOF_BYTES + "-byte proof was expected");
         }
         byte[] presented = LmProtocol.readFully(c, LmSession.PROOF_BYTES);
-        if (!LmSession.matches(LmSession.clientProof(token, cn, sn), presented)) {
+        if (!handshake.proves(token, presented)) {
             long n = failures.incrementAndGet();
             throttle.awaitFailureSlot();
             failureLog.log("lm:// server: wrong token from " + c + "; closing (wrong tokens so far: " + n + ")");
@@ -62,7 +74,7 @@ final class LmServerHandshake {
             return Optional.empty();
         }
         reply(c, LmProtocol.SUCCESS);
-        return Optional.of(LmSession.established(token, cn, sn));
+        return Optional.of(handshake.session(token));
     }
 
     /** Wrong proofs so far. */
@@ -72,7 +84,7 @@ final class LmServerHandshake {
 
     /** A handshake sent to a server without a token: FAIL, so the client says this server takes none. */
     static void refuse(ServerConnection c, ClientHeader h) throws IOException {
-        if (h.length() < 0 || h.length() > LmSession.NONCE_BYTES) {
+        if (h.length() < 0 || h.length() > LmSession.HELLO_BYTES) {
             throw new ProtocolException("command " + h.command() + " with length " + h.length());
         }
         LmProtocol.skipFully(c, h.length());

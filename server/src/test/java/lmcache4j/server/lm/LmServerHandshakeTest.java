@@ -28,6 +28,7 @@ import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmProtocol.ClientHeader;
 import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.engine.remote.lm.LmProtocol.ProtocolException;
+import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * The server's side of the {@code lm://} handshake on one loopback connection, without the rest of
@@ -62,7 +63,7 @@ class LmServerHandshakeTest {
 
     @Test
     void aServerWithoutATokenSkipsAHelloOfUpToANonceAndAnswersFail() throws IOException {
-        for (int length : new int[] {0, 1, LmSession.NONCE_BYTES}) {
+        for (int length : new int[] {0, 1, LmSession.NONCE_BYTES, LmSession.HELLO_BYTES}) {
             // the hello's payload, then a byte that must still be unread once the server refused
             ByteBuffer sent = ByteBuffer.allocate(length + 1);
             sent.position(length).put(MARK).flip();
@@ -76,7 +77,7 @@ class LmServerHandshakeTest {
 
     @Test
     void aHelloLongerThanANonceOrOfNegativeLengthIsAProtocolError() {
-        for (int length : new int[] {LmSession.NONCE_BYTES + 1, -1, Integer.MIN_VALUE, Integer.MAX_VALUE}) {
+        for (int length : new int[] {LmSession.HELLO_BYTES + 1, -1, Integer.MIN_VALUE, Integer.MAX_VALUE}) {
             ProtocolException e = assertThrows(ProtocolException.class, () -> LmServerHandshake.refuse(server, hello(length)),
                     "a hello of length " + length);
             assertTrue(e.getMessage().contains("length " + length), e.getMessage());
@@ -110,6 +111,65 @@ class LmServerHandshakeTest {
         assertEquals(1, handshake.failures());
         assertEquals(1, logged.size(), "the wrong token is logged: " + logged);
         assertTrue(logged.getFirst().contains("wrong token"), logged.getFirst());
+    }
+
+    @Test
+    void theServersPreferenceForGmacIsTheSessionsAndAHelloWithoutAnOfferGetsPoly1305() throws Exception {
+        byte[] token = "the server's token".getBytes(StandardCharsets.UTF_8);
+        for (PayloadTag.Algorithm offer : PayloadTag.Algorithm.values()) {
+            for (PayloadTag.Algorithm own : PayloadTag.Algorithm.values()) {
+                try (SocketChannel c = SocketChannel.open(listener.getLocalAddress());
+                     ServerConnection s = new ServerConnection(listener.accept(), true)) {
+                    CompletableFuture<LmSession> client = CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return LmSession.authenticate(c, token, offer);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+                    LmServerHandshake handshake = new LmServerHandshake(token, new AuthThrottle(Duration.ZERO, 1000),
+                            new RateLimitedLog(new ListLogger(new CopyOnWriteArrayList<>()), System.Logger.Level.WARNING,
+                                    5_000), own);
+                    LmSession session = handshake.perform(s, LmProtocol.decodeClient(
+                            LmProtocol.readFully(s, LmProtocol.CLIENT_HEADER_BYTES))).orElseThrow();
+                    LmSession mine = client.get(10, TimeUnit.SECONDS);
+                    assertEquals(LmSession.choose(offer, own), session.algorithm(), offer + " offered to " + own);
+                    assertEquals(session.algorithm(), mine.algorithm());
+                    byte[] body = "a PUT payload".getBytes(StandardCharsets.UTF_8);
+                    assertTrue(session.clientToServer().next().update(body).verify(mine.clientToServer().next().update(body)
+                            .finish()), "one key and one algorithm on both ends");
+                }
+            }
+        }
+        // lmcache4j from before the choice: the nonce alone, answered without a choice, proved and tagged as then
+        CompletableFuture<LmSession> legacy = CompletableFuture.supplyAsync(() -> {
+            try {
+                byte[] cn = LmSession.nonce();
+                LmProtocol.writeFully(client, ByteBuffer.wrap(LmSession.concat(
+                        LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, LmSession.NONCE_BYTES, ""), cn)));
+                byte[] header = LmProtocol.readFully(client, LmProtocol.SERVER_HEADER_BYTES);
+                assertEquals(LmSession.NONCE_BYTES + LmSession.PROOF_BYTES, LmProtocol.replyLength(header), "no choice");
+                byte[] answer = LmProtocol.readFully(client, LmProtocol.replyLength(header));
+                byte[] sn = java.util.Arrays.copyOf(answer, LmSession.NONCE_BYTES);
+                assertTrue(LmSession.matches(LmSession.serverProof(token, cn, sn), java.util.Arrays.copyOfRange(answer,
+                        LmSession.NONCE_BYTES, answer.length)), "the first server proof");
+                LmProtocol.writeFully(client, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF,
+                        LmSession.PROOF_BYTES, ""), LmSession.clientProof(token, cn, sn))));
+                assertEquals(LmProtocol.SUCCESS, LmProtocol.replyCode(LmProtocol.readFully(client, LmProtocol.SERVER_HEADER_BYTES)));
+                return LmSession.established(token, cn, sn);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        LmServerHandshake handshake = new LmServerHandshake(token, new AuthThrottle(Duration.ZERO, 1000),
+                new RateLimitedLog(new ListLogger(new CopyOnWriteArrayList<>()), System.Logger.Level.WARNING, 5_000),
+                PayloadTag.Algorithm.GMAC);
+        LmSession session = handshake.perform(server, LmProtocol.decodeClient(LmProtocol.readFully(server,
+                LmProtocol.CLIENT_HEADER_BYTES))).orElseThrow();
+        LmSession old = legacy.get(10, TimeUnit.SECONDS);
+        assertEquals(PayloadTag.Algorithm.POLY1305, session.algorithm(), "even on a server that prefers GMAC");
+        byte[] body = "a GET reply".getBytes(StandardCharsets.UTF_8);
+        assertTrue(old.serverToClient().next().update(body).verify(session.serverToClient().next().update(body).finish()));
     }
 
     /** A logger that keeps its lines, to read what the handshake logged. */

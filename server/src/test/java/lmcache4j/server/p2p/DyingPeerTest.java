@@ -19,6 +19,7 @@ import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.connector.PagedKvCache;
 import lmcache4j.engine.p2p.ProbingPeerLocator;
 import lmcache4j.engine.remote.lm.LmProtocol;
+import lmcache4j.engine.remote.lm.LmSession;
 import lmcache4j.server.lm.LmServerLimits;
 import org.junit.jupiter.api.Test;
 
@@ -98,7 +99,8 @@ class DyingPeerTest {
 
         private void breakOff(SocketChannel peer, SocketChannel client, boolean stall) {
             try {
-                LmProtocol.writeFully(client, ByteBuffer.wrap(LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES + 64)));
+                LmProtocol.writeFully(client, ByteBuffer.wrap(LmProtocol.readFully(peer,
+                        LmProtocol.SERVER_HEADER_BYTES + LmSession.ANSWER_BYTES)));
                 while (true) {
                     byte[] header = LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES);
                     int length = LmProtocol.replyLength(header);

@@ -63,7 +63,7 @@ class P2pPeerTrustTest {
                 assertTrue(hellos.get() > 0, "B did try the squatter");
                 assertFalse(all.contains(SECRET), "the token never crosses the wire");
                 assertFalse(all.contains(someKey), "no key is sent before the server proves itself");
-                assertEquals(hellos.get() * (LmProtocol.CLIENT_HEADER_BYTES + LmSession.NONCE_BYTES), all.length(),
+                assertEquals(hellos.get() * (LmProtocol.CLIENT_HEADER_BYTES + LmSession.HELLO_BYTES), all.length(),
                         "each connection sent its AUTH_HELLO and nothing else");
             }
         }
@@ -186,7 +186,7 @@ class P2pPeerTrustTest {
     /** The peer's replies, parsed: the handshake's two, then headers with their payload, CRC32C and tag. */
     private static void tamper(SocketChannel peer, SocketChannel client, AtomicInteger rewritten) {
         try (peer; client) {
-            byte[] hello = LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES + 64);
+            byte[] hello = LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES + LmSession.ANSWER_BYTES);
             LmProtocol.writeFully(client, ByteBuffer.wrap(hello));
             while (true) {
                 byte[] header = LmProtocol.readFully(peer, LmProtocol.SERVER_HEADER_BYTES);

@@ -166,27 +166,38 @@ public final class PdConnection implements AutoCloseable {
         socket.setTcpNoDelay(true);
         ByteChannel ch = channelOf(socket);
         LmProtocol.ClientHeader hello = readClientHeader(ch);
-        if (hello.command() != LmProtocol.AUTH_HELLO || hello.length() != LmSession.NONCE_BYTES) {
+        if (hello.command() != LmProtocol.AUTH_HELLO || !LmSession.Accepting.helloLength(hello.length())) {
             throw new PdProtocolException("command " + hello.command() + " (length " + hello.length()
-                    + ") where a PD server expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce");
+                    + ") where a PD server expects AUTH_HELLO with a " + LmSession.NONCE_BYTES + "-byte nonce and a"
+                    + " payload tag offer");
         }
-        byte[] cn = LmProtocol.readFully(ch, LmSession.NONCE_BYTES);
-        byte[] sn = LmSession.nonce();
-        LmProtocol.writeFully(ch, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeServer(LmProtocol.SUCCESS,
-                LmSession.NONCE_BYTES + LmSession.PROOF_BYTES), sn, LmSession.serverProof(token, cn, sn))));
+        LmSession.Accepting handshake;
+        try {
+            handshake = LmSession.Accepting.hello(LmProtocol.readFully(ch, hello.length()), tagPreference());
+        } catch (IllegalArgumentException e) {
+            throw new PdProtocolException("a hello that " + e.getMessage());
+        }
+        LmProtocol.writeFully(ch, ByteBuffer.wrap(handshake.answer(token)));
         LmProtocol.ClientHeader proof = readClientHeader(ch);
         if (proof.command() != LmProtocol.AUTH_PROOF || proof.length() != LmSession.PROOF_BYTES) {
             throw new PdProtocolException("command " + proof.command() + " where AUTH_PROOF with a "
                     + LmSession.PROOF_BYTES + "-byte proof was expected");
         }
-        byte[] presented = LmProtocol.readFully(ch, LmSession.PROOF_BYTES);
-        boolean ok = LmSession.matches(LmSession.clientProof(token, cn, sn), presented);
+        boolean ok = handshake.proves(token, LmProtocol.readFully(ch, LmSession.PROOF_BYTES));
         LmProtocol.writeFully(ch, ByteBuffer.wrap(LmProtocol.encodeServer(ok ? LmProtocol.SUCCESS : LmProtocol.FAIL)));
         if (!ok) {
             return Optional.empty();
         }
-        return Optional.of(new PdConnection(socket, Optional.of(LmSession.established(token, cn, sn)), true, timeout,
-                maxBodyBytes));
+        return Optional.of(new PdConnection(socket, Optional.of(handshake.session(token)), true, timeout, maxBodyBytes));
+    }
+
+    /** This process's preferred payload tag; a bad override is the server's error, not the client's. */
+    private static PayloadTag.Algorithm tagPreference() throws IOException {
+        try {
+            return PayloadTag.Algorithm.preferred();
+        } catch (IllegalArgumentException e) {
+            throw new IOException(e.getMessage(), e);
+        }
     }
 
     /**
@@ -251,6 +262,11 @@ public final class PdConnection implements AutoCloseable {
                 socket.close();
             }
         };
+    }
+
+    /** The algorithm of this connection's tags, which its handshake chose; empty for {@link #unkeyedForBenchmark}. */
+    public Optional<PayloadTag.Algorithm> tagAlgorithm() {
+        return Optional.ofNullable(sendTag).map(PayloadTag::algorithm);
     }
 
     /** Whether frames carry tags (false only for {@link #unkeyedForBenchmark}). */

@@ -38,8 +38,10 @@ import lmcache4j.engine.remote.RemoteMetadata;
  * 200 present / 400 absent. HEALTH → SUCCESS. LIST: LMCache's server has no LIST case and sends
  * nothing back, which leaves a client waiting forever; lmcache4j's server answers FAIL instead.
  * lmcache4j: when the server has a token, a connection starts with the challenge-response of
- * {@link LmSession}: AUTH_HELLO ({@value #AUTH_HELLO}, the client's 32-byte nonce as payload) →
- * SUCCESS with length 64 and the server's nonce and proof as payload; then AUTH_PROOF
+ * {@link LmSession}: AUTH_HELLO ({@value #AUTH_HELLO}, the client's 32-byte nonce and the code of the
+ * tag it prefers as payload) → SUCCESS with length 65 and the server's nonce, proof and choice of tag
+ * as payload (a hello of the nonce alone, from lmcache4j before the choice, gets length 64 and no
+ * choice); then AUTH_PROOF
  * ({@value #AUTH_PROOF}, the client's 32-byte proof) → SUCCESS, or FAIL and the server closes. Any
  * other first command closes the connection. On such a connection every PUT payload and every GET
  * reply payload is followed by a {@value LmSession#TAG_BYTES}-byte {@link PayloadTag}. REMOVE

@@ -18,17 +18,21 @@ import javax.crypto.spec.SecretKeySpec;
  * LMCache's clients and server have none): a challenge-response handshake in which the token never
  * crosses the wire, then a tag on every payload in both directions.
  *
- * <p><b>Handshake.</b> The client sends AUTH_HELLO with a fresh 32-byte nonce {@code cn}; the server
- * answers with its own nonce {@code sn} and {@link #serverProof}; the client checks that proof
- * before it sends anything keyed (so a squatter on a peer's port, or a peer the controller names
- * wrongly, learns nothing and serves nothing), then sends AUTH_PROOF with {@link #clientProof}.
- * Proofs and the session key are HMAC-SHA256 of the token under one label each, over
- * {@code cn ‖ sn}.
+ * <p><b>Handshake.</b> The client sends AUTH_HELLO with a fresh 32-byte nonce {@code cn} and the
+ * code of the tag algorithm it computes fastest ({@link PayloadTag.Algorithm#preferred()}); the
+ * server chooses GMAC when either side prefers it, else Poly1305 (a side without its fast Poly1305
+ * would hold both back), and answers with its own nonce {@code sn}, {@link #serverProof} and its
+ * choice; the client checks that proof before it sends anything keyed (so a squatter on a peer's
+ * port, or a peer the controller names wrongly, learns nothing and serves nothing), then sends
+ * AUTH_PROOF with {@link #clientProof}. Proofs and the session key are HMAC-SHA256 of the token
+ * under one label each, over {@code cn ‖ sn} and, for the proofs, the offer and the choice, so
+ * nobody between the two can change either. A server also takes the hello of lmcache4j before the
+ * choice (the nonce alone, {@link #NONCE_BYTES} bytes): that session tags with Poly1305, under the
+ * first proofs' labels.
  *
  * <p><b>Tags.</b> Every GET reply that carries a payload, and every PUT payload, is followed by a
- * 16-byte {@link PayloadTag}: a Poly1305 tag (RFC 8439's AEAD with the payload as associated data)
- * under the session key, over the request header (which holds the key), the reply header and the
- * payload. A nonce per direction and message number means a tag cannot be replayed on another
+ * 16-byte {@link PayloadTag} under the session key, over the request header (which holds the key),
+ * the reply header and the payload. A nonce per direction and message number means a tag cannot be replayed on another
  * message, key or connection. Unlike the CRC32C a peer sends, a MITM or a peer without the token
  * cannot forge it.
  */
@@ -37,8 +41,12 @@ public final class LmSession {
     public static final int NONCE_BYTES = 32;
     /** The size of a proof (HMAC-SHA256). */
     public static final int PROOF_BYTES = 32;
-    /** The size of a payload tag (Poly1305). */
+    /** The size of a payload tag. */
     public static final int TAG_BYTES = PayloadTag.BYTES;
+    /** The size of the client's hello: its nonce and the code of the tag algorithm it prefers. */
+    public static final int HELLO_BYTES = NONCE_BYTES + 1;
+    /** The size of the server's answer to a hello: its nonce, its proof and the algorithm it chose. */
+    public static final int ANSWER_BYTES = NONCE_BYTES + PROOF_BYTES + 1;
 
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final byte SERVER_TO_CLIENT = 1;
@@ -47,9 +55,9 @@ public final class LmSession {
     private final PayloadTag serverToClient;
     private final PayloadTag clientToServer;
 
-    private LmSession(byte[] sessionKey) {
-        this.serverToClient = new PayloadTag(sessionKey, SERVER_TO_CLIENT);
-        this.clientToServer = new PayloadTag(sessionKey, CLIENT_TO_SERVER);
+    private LmSession(PayloadTag.Algorithm algorithm, byte[] sessionKey) {
+        this.serverToClient = new PayloadTag(algorithm, sessionKey, SERVER_TO_CLIENT);
+        this.clientToServer = new PayloadTag(algorithm, sessionKey, CLIENT_TO_SERVER);
     }
 
     /** A fresh random nonce. */
@@ -59,14 +67,32 @@ public final class LmSession {
         return n;
     }
 
-    /** What a server that holds {@code token} answers to the client nonce {@code cn} with its nonce {@code sn}. */
+    /** What a server that holds {@code token} answers to the client nonce {@code cn} with its nonce {@code sn} (a hello without an offer). */
     public static byte[] serverProof(byte[] token, byte[] cn, byte[] sn) {
         return hmac(token, "lmcache4j lm:// server proof v1", cn, sn);
     }
 
-    /** What a client that holds {@code token} sends once the server has proved itself. */
+    /** What a client that holds {@code token} sends once the server has proved itself (a hello without an offer). */
     public static byte[] clientProof(byte[] token, byte[] cn, byte[] sn) {
         return hmac(token, "lmcache4j lm:// client proof v1", cn, sn);
+    }
+
+    /** The server's proof when the client offered {@code offer} and the server chose {@code choice}. */
+    public static byte[] serverProof(byte[] token, byte[] cn, byte[] sn, PayloadTag.Algorithm offer,
+                                     PayloadTag.Algorithm choice) {
+        return hmac(token, "lmcache4j lm:// server proof v2", cn, sn, offer.code(), choice.code());
+    }
+
+    /** The client's proof when it offered {@code offer} and the server chose {@code choice}. */
+    public static byte[] clientProof(byte[] token, byte[] cn, byte[] sn, PayloadTag.Algorithm offer,
+                                     PayloadTag.Algorithm choice) {
+        return hmac(token, "lmcache4j lm:// client proof v2", cn, sn, offer.code(), choice.code());
+    }
+
+    /** What a server chooses when the client prefers {@code offer} and it prefers {@code own}: GMAC when either does. */
+    public static PayloadTag.Algorithm choose(PayloadTag.Algorithm offer, PayloadTag.Algorithm own) {
+        return offer == PayloadTag.Algorithm.GMAC || own == PayloadTag.Algorithm.GMAC ? PayloadTag.Algorithm.GMAC
+                : PayloadTag.Algorithm.POLY1305;
     }
 
     /** Whether {@code presented} is {@code expected}, in time that does not depend on where they differ. */
@@ -74,9 +100,21 @@ public final class LmSession {
         return MessageDigest.isEqual(expected, presented);
     }
 
-    /** The session both sides hold after a handshake over {@code cn} and {@code sn}. */
+    /** The session both sides hold after a handshake over {@code cn} and {@code sn} that tags with Poly1305. */
     public static LmSession established(byte[] token, byte[] cn, byte[] sn) {
-        return new LmSession(hmac(token, "lmcache4j lm:// payload key v1", cn, sn));
+        return established(token, cn, sn, PayloadTag.Algorithm.POLY1305);
+    }
+
+    /** The session both sides hold after a handshake over {@code cn} and {@code sn} that chose {@code algorithm}. */
+    public static LmSession established(byte[] token, byte[] cn, byte[] sn, PayloadTag.Algorithm algorithm) {
+        String label = algorithm == PayloadTag.Algorithm.POLY1305 ? "lmcache4j lm:// payload key v1"
+                : "lmcache4j lm:// " + algorithm + " key v1";
+        return new LmSession(algorithm, hmac(token, label, cn, sn));
+    }
+
+    /** The algorithm of this session's tags. */
+    public PayloadTag.Algorithm algorithm() {
+        return serverToClient.algorithm();
     }
 
     /** The tag of the next payload the server sends (a GET reply). */
@@ -99,7 +137,8 @@ public final class LmSession {
     }
 
     /**
-     * The client side of the handshake on a fresh connection: nothing keyed is sent before the
+     * The client side of the handshake on a fresh connection, offering this process's
+     * {@linkplain PayloadTag.Algorithm#preferred() preferred} tag: nothing keyed is sent before the
      * server has proved it holds {@code token}.
      *
      * @throws AuthenticationException when the server takes no token, cannot prove it holds this one,
@@ -107,28 +146,112 @@ public final class LmSession {
      * @throws IOException             when the connection fails
      */
     public static LmSession authenticate(ByteChannel ch, byte[] token) throws IOException {
+        return authenticate(ch, token, PayloadTag.Algorithm.preferred());
+    }
+
+    /** As {@link #authenticate(ByteChannel, byte[])}, offering {@code offer}. */
+    public static LmSession authenticate(ByteChannel ch, byte[] token, PayloadTag.Algorithm offer) throws IOException {
         byte[] cn = nonce();
         // Header and payload in one write each: two small writes would meet Nagle and delayed ACKs.
-        LmProtocol.writeFully(ch, ByteBuffer.wrap(concat(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, cn.length,
-                LmProtocol.PLACEHOLDER_KEY), cn)));
-        byte[] reply = LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
-        int expected = NONCE_BYTES + PROOF_BYTES;
-        if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS || LmProtocol.replyLength(reply) != expected) {
+        LmProtocol.writeFully(ch, ByteBuffer.wrap(concat(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, HELLO_BYTES,
+                LmProtocol.PLACEHOLDER_KEY), cn, new byte[] {(byte) offer.code()})));
+        byte[] reply;
+        try {
+            reply = LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
+        } catch (java.io.EOFException | java.net.SocketException e) { // a close with the hello unread is a reset
+            throw new AuthenticationException("closed the connection at this client's AUTH_HELLO (" + e.getMessage()
+                    + "): an lmcache4j from before the handshake chose the payload tag (a " + NONCE_BYTES
+                    + "-byte hello), or not a server with a token");
+        }
+        if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS || LmProtocol.replyLength(reply) != ANSWER_BYTES) {
             throw new AuthenticationException("does not take a token (it answered AUTH_HELLO with code "
                     + LmProtocol.replyCode(reply) + ", length " + LmProtocol.replyLength(reply) + ")");
         }
-        byte[] answer = LmProtocol.readFully(ch, expected);
+        byte[] answer = LmProtocol.readFully(ch, ANSWER_BYTES);
         byte[] sn = Arrays.copyOfRange(answer, 0, NONCE_BYTES);
-        if (!matches(serverProof(token, cn, sn), Arrays.copyOfRange(answer, NONCE_BYTES, expected))) {
+        int code = answer[ANSWER_BYTES - 1] & 0xff;
+        PayloadTag.Algorithm choice = code == PayloadTag.Algorithm.POLY1305.code() ? PayloadTag.Algorithm.POLY1305
+                : code == PayloadTag.Algorithm.GMAC.code() ? PayloadTag.Algorithm.GMAC : null;
+        if (choice == null || !matches(serverProof(token, cn, sn, offer, choice),
+                Arrays.copyOfRange(answer, NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
             throw new AuthenticationException("could not prove it holds the token; nothing keyed was sent to it");
         }
-        byte[] proof = clientProof(token, cn, sn);
+        if (choice != choose(offer, choice)) {
+            throw new AuthenticationException("chose " + choice + " tags where this client asked for " + offer
+                    + "; nothing keyed was sent to it");
+        }
+        byte[] proof = clientProof(token, cn, sn, offer, choice);
         LmProtocol.writeFully(ch, ByteBuffer.wrap(concat(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF, proof.length,
                 LmProtocol.PLACEHOLDER_KEY), proof)));
         if (LmProtocol.replyCode(LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES)) != LmProtocol.SUCCESS) {
             throw new AuthenticationException("refused the token");
         }
-        return established(token, cn, sn);
+        return established(token, cn, sn, choice);
+    }
+
+    /**
+     * The server's side of one handshake, from the client's hello: what to answer, the proof to
+     * expect, and the session once that proof checks out.
+     */
+    public static final class Accepting {
+        private final byte[] cn;
+        private final PayloadTag.Algorithm offer; // null: a hello without an offer
+        private final PayloadTag.Algorithm choice;
+        private final byte[] sn = nonce();
+
+        private Accepting(byte[] cn, PayloadTag.Algorithm offer, PayloadTag.Algorithm choice) {
+            this.cn = cn;
+            this.offer = offer;
+            this.choice = choice;
+        }
+
+        /** Whether a hello of {@code length} bytes is one a server takes ({@link #NONCE_BYTES} or {@link #HELLO_BYTES}). */
+        public static boolean helloLength(long length) {
+            return length == NONCE_BYTES || length == HELLO_BYTES;
+        }
+
+        /**
+         * Reads the client's hello, a server that prefers {@code own}.
+         *
+         * @throws IllegalArgumentException when it is of another length or offers no algorithm
+         */
+        public static Accepting hello(byte[] hello, PayloadTag.Algorithm own) {
+            if (!helloLength(hello.length)) {
+                throw new IllegalArgumentException("a hello of " + hello.length + " bytes, where " + NONCE_BYTES + " or "
+                        + HELLO_BYTES + " were expected");
+            }
+            if (hello.length == NONCE_BYTES) {
+                return new Accepting(hello.clone(), null, PayloadTag.Algorithm.POLY1305);
+            }
+            PayloadTag.Algorithm offer = PayloadTag.Algorithm.ofCode(hello[NONCE_BYTES] & 0xff);
+            return new Accepting(Arrays.copyOf(hello, NONCE_BYTES), offer, choose(offer, own));
+        }
+
+        /** The answer to send: SUCCESS, this server's nonce, its proof and (after an offer) its choice. */
+        public byte[] answer(byte[] token) {
+            if (offer == null) {
+                return concat(LmProtocol.encodeServer(LmProtocol.SUCCESS, NONCE_BYTES + PROOF_BYTES), sn,
+                        serverProof(token, cn, sn));
+            }
+            return concat(LmProtocol.encodeServer(LmProtocol.SUCCESS, ANSWER_BYTES), sn,
+                    serverProof(token, cn, sn, offer, choice), new byte[] {(byte) choice.code()});
+        }
+
+        /** Whether {@code presented} is the proof of a client that holds {@code token}. */
+        public boolean proves(byte[] token, byte[] presented) {
+            return matches(offer == null ? clientProof(token, cn, sn) : clientProof(token, cn, sn, offer, choice),
+                    presented);
+        }
+
+        /** The session, once the client's proof checked out. */
+        public LmSession session(byte[] token) {
+            return established(token, cn, sn, choice);
+        }
+
+        /** The algorithm chosen. */
+        public PayloadTag.Algorithm algorithm() {
+            return choice;
+        }
     }
 
     /** The arrays one after the other. */
@@ -146,7 +269,7 @@ public final class LmSession {
         return all;
     }
 
-    private static byte[] hmac(byte[] token, String label, byte[] cn, byte[] sn) {
+    private static byte[] hmac(byte[] token, String label, byte[] cn, byte[] sn, int... codes) {
         Objects.requireNonNull(token, "token");
         if (cn.length != NONCE_BYTES || sn.length != NONCE_BYTES) {
             throw new IllegalArgumentException("nonces must be " + NONCE_BYTES + " bytes");
@@ -157,6 +280,9 @@ public final class LmSession {
             mac.update(label.getBytes(StandardCharsets.US_ASCII));
             mac.update(cn);
             mac.update(sn);
+            for (int c : codes) {
+                mac.update((byte) c);
+            }
             return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is missing from this JDK", e);

@@ -3,16 +3,21 @@ package lmcache4j.engine.remote.lm;
 import java.nio.ByteBuffer;
 import java.security.GeneralSecurityException;
 
+import java.security.spec.AlgorithmParameterSpec;
+import java.util.Locale;
+
 import javax.crypto.Cipher;
+import javax.crypto.spec.GCMParameterSpec;
 import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The tags of one direction of an {@link LmSession}: message {@code i} is tagged with
- * ChaCha20-Poly1305 (RFC 8439) under the session key and the nonce {@code direction ‖ 0 0 0 ‖ i}
- * (big-endian), with everything tagged passed as associated data and nothing encrypted, which makes
- * it a Poly1305 MAC whose one-time key never repeats. Both sides count the messages of each
- * direction, so the message number is never sent.
+ * The tags of one direction of an {@link LmSession}: message {@code i} is tagged under the session
+ * key and the nonce {@code direction ‖ 0 0 0 ‖ i} (big-endian) with an AEAD that is given
+ * everything tagged as associated data and nothing to encrypt: ChaCha20-Poly1305 (RFC 8439), a
+ * Poly1305 MAC whose one-time key never repeats, or AES-256-GCM, which is then GMAC (NIST SP
+ * 800-38D). Both sides count the messages of each direction, so the message number is never sent.
+ * The handshake chooses the {@link Algorithm} ({@link Algorithm#preferred()}).
  *
  * <p>Off-heap payloads are fed through a small heap buffer: the JDK's Poly1305 intrinsic works on
  * arrays, and a direct buffer handed to the cipher takes a much slower path (JDK 25 on the 2-vCPU
@@ -27,20 +32,148 @@ public final class PayloadTag {
     public static final int BYTES = 16;
     private static final int SCRATCH_BYTES = 64 * 1024;
 
+    /**
+     * The system property that overrides {@link Algorithm#preferred()} for this process:
+     * {@code poly1305} or {@code gmac}.
+     */
+    public static final String PREFERENCE_PROPERTY = "lmcache4j.payload_tag";
+
+    /**
+     * A tag's algorithm. The JDK computes Poly1305 with a vector intrinsic on x86-64 CPUs with
+     * AVX-512 IFMA and on AArch64 (10–13 GB/s on the 2-vCPU Xeon, {@code bench p2p}'s
+     * {@code tag_gbps}); elsewhere (x86-64 without IFMA: Skylake and Cascade Lake servers, AMD
+     * before Zen 4) in plain Java at about 0.5 GB/s, where GMAC, which the JDK computes with
+     * carry-less multiplication on every x86-64 CPU it runs on, is some five times faster.
+     */
+    public enum Algorithm {
+        /** ChaCha20-Poly1305 with everything as associated data. */
+        POLY1305(1, "ChaCha20-Poly1305", "ChaCha20"),
+        /** AES-256-GCM with everything as associated data (GMAC). */
+        GMAC(2, "AES/GCM/NoPadding", "AES");
+
+        private final int code;
+        private final String transformation;
+        private final String keyAlgorithm;
+
+        Algorithm(int code, String transformation, String keyAlgorithm) {
+            this.code = code;
+            this.transformation = transformation;
+            this.keyAlgorithm = keyAlgorithm;
+        }
+
+        /** The byte that names it in the handshake. */
+        public int code() {
+            return code;
+        }
+
+        /** The algorithm the handshake byte {@code code} names. */
+        public static Algorithm ofCode(int code) {
+            for (Algorithm a : values()) {
+                if (a.code == code) {
+                    return a;
+                }
+            }
+            throw new IllegalArgumentException("no payload tag algorithm has code " + code + " (1 poly1305, 2 gmac)");
+        }
+
+        /**
+         * The algorithm this process computes fastest: {@link #PREFERENCE_PROPERTY} when set;
+         * otherwise POLY1305 when the JVM computes it with its intrinsic, GMAC when it does not
+         * (worked out as HotSpot decides it: AVX-512 IFMA, VL and BW with {@code UseAVX} 3 on x86-64;
+         * always on AArch64).
+         *
+         * @throws IllegalArgumentException when the property names no algorithm
+         */
+        public static Algorithm preferred() {
+            String forced = System.getProperty(PREFERENCE_PROPERTY);
+            if (forced != null) {
+                return switch (forced.strip().toLowerCase(Locale.ROOT)) {
+                    case "poly1305" -> POLY1305;
+                    case "gmac" -> GMAC;
+                    default -> throw new IllegalArgumentException("-D" + PREFERENCE_PROPERTY + "=" + forced
+                            + " names no payload tag: poly1305 or gmac");
+                };
+            }
+            return VmPoly1305.INTRINSIC ? POLY1305 : GMAC;
+        }
+
+        /** Its lower-case name, as the property and the reports write it. */
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /**
+     * Whether this JVM computes Poly1305 with its intrinsic, worked out once as HotSpot decides it
+     * ({@code UsePoly1305Intrinsics} is a diagnostic flag, which a running JVM does not report): on
+     * x86-64, AVX-512 IFMA, VL and BW in the CPU's flags ({@code /proc/cpuinfo}) with {@code UseAVX}
+     * at least 3 and {@code MaxVectorSize} at least 64; on other CPUs, yes (AArch64 always has it).
+     * When it cannot tell (no {@code /proc/cpuinfo}, a native image), yes.
+     */
+    static final class VmPoly1305 {
+        static final boolean INTRINSIC = ask();
+
+        private VmPoly1305() {
+        }
+
+        private static boolean ask() {
+            String arch = System.getProperty("os.arch", "");
+            if (!arch.equals("amd64") && !arch.equals("x86_64")) {
+                return true;
+            }
+            java.util.Set<String> flags;
+            try (var lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
+                flags = lines.filter(l -> l.startsWith("flags")).findFirst()
+                        .map(l -> java.util.Set.<String>copyOf(java.util.Arrays.asList(
+                                l.substring(l.indexOf(':') + 1).strip().split("\\s+"))))
+                        .orElse(null);
+            } catch (java.io.IOException | RuntimeException e) {
+                return true;
+            }
+            if (flags == null) {
+                return true;
+            }
+            return intrinsic(flags, vmOption("UseAVX", 3), vmOption("MaxVectorSize", 64));
+        }
+
+        /** HotSpot's condition on x86-64 (vm_version_x86.cpp), from the CPU's flags and the two VM options. */
+        static boolean intrinsic(java.util.Set<String> cpuFlags, long useAvx, long maxVectorSize) {
+            return cpuFlags.containsAll(java.util.Set.of("avx512ifma", "avx512vl", "avx512bw")) && useAvx >= 3
+                    && maxVectorSize >= 64;
+        }
+
+        private static long vmOption(String name, long otherwise) {
+            try {
+                return Long.parseLong(java.lang.management.ManagementFactory
+                        .getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class).getVMOption(name).getValue());
+            } catch (RuntimeException | LinkageError e) {
+                return otherwise; // a JVM without the option (a native image) or without the management beans
+            }
+        }
+    }
+
+    private final Algorithm algorithm;
     private final SecretKeySpec key;
     private final byte direction;
     private final Cipher cipher;
     private final byte[] scratch = new byte[SCRATCH_BYTES];
     private long sequence;
 
-    PayloadTag(byte[] sessionKey, byte direction) {
-        this.key = new SecretKeySpec(sessionKey, "ChaCha20");
+    PayloadTag(Algorithm algorithm, byte[] sessionKey, byte direction) {
+        this.algorithm = algorithm;
+        this.key = new SecretKeySpec(sessionKey, algorithm.keyAlgorithm);
         this.direction = direction;
         try {
-            this.cipher = Cipher.getInstance("ChaCha20-Poly1305");
+            this.cipher = Cipher.getInstance(algorithm.transformation);
         } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("ChaCha20-Poly1305 is missing from this JDK", e);
+            throw new IllegalStateException(algorithm.transformation + " is missing from this JDK", e);
         }
+    }
+
+    /** The algorithm of these tags. */
+    public Algorithm algorithm() {
+        return algorithm;
     }
 
     /** Starts the next message of this direction; its number is used up even if it is never finished. */
@@ -48,10 +181,12 @@ public final class PayloadTag {
         byte[] nonce = new byte[12];
         nonce[0] = direction;
         ByteBuffer.wrap(nonce).putLong(4, sequence++);
+        AlgorithmParameterSpec params = algorithm == Algorithm.GMAC ? new GCMParameterSpec(BYTES * 8, nonce)
+                : new IvParameterSpec(nonce);
         try {
-            cipher.init(Cipher.ENCRYPT_MODE, key, new IvParameterSpec(nonce));
+            cipher.init(Cipher.ENCRYPT_MODE, key, params);
         } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("cannot start a ChaCha20-Poly1305 tag", e);
+            throw new IllegalStateException("cannot start a " + algorithm + " tag", e);
         }
         return new Message();
     }
@@ -87,7 +222,7 @@ public final class PayloadTag {
             try {
                 return cipher.doFinal();
             } catch (GeneralSecurityException e) {
-                throw new IllegalStateException("cannot finish a ChaCha20-Poly1305 tag", e);
+                throw new IllegalStateException("cannot finish a " + algorithm + " tag", e);
             }
         }
 

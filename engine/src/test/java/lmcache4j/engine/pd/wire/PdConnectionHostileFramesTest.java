@@ -43,7 +43,7 @@ class PdConnectionHostileFramesTest {
     private static final Duration TIMEOUT = Duration.ofMillis(2_000);
     private static final int MAX_BODY = 1_024;
     private static final Duration BOUND = Duration.ofSeconds(10);
-    private static final int HANDSHAKE_BYTES = 2 * LmProtocol.CLIENT_HEADER_BYTES + LmSession.NONCE_BYTES
+    private static final int HANDSHAKE_BYTES = 2 * LmProtocol.CLIENT_HEADER_BYTES + LmSession.HELLO_BYTES
             + LmSession.PROOF_BYTES;
 
     /** An unkeyed server end and the raw socket that feeds it hand-made frames. */

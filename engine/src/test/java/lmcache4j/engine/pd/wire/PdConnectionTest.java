@@ -18,13 +18,17 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
+import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * One PD connection's receiving side, read through its channel: frames that arrive together (a
@@ -69,9 +73,35 @@ class PdConnectionTest {
         }, VIRTUAL); // not the common pool: on two cores its one worker may be taken by another wait of the test
     }
 
-    @Test
-    void framesThatArriveTogetherAreEachReadWholeAndChecked() throws Exception {
+    /** Runs {@code body} with this process preferring {@code algorithm}: both ends of a pair in it then choose it. */
+    private static void preferring(PayloadTag.Algorithm algorithm, ThrowingRunnable body) throws Exception {
+        String before = System.getProperty(PayloadTag.PREFERENCE_PROPERTY);
+        System.setProperty(PayloadTag.PREFERENCE_PROPERTY, algorithm.toString());
+        try {
+            body.run();
+        } finally {
+            if (before == null) {
+                System.clearProperty(PayloadTag.PREFERENCE_PROPERTY);
+            } else {
+                System.setProperty(PayloadTag.PREFERENCE_PROPERTY, before);
+            }
+        }
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    @ParameterizedTest
+    @EnumSource(PayloadTag.Algorithm.class)
+    void framesThatArriveTogetherAreEachReadWholeAndChecked(PayloadTag.Algorithm algorithm) throws Exception {
+        preferring(algorithm, () -> framesThatArriveTogetherAreEachReadWholeAndChecked());
+    }
+
+    private void framesThatArriveTogetherAreEachReadWholeAndChecked() throws Exception {
         try (Pair p = keyedPair(); Arena arena = Arena.ofConfined()) {
+            assertEquals(Optional.of(PayloadTag.Algorithm.preferred()), p.client().tagAlgorithm(), "the handshake's choice");
+            assertEquals(p.client().tagAlgorithm(), p.server().tagAlgorithm());
             MemorySegment small = random(arena, 1_000, 1); // the whole chunk fits the read that brings its header
             MemorySegment large = random(arena, 1_300_000, 2); // written in three pieces, tagged on arrival in more
             p.client().sendChunk(7, small);
@@ -95,8 +125,13 @@ class PdConnectionTest {
         }
     }
 
-    @Test
-    void aSmallChunkAlteredInFlightFailsItsTagEvenWhenItArrivedWithItsHeader() throws Exception {
+    @ParameterizedTest
+    @EnumSource(PayloadTag.Algorithm.class)
+    void aSmallChunkAlteredInFlightFailsItsTagEvenWhenItArrivedWithItsHeader(PayloadTag.Algorithm algorithm) throws Exception {
+        preferring(algorithm, () -> aSmallChunkAlteredInFlightFailsItsTagEvenWhenItArrivedWithItsHeader());
+    }
+
+    private void aSmallChunkAlteredInFlightFailsItsTagEvenWhenItArrivedWithItsHeader() throws Exception {
         try (ServerSocketChannel listener = ServerSocketChannel.open()
                 .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)); Arena arena = Arena.ofConfined()) {
             // An unkeyed client whose bytes are forged by hand would not get past the handshake, so a keyed pair is
@@ -124,7 +159,7 @@ class PdConnectionTest {
         try (SocketChannel in = relay.accept(); SocketChannel out = SocketChannel.open(new InetSocketAddress(
                 InetAddress.getLoopbackAddress(), port))) {
             Thread back = Thread.ofVirtual().start(() -> copy(out, in, Long.MAX_VALUE));
-            copy(in, out, 2L * LmProtocol.CLIENT_HEADER_BYTES + LmSession.NONCE_BYTES + LmSession.PROOF_BYTES);
+            copy(in, out, 2L * LmProtocol.CLIENT_HEADER_BYTES + LmSession.HELLO_BYTES + LmSession.PROOF_BYTES);
             ByteBuffer b = ByteBuffer.allocate(64 * 1024);
             while (b.position() <= 50) { // the frame's header and slot are 13 bytes: byte 50 is the payload's
                 if (in.read(b) < 0) {

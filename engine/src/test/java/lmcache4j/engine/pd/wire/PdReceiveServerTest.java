@@ -588,8 +588,7 @@ class PdReceiveServerTest {
         }
 
         /** The server's two handshake answers: SUCCESS with its nonce and proof, then SUCCESS. */
-        static final long HANDSHAKE_ANSWER_BYTES = 2L * LmProtocol.SERVER_HEADER_BYTES + LmSession.NONCE_BYTES
-                + LmSession.PROOF_BYTES;
+        static final long HANDSHAKE_ANSWER_BYTES = 2L * LmProtocol.SERVER_HEADER_BYTES + LmSession.ANSWER_BYTES;
 
         int port() throws IOException {
             return ((InetSocketAddress) server.getLocalAddress()).getPort();

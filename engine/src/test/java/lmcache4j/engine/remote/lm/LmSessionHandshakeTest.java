@@ -2,6 +2,7 @@ package lmcache4j.engine.remote.lm;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,15 +31,30 @@ import org.junit.jupiter.api.Timeout;
 class LmSessionHandshakeTest {
     private static final byte[] TOKEN = "the deployment's token".getBytes(StandardCharsets.UTF_8);
 
-    /** How the peer answers: its reply code and length to the hello, whether its proof is right, its answer to the client's proof. */
-    private record Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer) {
+    private static final PayloadTag.Algorithm POLY1305 = PayloadTag.Algorithm.POLY1305;
+    private static final PayloadTag.Algorithm GMAC = PayloadTag.Algorithm.GMAC;
+
+    /**
+     * How the peer answers: its reply code and length to the hello, whether its proof is right, its
+     * answer to the client's proof, the algorithm it says it chose, and the one its proof covers.
+     */
+    private record Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer, int choiceByte,
+                        PayloadTag.Algorithm provedChoice) {
+        Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer) {
+            this(helloCode, helloLength, provesToken, proofAnswer, POLY1305.code(), POLY1305);
+        }
+
         static Peer honest() {
-            return new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES + LmSession.PROOF_BYTES, true, LmProtocol.SUCCESS);
+            return choosing(POLY1305);
+        }
+
+        static Peer choosing(PayloadTag.Algorithm choice) {
+            return new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS, choice.code(), choice);
         }
     }
 
     /** What the peer saw: the client's nonce, its own, and the client's proof (null when none came). */
-    private record Seen(byte[] cn, byte[] sn, byte[] clientProof, int bytesAfterHello) {
+    private record Seen(byte[] cn, byte[] sn, int offer, byte[] clientProof, int bytesAfterHello) {
     }
 
     @Test
@@ -46,8 +62,9 @@ class LmSessionHandshakeTest {
         Run run = run(Peer.honest());
         LmSession client = run.client.get(10, TimeUnit.SECONDS);
         Seen seen = run.peer.get(10, TimeUnit.SECONDS);
-        assertArrayEquals(LmSession.clientProof(TOKEN, seen.cn(), seen.sn()), seen.clientProof(), "the client proved the token");
-        LmSession server = LmSession.established(TOKEN, seen.cn(), seen.sn());
+        assertArrayEquals(LmSession.clientProof(TOKEN, seen.cn(), seen.sn(), POLY1305, POLY1305), seen.clientProof(),
+                "the client proved the token");
+        LmSession server = LmSession.established(TOKEN, seen.cn(), seen.sn(), POLY1305);
         byte[] body = "payload".getBytes(StandardCharsets.UTF_8);
         byte[] tag = server.serverToClient().next().update(body).finish();
         assertTrue(client.serverToClient().next().update(body).verify(tag), "both ends derived one session key");
@@ -56,7 +73,9 @@ class LmSessionHandshakeTest {
     @Test
     void aPeerThatTakesNoTokenIsRefused() throws Exception {
         for (Peer peer : new Peer[] {new Peer(LmProtocol.FAIL, 0, true, LmProtocol.SUCCESS),
-                new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES, true, LmProtocol.SUCCESS)}) {
+                new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES, true, LmProtocol.SUCCESS),
+                // a server from before the tag choice would not get this far (it closes at the longer hello)
+                new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES + LmSession.PROOF_BYTES, true, LmProtocol.SUCCESS)}) {
             Run run = run(peer);
             LmSession.AuthenticationException e = failure(run);
             assertTrue(e.getMessage().startsWith("does not take a token"), e.getMessage());
@@ -65,7 +84,7 @@ class LmSessionHandshakeTest {
 
     @Test
     void aPeerThatCannotProveTheTokenIsSentNothingMore() throws Exception {
-        Run run = run(new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES + LmSession.PROOF_BYTES, false, LmProtocol.SUCCESS));
+        Run run = run(new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, false, LmProtocol.SUCCESS));
         LmSession.AuthenticationException e = failure(run);
         assertTrue(e.getMessage().contains("could not prove it holds the token"), e.getMessage());
         Seen seen = run.peer.get(10, TimeUnit.SECONDS);
@@ -75,9 +94,70 @@ class LmSessionHandshakeTest {
 
     @Test
     void aPeerThatRefusesTheClientsProofEndsTheHandshake() throws Exception {
-        Run run = run(new Peer(LmProtocol.SUCCESS, LmSession.NONCE_BYTES + LmSession.PROOF_BYTES, true, LmProtocol.FAIL));
+        Run run = run(new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.FAIL));
         LmSession.AuthenticationException e = failure(run);
         assertEquals("refused the token", e.getMessage());
+    }
+
+    @Test
+    void theServersChoiceOfTagIsTheSessionsAndGmacWinsWhenEitherSidePrefersIt() throws Exception {
+        for (PayloadTag.Algorithm offer : PayloadTag.Algorithm.values()) {
+            for (PayloadTag.Algorithm serverPrefers : PayloadTag.Algorithm.values()) {
+                PayloadTag.Algorithm choice = LmSession.choose(offer, serverPrefers);
+                assertEquals(offer == GMAC || serverPrefers == GMAC ? GMAC : POLY1305, choice);
+                Run run = run(Peer.choosing(choice), offer);
+                LmSession client = run.client.get(10, TimeUnit.SECONDS);
+                Seen seen = run.peer.get(10, TimeUnit.SECONDS);
+                assertEquals(offer.code(), seen.offer(), "the hello carried the client's offer");
+                assertEquals(choice, client.algorithm());
+                assertArrayEquals(LmSession.clientProof(TOKEN, seen.cn(), seen.sn(), offer, choice), seen.clientProof());
+                LmSession server = LmSession.established(TOKEN, seen.cn(), seen.sn(), choice);
+                byte[] body = "payload".getBytes(StandardCharsets.UTF_8);
+                byte[] tag = server.serverToClient().next().update(body).finish();
+                assertTrue(client.serverToClient().next().update(body).verify(tag), offer + " / " + serverPrefers);
+                assertFalse(LmSession.established(TOKEN, seen.cn(), seen.sn(), choice == GMAC ? POLY1305 : GMAC)
+                        .serverToClient().next().update(body).verify(tag), "each algorithm has its own key and tag");
+            }
+        }
+    }
+
+    @Test
+    void aServerThatChoosesPoly1305WhereTheClientAskedForGmacIsSentNothingMore() throws Exception {
+        Run run = run(Peer.choosing(POLY1305), GMAC);
+        LmSession.AuthenticationException e = failure(run);
+        assertEquals("chose poly1305 tags where this client asked for gmac; nothing keyed was sent to it", e.getMessage());
+        assertEquals(0, run.peer.get(10, TimeUnit.SECONDS).bytesAfterHello());
+    }
+
+    @Test
+    void aChoiceTheServersProofDoesNotCoverIsRefused() throws Exception {
+        // as a man in the middle would leave it: the choice byte changed, the proof over the original one
+        for (Peer peer : new Peer[] {new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS,
+                GMAC.code(), POLY1305), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS,
+                POLY1305.code(), GMAC), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS, 7,
+                POLY1305)}) {
+            Run run = run(peer);
+            LmSession.AuthenticationException e = failure(run);
+            assertTrue(e.getMessage().contains("could not prove it holds the token"), e.getMessage());
+            assertEquals(0, run.peer.get(10, TimeUnit.SECONDS).bytesAfterHello());
+        }
+    }
+
+    @Test
+    void aServerThatClosesAtTheHelloIsNamedAsOneFromBeforeTheChoice() throws Exception {
+        ServerSocketChannel listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        Thread.ofVirtual().start(() -> {
+            try (listener; SocketChannel c = listener.accept()) {
+                LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES); // then closes, as such a server does
+            } catch (IOException e) {
+                // the client sees the close either way
+            }
+        });
+        try (SocketChannel ch = SocketChannel.open(listener.getLocalAddress())) {
+            LmSession.AuthenticationException e = assertThrows(LmSession.AuthenticationException.class,
+                    () -> LmSession.authenticate(ch, TOKEN, POLY1305));
+            assertTrue(e.getMessage().startsWith("closed the connection at this client's AUTH_HELLO"), e.getMessage());
+        }
     }
 
     @Test
@@ -108,6 +188,10 @@ class LmSessionHandshakeTest {
     }
 
     private static Run run(Peer peer) throws IOException {
+        return run(peer, POLY1305);
+    }
+
+    private static Run run(Peer peer, PayloadTag.Algorithm offer) throws IOException {
         ServerSocketChannel listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         CompletableFuture<Seen> seen = new CompletableFuture<>();
         Thread.ofVirtual().start(() -> {
@@ -120,7 +204,7 @@ class LmSessionHandshakeTest {
         CompletableFuture<LmSession> client = new CompletableFuture<>();
         Thread.ofVirtual().start(() -> {
             try (SocketChannel ch = SocketChannel.open(listener.getLocalAddress())) {
-                client.complete(LmSession.authenticate(ch, TOKEN));
+                client.complete(LmSession.authenticate(ch, TOKEN, offer));
             } catch (Throwable t) {
                 client.completeExceptionally(t);
             }
@@ -132,22 +216,27 @@ class LmSessionHandshakeTest {
     private static Seen serve(SocketChannel c, Peer peer) throws IOException {
         LmProtocol.ClientHeader hello = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
         assertEquals(LmProtocol.AUTH_HELLO, hello.command());
-        assertEquals(LmSession.NONCE_BYTES, hello.length());
-        byte[] cn = LmProtocol.readFully(c, LmSession.NONCE_BYTES);
+        assertEquals(LmSession.HELLO_BYTES, hello.length());
+        byte[] helloBytes = LmProtocol.readFully(c, LmSession.HELLO_BYTES);
+        byte[] cn = java.util.Arrays.copyOf(helloBytes, LmSession.NONCE_BYTES);
+        int offer = helloBytes[LmSession.NONCE_BYTES];
+        PayloadTag.Algorithm offered = PayloadTag.Algorithm.ofCode(offer);
         byte[] sn = LmSession.nonce();
-        byte[] proof = peer.provesToken() ? LmSession.serverProof(TOKEN, cn, sn)
-                : LmSession.serverProof("a guess".getBytes(StandardCharsets.UTF_8), cn, sn);
-        byte[] body = LmSession.concat(sn, proof);
+        byte[] proof = LmSession.serverProof(peer.provesToken() ? TOKEN : "a guess".getBytes(StandardCharsets.UTF_8), cn, sn,
+                offered, peer.provedChoice());
+        byte[] body = LmSession.concat(sn, proof, new byte[] {(byte) peer.choiceByte()});
         LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(peer.helloCode(), peer.helloLength())),
                 ByteBuffer.wrap(body, 0, Math.min(body.length, peer.helloLength())));
-        if (peer.helloCode() != LmProtocol.SUCCESS || peer.helloLength() != body.length || !peer.provesToken()) {
-            return new Seen(cn, sn, null, drain(c));
+        boolean refusable = peer.choiceByte() != peer.provedChoice().code()
+                || offered == PayloadTag.Algorithm.GMAC && peer.provedChoice() != PayloadTag.Algorithm.GMAC;
+        if (peer.helloCode() != LmProtocol.SUCCESS || peer.helloLength() != body.length || !peer.provesToken() || refusable) {
+            return new Seen(cn, sn, offer, null, drain(c));
         }
         LmProtocol.ClientHeader header = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));
         assertEquals(LmProtocol.AUTH_PROOF, header.command());
         byte[] clientProof = LmProtocol.readFully(c, header.length());
         LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(peer.proofAnswer())));
-        return new Seen(cn, sn, clientProof, 0);
+        return new Seen(cn, sn, offer, clientProof, 0);
     }
 
     /** Bytes the client sends until it closes the connection (a reset, when it left our reply unread, too). */

@@ -13,6 +13,8 @@ import java.util.Arrays;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 class LmSessionTest {
     private static final byte[] TOKEN = "a-deployment-token".getBytes(StandardCharsets.UTF_8);
@@ -31,12 +33,14 @@ class LmSessionTest {
         assertFalse(Arrays.equals(server, LmSession.serverProof(TOKEN, cn, LmSession.nonce())));
     }
 
-    @Test
-    void bothSidesTagAlikeAndAnyChangeFailsTheTag() {
+    @ParameterizedTest
+    @EnumSource(PayloadTag.Algorithm.class)
+    void bothSidesTagAlikeAndAnyChangeFailsTheTag(PayloadTag.Algorithm algorithm) {
         byte[] cn = LmSession.nonce();
         byte[] sn = LmSession.nonce();
-        LmSession server = LmSession.established(TOKEN, cn, sn);
-        LmSession client = LmSession.established(TOKEN, cn, sn);
+        LmSession server = LmSession.established(TOKEN, cn, sn, algorithm);
+        LmSession client = LmSession.established(TOKEN, cn, sn, algorithm);
+        assertEquals(algorithm, client.algorithm());
         byte[] header = "GET some-key".getBytes(StandardCharsets.UTF_8);
         Random rnd = new Random(7);
         try (Arena arena = Arena.ofConfined()) {
@@ -66,18 +70,82 @@ class LmSessionTest {
         }
     }
 
-    @Test
-    void aTagCannotBeReplayedOnTheNextMessageOrTheOtherDirection() {
+    @ParameterizedTest
+    @EnumSource(PayloadTag.Algorithm.class)
+    void aTagCannotBeReplayedOnTheNextMessageOrTheOtherDirection(PayloadTag.Algorithm algorithm) {
         byte[] cn = LmSession.nonce();
         byte[] sn = LmSession.nonce();
-        LmSession server = LmSession.established(TOKEN, cn, sn);
-        LmSession client = LmSession.established(TOKEN, cn, sn);
+        LmSession server = LmSession.established(TOKEN, cn, sn, algorithm);
+        LmSession client = LmSession.established(TOKEN, cn, sn, algorithm);
         byte[] body = "the same bytes".getBytes(StandardCharsets.UTF_8);
         byte[] first = server.serverToClient().next().update(body).finish();
         assertTrue(client.serverToClient().next().update(body).verify(first));
         assertFalse(client.serverToClient().next().update(body).verify(first), "message 1 is not message 0");
         assertFalse(client.clientToServer().next().update(body).verify(first), "nor the other direction's message 0");
-        LmSession otherConnection = LmSession.established(TOKEN, LmSession.nonce(), sn);
+        LmSession otherConnection = LmSession.established(TOKEN, LmSession.nonce(), sn, algorithm);
         assertFalse(otherConnection.serverToClient().next().update(body).verify(first), "nor another connection's");
+    }
+
+    @Test
+    void gmacTagsAreAesGcmsOverTheAssociatedDataAlone() throws Exception {
+        // the tag is AES-256-GCM's with nothing encrypted: the JDK's own cipher, under the session's GMAC key, agrees
+        byte[] cn = LmSession.nonce();
+        byte[] sn = LmSession.nonce();
+        byte[] body = "a payload of some bytes".getBytes(StandardCharsets.UTF_8);
+        byte[] tag = LmSession.established(TOKEN, cn, sn, PayloadTag.Algorithm.GMAC).clientToServer().next().update(body)
+                .finish();
+        javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
+        hmac.init(new javax.crypto.spec.SecretKeySpec(TOKEN, "HmacSHA256"));
+        hmac.update("lmcache4j lm:// gmac key v1".getBytes(StandardCharsets.US_ASCII));
+        hmac.update(cn);
+        byte[] key = hmac.doFinal(sn);
+        javax.crypto.Cipher gcm = javax.crypto.Cipher.getInstance("AES/GCM/NoPadding");
+        byte[] nonce = new byte[12];
+        nonce[0] = 2; // the client's direction, message 0
+        gcm.init(javax.crypto.Cipher.ENCRYPT_MODE, new javax.crypto.spec.SecretKeySpec(key, "AES"),
+                new javax.crypto.spec.GCMParameterSpec(128, nonce));
+        gcm.updateAAD(body);
+        assertArrayEquals(gcm.doFinal(), tag);
+    }
+
+    @Test
+    void thePreferenceCanBeSetForTheProcessAndABadOneIsNamed() {
+        String before = System.getProperty(PayloadTag.PREFERENCE_PROPERTY);
+        try {
+            System.setProperty(PayloadTag.PREFERENCE_PROPERTY, "GMAC");
+            assertEquals(PayloadTag.Algorithm.GMAC, PayloadTag.Algorithm.preferred());
+            System.setProperty(PayloadTag.PREFERENCE_PROPERTY, " poly1305 ");
+            assertEquals(PayloadTag.Algorithm.POLY1305, PayloadTag.Algorithm.preferred());
+            System.setProperty(PayloadTag.PREFERENCE_PROPERTY, "hmac");
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    PayloadTag.Algorithm::preferred);
+            assertEquals("-Dlmcache4j.payload_tag=hmac names no payload tag: poly1305 or gmac", e.getMessage());
+        } finally {
+            if (before == null) {
+                System.clearProperty(PayloadTag.PREFERENCE_PROPERTY);
+            } else {
+                System.setProperty(PayloadTag.PREFERENCE_PROPERTY, before);
+            }
+        }
+    }
+
+    @Test
+    void codesNameTheAlgorithmsAndAnUnknownCodeIsRefused() {
+        assertEquals(PayloadTag.Algorithm.POLY1305, PayloadTag.Algorithm.ofCode(1));
+        assertEquals(PayloadTag.Algorithm.GMAC, PayloadTag.Algorithm.ofCode(2));
+        for (int bad : new int[] {0, 3, 255}) {
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> PayloadTag.Algorithm.ofCode(bad));
+        }
+    }
+
+    @Test
+    void poly1305IsThoughtFastOnlyWhereHotSpotUsesItsIntrinsic() {
+        java.util.Set<String> ifma = java.util.Set.of("avx2", "avx512f", "avx512ifma", "avx512vl", "avx512bw");
+        assertTrue(PayloadTag.VmPoly1305.intrinsic(ifma, 3, 64));
+        assertFalse(PayloadTag.VmPoly1305.intrinsic(ifma, 2, 64), "-XX:UseAVX=2 turns it off");
+        assertFalse(PayloadTag.VmPoly1305.intrinsic(ifma, 3, 32), "as does a MaxVectorSize under 64");
+        // Cascade Lake: AVX-512 without IFMA
+        assertFalse(PayloadTag.VmPoly1305.intrinsic(java.util.Set.of("avx2", "avx512f", "avx512vl", "avx512bw"), 3, 64));
+        assertFalse(PayloadTag.VmPoly1305.intrinsic(java.util.Set.of("avx2", "avx512ifma"), 3, 64), "IFMA alone");
     }
 }

@@ -11,10 +11,12 @@ import lmcache4j.cuda.CudaStatus;
 import lmcache4j.cuda.posix.CpuLocation;
 import lmcache4j.cuda.posix.Posix;
 import lmcache4j.cuda.posix.ResourceLimit;
+import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * What this machine offers lmcache4j: the JDK, the CUDA runtime (or why it is unavailable), the
- * NUMA nodes, huge page support and the memlock limit that bounds pinned memory without CUDA.
+ * NUMA nodes, huge page support, the memlock limit that bounds pinned memory without CUDA, and the
+ * payload tag this JVM computes fastest.
  * Each fact is read live; a fact that cannot be read is printed as such, never guessed.
  */
 public final class MachineReport {
@@ -32,6 +34,21 @@ public final class MachineReport {
         out.printf("NUMA           %s%n", numa());
         out.printf("hugepages      %s%n", hugePages());
         out.printf("memlock        %s%n", memlock());
+        out.printf("payload tags   %s%n", payloadTags());
+    }
+
+    /** The tag this JVM offers in keyed handshakes (lm://, P2P, PD), and why. */
+    static String payloadTags() {
+        try {
+            PayloadTag.Algorithm a = PayloadTag.Algorithm.preferred();
+            String why = System.getProperty(PayloadTag.PREFERENCE_PROPERTY) != null
+                    ? "set by -D" + PayloadTag.PREFERENCE_PROPERTY
+                    : a == PayloadTag.Algorithm.POLY1305 ? "this JVM computes Poly1305 with its intrinsic"
+                    : "this JVM computes Poly1305 without its intrinsic: x86-64 without AVX-512 IFMA, or UseAVX below 3";
+            return a + " preferred in keyed handshakes (" + why + ")";
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
     }
 
     /** The CPU's model name from /proc/cpuinfo (the first processor's), or why it cannot be read. */

@@ -71,6 +71,26 @@ class LauncherTest {
         assertEquals("lmcache4j demo " + pom.group(1), demo.output().strip());
     }
 
+    /**
+     * The machine report names the payload tag this JVM offers: with HotSpot's Poly1305 intrinsic
+     * turned off (x86-64 at {@code -XX:UseAVX=2}, as on a CPU without AVX-512 IFMA) AES-GCM, unless
+     * the property says otherwise. Other CPUs keep their intrinsic: Poly1305.
+     */
+    @Test
+    void theMachineReportNamesThePayloadTagThisJvmComputesFastest() throws Exception {
+        String arch = System.getProperty("os.arch");
+        boolean x86 = arch.equals("amd64") || arch.equals("x86_64");
+        String noIntrinsic = x86 ? "-XX:UseAVX=2" : "";
+        Result r = sourced("setup_java; run_cli lmcache4j.cli.MachineReportCommand", Map.of("JAVA_TOOL_OPTIONS", noIntrinsic));
+        assertEquals(0, r.exit(), r.output());
+        assertTrue(r.output().contains("payload tags   " + (x86 ? "aes-gcm" : "poly1305") + " preferred in keyed handshakes"),
+                r.output());
+        r = sourced("setup_java; run_cli lmcache4j.cli.MachineReportCommand", Map.of("JAVA_TOOL_OPTIONS",
+                noIntrinsic + " -Dlmcache4j.payload_tag=poly1305"));
+        assertTrue(r.output().contains("payload tags   poly1305 preferred in keyed handshakes (set by -Dlmcache4j.payload_tag)"),
+                r.output());
+    }
+
     /** The MP client of the README runs in the tests' Python environment: the launcher runs that Python. */
     @Test
     void thePythonCommandRunsTheTestsEnvironment() throws Exception {

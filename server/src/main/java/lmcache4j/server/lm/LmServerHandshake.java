@@ -29,7 +29,7 @@ final class LmServerHandshake {
         this(token, throttle, failureLog, PayloadTag.Algorithm.preferred());
     }
 
-    /** @param tagPreference the payload tag this server prefers (GMAC is chosen when either side does) */
+    /** @param tagPreference the payload tag this server prefers (AES-GCM is chosen when either side does) */
     LmServerHandshake(byte[] token, AuthThrottle throttle, RateLimitedLog failureLog, PayloadTag.Algorithm tagPreference) {
         this.tagPreference = Objects.requireNonNull(tagPreference, "tagPreference");
         this.token = Objects.requireNonNull(token, "token").clone();

@@ -163,11 +163,11 @@ class LmServerHandshakeTest {
         });
         LmServerHandshake handshake = new LmServerHandshake(token, new AuthThrottle(Duration.ZERO, 1000),
                 new RateLimitedLog(new ListLogger(new CopyOnWriteArrayList<>()), System.Logger.Level.WARNING, 5_000),
-                PayloadTag.Algorithm.GMAC);
+                PayloadTag.Algorithm.AES_GCM);
         LmSession session = handshake.perform(server, LmProtocol.decodeClient(LmProtocol.readFully(server,
                 LmProtocol.CLIENT_HEADER_BYTES))).orElseThrow();
         LmSession old = legacy.get(10, TimeUnit.SECONDS);
-        assertEquals(PayloadTag.Algorithm.POLY1305, session.algorithm(), "even on a server that prefers GMAC");
+        assertEquals(PayloadTag.Algorithm.POLY1305, session.algorithm(), "even on a server that prefers AES-GCM");
         byte[] body = "a GET reply".getBytes(StandardCharsets.UTF_8);
         assertTrue(old.serverToClient().next().update(body).verify(session.serverToClient().next().update(body).finish()));
     }

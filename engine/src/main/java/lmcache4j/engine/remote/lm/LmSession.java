@@ -20,7 +20,7 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * <p><b>Handshake.</b> The client sends AUTH_HELLO with a fresh 32-byte nonce {@code cn} and the
  * code of the tag algorithm it computes fastest ({@link PayloadTag.Algorithm#preferred()}); the
- * server chooses GMAC when either side prefers it, else Poly1305 (a side without its fast Poly1305
+ * server chooses AES-GCM when either side prefers it, else Poly1305 (a side without its fast Poly1305
  * would hold both back), and answers with its own nonce {@code sn}, {@link #serverProof} and its
  * choice; the client checks that proof before it sends anything keyed (so a squatter on a peer's
  * port, or a peer the controller names wrongly, learns nothing and serves nothing), then sends
@@ -89,9 +89,9 @@ public final class LmSession {
         return hmac(token, "lmcache4j lm:// client proof v2", cn, sn, offer.code(), choice.code());
     }
 
-    /** What a server chooses when the client prefers {@code offer} and it prefers {@code own}: GMAC when either does. */
+    /** What a server chooses when the client prefers {@code offer} and it prefers {@code own}: AES-GCM when either does. */
     public static PayloadTag.Algorithm choose(PayloadTag.Algorithm offer, PayloadTag.Algorithm own) {
-        return offer == PayloadTag.Algorithm.GMAC || own == PayloadTag.Algorithm.GMAC ? PayloadTag.Algorithm.GMAC
+        return offer == PayloadTag.Algorithm.AES_GCM || own == PayloadTag.Algorithm.AES_GCM ? PayloadTag.Algorithm.AES_GCM
                 : PayloadTag.Algorithm.POLY1305;
     }
 
@@ -171,7 +171,7 @@ public final class LmSession {
         byte[] sn = Arrays.copyOfRange(answer, 0, NONCE_BYTES);
         int code = answer[ANSWER_BYTES - 1] & 0xff;
         PayloadTag.Algorithm choice = code == PayloadTag.Algorithm.POLY1305.code() ? PayloadTag.Algorithm.POLY1305
-                : code == PayloadTag.Algorithm.GMAC.code() ? PayloadTag.Algorithm.GMAC : null;
+                : code == PayloadTag.Algorithm.AES_GCM.code() ? PayloadTag.Algorithm.AES_GCM : null;
         if (choice == null || !matches(serverProof(token, cn, sn, offer, choice),
                 Arrays.copyOfRange(answer, NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
             throw new AuthenticationException("could not prove it holds the token; nothing keyed was sent to it");

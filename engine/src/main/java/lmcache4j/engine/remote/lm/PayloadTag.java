@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.security.GeneralSecurityException;
 
 import java.security.spec.AlgorithmParameterSpec;
+import java.util.Arrays;
 import java.util.Locale;
 
 import javax.crypto.Cipher;
@@ -15,8 +16,9 @@ import javax.crypto.spec.SecretKeySpec;
  * The tags of one direction of an {@link LmSession}: message {@code i} is tagged under the session
  * key and the nonce {@code direction ‖ 0 0 0 ‖ i} (big-endian) with an AEAD that is given
  * everything tagged as associated data and nothing to encrypt: ChaCha20-Poly1305 (RFC 8439), a
- * Poly1305 MAC whose one-time key never repeats, or AES-256-GCM, which is then GMAC (NIST SP
- * 800-38D). Both sides count the messages of each direction, so the message number is never sent.
+ * Poly1305 MAC whose one-time key never repeats; or with AES-256-GCM (NIST SP 800-38D), which
+ * encrypts everything tagged and sends only the tag (the receiver encrypts what it received alike
+ * and compares). Both sides count the messages of each direction, so the message number is never sent.
  * The handshake chooses the {@link Algorithm} ({@link Algorithm#preferred()}).
  *
  * <p>Off-heap payloads are fed through a small heap buffer: the JDK's Poly1305 intrinsic works on
@@ -34,7 +36,7 @@ public final class PayloadTag {
 
     /**
      * The system property that overrides {@link Algorithm#preferred()} for this process:
-     * {@code poly1305} or {@code gmac}.
+     * {@code poly1305} or {@code aes-gcm}.
      */
     public static final String PREFERENCE_PROPERTY = "lmcache4j.payload_tag";
 
@@ -42,14 +44,17 @@ public final class PayloadTag {
      * A tag's algorithm. The JDK computes Poly1305 with a vector intrinsic on x86-64 CPUs with
      * AVX-512 IFMA and on AArch64 (10–13 GB/s on the 2-vCPU Xeon, {@code bench p2p}'s
      * {@code tag_gbps}); elsewhere (x86-64 without IFMA: Skylake and Cascade Lake servers, AMD
-     * before Zen 4) in plain Java at about 0.5 GB/s, where GMAC, which the JDK computes with
-     * carry-less multiplication on every x86-64 CPU it runs on, is some five times faster.
+     * before Zen 4) in plain Java at about 0.5 GB/s, where AES-GCM, which the JDK computes with
+     * AES-NI and carry-less multiplication on every x86-64 CPU it runs on, is some five times faster.
      */
     public enum Algorithm {
         /** ChaCha20-Poly1305 with everything as associated data. */
         POLY1305(1, "ChaCha20-Poly1305", "ChaCha20"),
-        /** AES-256-GCM with everything as associated data (GMAC). */
-        GMAC(2, "AES/GCM/NoPadding", "AES");
+        /**
+         * AES-256-GCM's tag of everything encrypted, the ciphertext thrown away: the tag of GCM's
+         * authenticated encryption of the bytes, both ends encrypting them alike.
+         */
+        AES_GCM(2, "AES/GCM/NoPadding", "AES");
 
         private final int code;
         private final String transformation;
@@ -73,12 +78,12 @@ public final class PayloadTag {
                     return a;
                 }
             }
-            throw new IllegalArgumentException("no payload tag algorithm has code " + code + " (1 poly1305, 2 gmac)");
+            throw new IllegalArgumentException("no payload tag algorithm has code " + code + " (1 poly1305, 2 aes-gcm)");
         }
 
         /**
          * The algorithm this process computes fastest: {@link #PREFERENCE_PROPERTY} when set;
-         * otherwise POLY1305 when the JVM computes it with its intrinsic, GMAC when it does not
+         * otherwise POLY1305 when the JVM computes it with its intrinsic, AES_GCM when it does not
          * (worked out as HotSpot decides it: AVX-512 IFMA, VL and BW with {@code UseAVX} 3 on x86-64;
          * always on AArch64).
          *
@@ -89,18 +94,18 @@ public final class PayloadTag {
             if (forced != null) {
                 return switch (forced.strip().toLowerCase(Locale.ROOT)) {
                     case "poly1305" -> POLY1305;
-                    case "gmac" -> GMAC;
+                    case "aes-gcm" -> AES_GCM;
                     default -> throw new IllegalArgumentException("-D" + PREFERENCE_PROPERTY + "=" + forced
-                            + " names no payload tag: poly1305 or gmac");
+                            + " names no payload tag: poly1305 or aes-gcm");
                 };
             }
-            return VmPoly1305.INTRINSIC ? POLY1305 : GMAC;
+            return VmPoly1305.INTRINSIC ? POLY1305 : AES_GCM;
         }
 
         /** Its lower-case name, as the property and the reports write it. */
         @Override
         public String toString() {
-            return name().toLowerCase(Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
         }
     }
 
@@ -158,10 +163,13 @@ public final class PayloadTag {
     private final byte direction;
     private final Cipher cipher;
     private final byte[] scratch = new byte[SCRATCH_BYTES];
+    /** AES-GCM's ciphertext, which nobody reads: only its tag is sent. */
+    private final byte[] sink;
     private long sequence;
 
     PayloadTag(Algorithm algorithm, byte[] sessionKey, byte direction) {
         this.algorithm = algorithm;
+        this.sink = algorithm == Algorithm.AES_GCM ? new byte[SCRATCH_BYTES + 2 * BYTES] : null;
         this.key = new SecretKeySpec(sessionKey, algorithm.keyAlgorithm);
         this.direction = direction;
         try {
@@ -181,7 +189,7 @@ public final class PayloadTag {
         byte[] nonce = new byte[12];
         nonce[0] = direction;
         ByteBuffer.wrap(nonce).putLong(4, sequence++);
-        AlgorithmParameterSpec params = algorithm == Algorithm.GMAC ? new GCMParameterSpec(BYTES * 8, nonce)
+        AlgorithmParameterSpec params = algorithm == Algorithm.AES_GCM ? new GCMParameterSpec(BYTES * 8, nonce)
                 : new IvParameterSpec(nonce);
         try {
             cipher.init(Cipher.ENCRYPT_MODE, key, params);
@@ -199,28 +207,50 @@ public final class PayloadTag {
         /** Adds the buffer's remaining bytes, consuming them. */
         public Message update(ByteBuffer bytes) {
             if (bytes.hasArray()) {
-                cipher.updateAAD(bytes.array(), bytes.arrayOffset() + bytes.position(), bytes.remaining());
+                absorb(bytes.array(), bytes.arrayOffset() + bytes.position(), bytes.remaining());
                 bytes.position(bytes.limit());
                 return this;
             }
             while (bytes.hasRemaining()) {
                 int n = Math.min(scratch.length, bytes.remaining());
                 bytes.get(scratch, 0, n);
-                cipher.updateAAD(scratch, 0, n);
+                absorb(scratch, 0, n);
             }
             return this;
         }
 
         /** Adds {@code bytes}. */
         public Message update(byte[] bytes) {
-            cipher.updateAAD(bytes);
+            absorb(bytes, 0, bytes.length);
             return this;
+        }
+
+        /**
+         * Poly1305: the bytes as associated data. AES-GCM: the bytes encrypted into {@link #sink},
+         * in pieces it holds, since the JDK's GCM keeps all associated data until the tag and then
+         * hashes it in one call, which its JIT never makes fast for few large messages.
+         */
+        private void absorb(byte[] bytes, int offset, int length) {
+            if (sink == null) {
+                cipher.updateAAD(bytes, offset, length);
+                return;
+            }
+            try {
+                for (int at = 0; at < length; ) {
+                    int n = Math.min(SCRATCH_BYTES, length - at);
+                    cipher.update(bytes, offset + at, n, sink, 0);
+                    at += n;
+                }
+            } catch (GeneralSecurityException e) {
+                throw new IllegalStateException("cannot add to an " + algorithm + " tag", e);
+            }
         }
 
         /** The tag of everything added. */
         public byte[] finish() {
             try {
-                return cipher.doFinal();
+                byte[] last = cipher.doFinal(); // AES-GCM: the last partial block's ciphertext, then the tag
+                return last.length == BYTES ? last : Arrays.copyOfRange(last, last.length - BYTES, last.length);
             } catch (GeneralSecurityException e) {
                 throw new IllegalStateException("cannot finish a " + algorithm + " tag", e);
             }

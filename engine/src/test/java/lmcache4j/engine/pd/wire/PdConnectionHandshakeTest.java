@@ -28,7 +28,7 @@ import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * The PD server's side of the handshake against a client written against the wire: the tag the
- * client offers decides the session when it is GMAC, a hello without an offer (lmcache4j before the
+ * client offers decides the session when it is AES-GCM, a hello without an offer (lmcache4j before the
  * choice) gets Poly1305 under the first proofs, and an offer of no algorithm is out of protocol.
  * Each session is checked by a frame the client tags as it believes the session tags.
  */
@@ -38,13 +38,13 @@ class PdConnectionHandshakeTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
 
     @Test
-    void aClientOfferingGmacGetsGmacWhateverTheServerPrefers() throws Exception {
+    void aClientOfferingAesGcmGetsAesGcmWhateverTheServerPrefers() throws Exception {
         for (PayloadTag.Algorithm own : PayloadTag.Algorithm.values()) {
-            assertEquals(PayloadTag.Algorithm.GMAC, handshake(PayloadTag.Algorithm.GMAC.code(), own));
+            assertEquals(PayloadTag.Algorithm.AES_GCM, handshake(PayloadTag.Algorithm.AES_GCM.code(), own));
         }
         assertEquals(PayloadTag.Algorithm.POLY1305, handshake(PayloadTag.Algorithm.POLY1305.code(),
                 PayloadTag.Algorithm.POLY1305));
-        assertEquals(PayloadTag.Algorithm.GMAC, handshake(PayloadTag.Algorithm.POLY1305.code(), PayloadTag.Algorithm.GMAC));
+        assertEquals(PayloadTag.Algorithm.AES_GCM, handshake(PayloadTag.Algorithm.POLY1305.code(), PayloadTag.Algorithm.AES_GCM));
     }
 
     @Test

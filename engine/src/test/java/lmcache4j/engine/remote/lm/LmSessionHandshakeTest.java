@@ -32,14 +32,19 @@ class LmSessionHandshakeTest {
     private static final byte[] TOKEN = "the deployment's token".getBytes(StandardCharsets.UTF_8);
 
     private static final PayloadTag.Algorithm POLY1305 = PayloadTag.Algorithm.POLY1305;
-    private static final PayloadTag.Algorithm GMAC = PayloadTag.Algorithm.GMAC;
+    private static final PayloadTag.Algorithm AES_GCM = PayloadTag.Algorithm.AES_GCM;
 
     /**
      * How the peer answers: its reply code and length to the hello, whether its proof is right, its
      * answer to the client's proof, the algorithm it says it chose, and the one its proof covers.
      */
     private record Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer, int choiceByte,
-                        PayloadTag.Algorithm provedChoice) {
+                        PayloadTag.Algorithm provedChoice, boolean offerAltered) {
+        Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer, int choiceByte,
+             PayloadTag.Algorithm provedChoice) {
+            this(helloCode, helloLength, provesToken, proofAnswer, choiceByte, provedChoice, false);
+        }
+
         Peer(int helloCode, int helloLength, boolean provesToken, int proofAnswer) {
             this(helloCode, helloLength, provesToken, proofAnswer, POLY1305.code(), POLY1305);
         }
@@ -100,11 +105,11 @@ class LmSessionHandshakeTest {
     }
 
     @Test
-    void theServersChoiceOfTagIsTheSessionsAndGmacWinsWhenEitherSidePrefersIt() throws Exception {
+    void theServersChoiceOfTagIsTheSessionsAndAesGcmWinsWhenEitherSidePrefersIt() throws Exception {
         for (PayloadTag.Algorithm offer : PayloadTag.Algorithm.values()) {
             for (PayloadTag.Algorithm serverPrefers : PayloadTag.Algorithm.values()) {
                 PayloadTag.Algorithm choice = LmSession.choose(offer, serverPrefers);
-                assertEquals(offer == GMAC || serverPrefers == GMAC ? GMAC : POLY1305, choice);
+                assertEquals(offer == AES_GCM || serverPrefers == AES_GCM ? AES_GCM : POLY1305, choice);
                 Run run = run(Peer.choosing(choice), offer);
                 LmSession client = run.client.get(10, TimeUnit.SECONDS);
                 Seen seen = run.peer.get(10, TimeUnit.SECONDS);
@@ -115,17 +120,17 @@ class LmSessionHandshakeTest {
                 byte[] body = "payload".getBytes(StandardCharsets.UTF_8);
                 byte[] tag = server.serverToClient().next().update(body).finish();
                 assertTrue(client.serverToClient().next().update(body).verify(tag), offer + " / " + serverPrefers);
-                assertFalse(LmSession.established(TOKEN, seen.cn(), seen.sn(), choice == GMAC ? POLY1305 : GMAC)
+                assertFalse(LmSession.established(TOKEN, seen.cn(), seen.sn(), choice == AES_GCM ? POLY1305 : AES_GCM)
                         .serverToClient().next().update(body).verify(tag), "each algorithm has its own key and tag");
             }
         }
     }
 
     @Test
-    void aServerThatChoosesPoly1305WhereTheClientAskedForGmacIsSentNothingMore() throws Exception {
-        Run run = run(Peer.choosing(POLY1305), GMAC);
+    void aServerThatChoosesPoly1305WhereTheClientAskedForAesGcmIsSentNothingMore() throws Exception {
+        Run run = run(Peer.choosing(POLY1305), AES_GCM);
         LmSession.AuthenticationException e = failure(run);
-        assertEquals("chose poly1305 tags where this client asked for gmac; nothing keyed was sent to it", e.getMessage());
+        assertEquals("chose poly1305 tags where this client asked for aes-gcm; nothing keyed was sent to it", e.getMessage());
         assertEquals(0, run.peer.get(10, TimeUnit.SECONDS).bytesAfterHello());
     }
 
@@ -133,14 +138,24 @@ class LmSessionHandshakeTest {
     void aChoiceTheServersProofDoesNotCoverIsRefused() throws Exception {
         // as a man in the middle would leave it: the choice byte changed, the proof over the original one
         for (Peer peer : new Peer[] {new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS,
-                GMAC.code(), POLY1305), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS,
-                POLY1305.code(), GMAC), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS, 7,
+                AES_GCM.code(), POLY1305), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS,
+                POLY1305.code(), AES_GCM), new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS, 7,
                 POLY1305)}) {
             Run run = run(peer);
             LmSession.AuthenticationException e = failure(run);
             assertTrue(e.getMessage().contains("could not prove it holds the token"), e.getMessage());
             assertEquals(0, run.peer.get(10, TimeUnit.SECONDS).bytesAfterHello());
         }
+    }
+
+    @Test
+    void anOfferChangedOnTheWayIsCaughtByTheServersProof() throws Exception {
+        // a man in the middle turned the client's Poly1305 into AES-GCM: the server's proof covers the offer it saw
+        Run run = run(new Peer(LmProtocol.SUCCESS, LmSession.ANSWER_BYTES, true, LmProtocol.SUCCESS, AES_GCM.code(), AES_GCM,
+                true));
+        LmSession.AuthenticationException e = failure(run);
+        assertTrue(e.getMessage().contains("could not prove it holds the token"), e.getMessage());
+        assertEquals(0, run.peer.get(10, TimeUnit.SECONDS).bytesAfterHello());
     }
 
     @Test
@@ -221,14 +236,17 @@ class LmSessionHandshakeTest {
         byte[] cn = java.util.Arrays.copyOf(helloBytes, LmSession.NONCE_BYTES);
         int offer = helloBytes[LmSession.NONCE_BYTES];
         PayloadTag.Algorithm offered = PayloadTag.Algorithm.ofCode(offer);
+        if (peer.offerAltered()) {
+            offered = offered == PayloadTag.Algorithm.AES_GCM ? PayloadTag.Algorithm.POLY1305 : PayloadTag.Algorithm.AES_GCM;
+        }
         byte[] sn = LmSession.nonce();
         byte[] proof = LmSession.serverProof(peer.provesToken() ? TOKEN : "a guess".getBytes(StandardCharsets.UTF_8), cn, sn,
                 offered, peer.provedChoice());
         byte[] body = LmSession.concat(sn, proof, new byte[] {(byte) peer.choiceByte()});
         LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeServer(peer.helloCode(), peer.helloLength())),
                 ByteBuffer.wrap(body, 0, Math.min(body.length, peer.helloLength())));
-        boolean refusable = peer.choiceByte() != peer.provedChoice().code()
-                || offered == PayloadTag.Algorithm.GMAC && peer.provedChoice() != PayloadTag.Algorithm.GMAC;
+        boolean refusable = peer.choiceByte() != peer.provedChoice().code() || peer.offerAltered()
+                || offered == PayloadTag.Algorithm.AES_GCM && peer.provedChoice() != PayloadTag.Algorithm.AES_GCM;
         if (peer.helloCode() != LmProtocol.SUCCESS || peer.helloLength() != body.length || !peer.provesToken() || refusable) {
             return new Seen(cn, sn, offer, null, drain(c));
         }

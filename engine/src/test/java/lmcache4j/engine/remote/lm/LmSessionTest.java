@@ -87,16 +87,24 @@ class LmSessionTest {
     }
 
     @Test
-    void gmacTagsAreAesGcmsOverTheAssociatedDataAlone() throws Exception {
-        // the tag is AES-256-GCM's with nothing encrypted: the JDK's own cipher, under the session's GMAC key, agrees
+    void aesGcmTagsAreTheJdksAesGcmTagOfTheBytesEncrypted() throws Exception {
+        // the tag is AES-256-GCM's over the bytes encrypted (the ciphertext not sent): the JDK's own cipher, under
+        // the session's AES-GCM key and the client's first nonce, agrees, however the bytes were split
         byte[] cn = LmSession.nonce();
         byte[] sn = LmSession.nonce();
-        byte[] body = "a payload of some bytes".getBytes(StandardCharsets.UTF_8);
-        byte[] tag = LmSession.established(TOKEN, cn, sn, PayloadTag.Algorithm.GMAC).clientToServer().next().update(body)
-                .finish();
+        byte[] body = new byte[200_003];
+        new Random(5).nextBytes(body);
+        PayloadTag.Message m = LmSession.established(TOKEN, cn, sn, PayloadTag.Algorithm.AES_GCM).clientToServer().next();
+        m.update(java.util.Arrays.copyOf(body, 7)).update(ByteBuffer.wrap(body, 7, 100_000));
+        try (Arena arena = Arena.ofConfined()) { // and off-heap, through the scratch buffer
+            MemorySegment rest = arena.allocate(body.length - 100_007);
+            MemorySegment.copy(body, 100_007, rest, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (int) rest.byteSize());
+            m.update(rest.asByteBuffer());
+        }
+        byte[] tag = m.finish();
         javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
         hmac.init(new javax.crypto.spec.SecretKeySpec(TOKEN, "HmacSHA256"));
-        hmac.update("lmcache4j lm:// gmac key v1".getBytes(StandardCharsets.US_ASCII));
+        hmac.update("lmcache4j lm:// aes-gcm key v1".getBytes(StandardCharsets.US_ASCII));
         hmac.update(cn);
         byte[] key = hmac.doFinal(sn);
         javax.crypto.Cipher gcm = javax.crypto.Cipher.getInstance("AES/GCM/NoPadding");
@@ -104,22 +112,22 @@ class LmSessionTest {
         nonce[0] = 2; // the client's direction, message 0
         gcm.init(javax.crypto.Cipher.ENCRYPT_MODE, new javax.crypto.spec.SecretKeySpec(key, "AES"),
                 new javax.crypto.spec.GCMParameterSpec(128, nonce));
-        gcm.updateAAD(body);
-        assertArrayEquals(gcm.doFinal(), tag);
+        byte[] sealed = gcm.doFinal(body);
+        assertArrayEquals(java.util.Arrays.copyOfRange(sealed, body.length, sealed.length), tag);
     }
 
     @Test
     void thePreferenceCanBeSetForTheProcessAndABadOneIsNamed() {
         String before = System.getProperty(PayloadTag.PREFERENCE_PROPERTY);
         try {
-            System.setProperty(PayloadTag.PREFERENCE_PROPERTY, "GMAC");
-            assertEquals(PayloadTag.Algorithm.GMAC, PayloadTag.Algorithm.preferred());
+            System.setProperty(PayloadTag.PREFERENCE_PROPERTY, "AES-GCM");
+            assertEquals(PayloadTag.Algorithm.AES_GCM, PayloadTag.Algorithm.preferred());
             System.setProperty(PayloadTag.PREFERENCE_PROPERTY, " poly1305 ");
             assertEquals(PayloadTag.Algorithm.POLY1305, PayloadTag.Algorithm.preferred());
             System.setProperty(PayloadTag.PREFERENCE_PROPERTY, "hmac");
             IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                     PayloadTag.Algorithm::preferred);
-            assertEquals("-Dlmcache4j.payload_tag=hmac names no payload tag: poly1305 or gmac", e.getMessage());
+            assertEquals("-Dlmcache4j.payload_tag=hmac names no payload tag: poly1305 or aes-gcm", e.getMessage());
         } finally {
             if (before == null) {
                 System.clearProperty(PayloadTag.PREFERENCE_PROPERTY);
@@ -132,7 +140,7 @@ class LmSessionTest {
     @Test
     void codesNameTheAlgorithmsAndAnUnknownCodeIsRefused() {
         assertEquals(PayloadTag.Algorithm.POLY1305, PayloadTag.Algorithm.ofCode(1));
-        assertEquals(PayloadTag.Algorithm.GMAC, PayloadTag.Algorithm.ofCode(2));
+        assertEquals(PayloadTag.Algorithm.AES_GCM, PayloadTag.Algorithm.ofCode(2));
         for (int bad : new int[] {0, 3, 255}) {
             org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> PayloadTag.Algorithm.ofCode(bad));
         }

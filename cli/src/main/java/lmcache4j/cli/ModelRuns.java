@@ -302,17 +302,19 @@ final class ModelRuns {
     }
 
     private static String transferLine(PdTransferBench.Result x) {
-        return String.format(Locale.ROOT, "transfer of %d MiB (%s tags): PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), bare TCP into distinct "
-                + "memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f); CPU ms per GiB: PD %.0f, untagged %.0f, "
-                + "bare %.0f, distinct %.0f%n", x.bytes() >> 20, PayloadTag.Algorithm.preferred(), x.pdGbps(), x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(),
-                x.pdVsBareDistinct(), x.unkeyedGbps(), x.taggedVsUntagged(), x.cpuMsPerGib().pd(), x.cpuMsPerGib().unkeyed(),
-                x.cpuMsPerGib().bare(), x.cpuMsPerGib().bareDistinct());
+        PayloadTag.Algorithm tags = PayloadTag.Algorithm.preferred(); // both ends are this process: what it prefers
+        return String.format(Locale.ROOT, "transfer of %d MiB (%s tags): PD %.2f GB/s, bare TCP %.2f GB/s (%.3f), "
+                + "bare TCP into distinct memory %.2f GB/s (%.3f); untagged PD %.2f GB/s (tagged/untagged %.3f); "
+                + "CPU ms per GiB: PD %.0f, untagged %.0f, bare %.0f, distinct %.0f%n", x.bytes() >> 20, tags, x.pdGbps(),
+                x.bareGbps(), x.pdVsBare(), x.bareDistinctGbps(), x.pdVsBareDistinct(), x.unkeyedGbps(),
+                x.taggedVsUntagged(), x.cpuMsPerGib().pd(), x.cpuMsPerGib().unkeyed(), x.cpuMsPerGib().bare(),
+                x.cpuMsPerGib().bareDistinct());
     }
 
     private static ReportJson transferJson(PdTransferBench.Result x) {
         // both ends are this process, so their handshake chose what it prefers
-        return new ReportJson().integer("bytes", x.bytes()).string("payload_tag", PayloadTag.Algorithm.preferred().toString())
-                .number("pd_gbps", x.pdGbps(), 3)
+        return new ReportJson().integer("bytes", x.bytes())
+                .string("payload_tag", PayloadTag.Algorithm.preferred().toString()).number("pd_gbps", x.pdGbps(), 3)
                 .number("bare_tcp_gbps", x.bareGbps(), 3).number("pd_vs_bare_tcp", x.pdVsBare(), 4)
                 .number("bare_tcp_distinct_gbps", x.bareDistinctGbps(), 3)
                 .number("pd_vs_bare_tcp_distinct", x.pdVsBareDistinct(), 4)

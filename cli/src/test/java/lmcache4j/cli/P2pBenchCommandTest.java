@@ -32,7 +32,8 @@ class P2pBenchCommandTest {
         assertEquals(0, r.exit(), r.err());
         String json = r.out().strip();
         assertTrue(json.matches("(?s)\\{\"p2p_get_gbps\": [0-9.]+, \"ceiling_get_gbps\": [0-9.]+, \"p2p_vs_ceiling\": [0-9.]+, "
-                + "\"untagged_get_gbps\": [0-9.]+, \"tagged_vs_untagged\": [0-9.]+, \"tag_gbps\": [0-9.]+, \"target_ratio\": 0.80, .*}"), json);
+                + "\"untagged_get_gbps\": [0-9.]+, \"tagged_vs_untagged\": [0-9.]+, \"tag_gbps\": [0-9.]+, \"payload_tag\": \"(poly1305|aes-gcm)\", "
+                + "\"target_ratio\": 0.80, .*}"), json);
         assertTrue(json.contains("\"chunks\": 2") && json.contains("\"chunk_bytes\": 33554432")
                 && json.contains("\"verified_chunks\": 2") && json.contains("\"mismatching_chunks\": 0")
                 && json.contains("\"rejected_chunks\": 0"), json);

@@ -21,6 +21,7 @@ import lmcache4j.allocator.internal.threads.OwnedThreads;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.pd.PdBackend;
+import lmcache4j.engine.remote.lm.PayloadTag;
 import lmcache4j.engine.security.DeploymentSecret;
 
 /**
@@ -114,6 +115,9 @@ public final class PdReceiveServer implements AutoCloseable {
     public static PdReceiveServer start(PdBackend tier, String host, int allocPort, int initPort, Optional<byte[]> token,
                                         Duration timeout) throws IOException {
         Objects.requireNonNull(tier, "tier");
+        if (token.isPresent()) {
+            PayloadTag.Algorithm.preferred(); // a bad -Dlmcache4j.payload_tag fails the start, not every handshake
+        }
         InetAddress address = InetAddress.getByName(host);
         // Channels' sockets: a chunk is then read straight into the PD buffer (PdConnection).
         ServerSocket alloc = ServerSocketChannel.open().socket();

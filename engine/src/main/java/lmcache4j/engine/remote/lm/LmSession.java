@@ -32,8 +32,8 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * <p><b>Tags.</b> Every GET reply that carries a payload, and every PUT payload, is followed by a
  * 16-byte {@link PayloadTag} under the session key, over the request header (which holds the key),
- * the reply header and the payload. A nonce per direction and message number means a tag cannot be replayed on another
- * message, key or connection. Unlike the CRC32C a peer sends, a MITM or a peer without the token
+ * the reply header and the payload. A nonce per direction and message number means a tag cannot be
+ * replayed on another message, key or connection. Unlike the CRC32C a peer sends, a MITM or a peer without the token
  * cannot forge it.
  */
 public final class LmSession {
@@ -67,12 +67,15 @@ public final class LmSession {
         return n;
     }
 
-    /** What a server that holds {@code token} answers to the client nonce {@code cn} with its nonce {@code sn} (a hello without an offer). */
+    /**
+     * What a server that holds {@code token} answers to the client nonce {@code cn} with its nonce
+     * {@code sn}, after a hello without an offer.
+     */
     public static byte[] serverProof(byte[] token, byte[] cn, byte[] sn) {
         return hmac(token, "lmcache4j lm:// server proof v1", cn, sn);
     }
 
-    /** What a client that holds {@code token} sends once the server has proved itself (a hello without an offer). */
+    /** What a client that holds {@code token} sends once the server has proved itself, after a hello without an offer. */
     public static byte[] clientProof(byte[] token, byte[] cn, byte[] sn) {
         return hmac(token, "lmcache4j lm:// client proof v1", cn, sn);
     }
@@ -169,9 +172,12 @@ public final class LmSession {
         }
         byte[] answer = LmProtocol.readFully(ch, ANSWER_BYTES);
         byte[] sn = Arrays.copyOfRange(answer, 0, NONCE_BYTES);
-        int code = answer[ANSWER_BYTES - 1] & 0xff;
-        PayloadTag.Algorithm choice = code == PayloadTag.Algorithm.POLY1305.code() ? PayloadTag.Algorithm.POLY1305
-                : code == PayloadTag.Algorithm.AES_GCM.code() ? PayloadTag.Algorithm.AES_GCM : null;
+        PayloadTag.Algorithm choice;
+        try {
+            choice = PayloadTag.Algorithm.ofCode(answer[ANSWER_BYTES - 1] & 0xff);
+        } catch (IllegalArgumentException e) {
+            choice = null; // as a wrong proof: nothing says who sent it
+        }
         if (choice == null || !matches(serverProof(token, cn, sn, offer, choice),
                 Arrays.copyOfRange(answer, NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
             throw new AuthenticationException("could not prove it holds the token; nothing keyed was sent to it");

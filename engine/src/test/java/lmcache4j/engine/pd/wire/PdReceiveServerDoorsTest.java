@@ -56,6 +56,27 @@ class PdReceiveServerDoorsTest {
     }
 
     @Test
+    void aPayloadTagPreferenceThatNamesNoTagFailsTheStartAndBindsNothing() throws Exception {
+        String before = System.getProperty(lmcache4j.engine.remote.lm.PayloadTag.PREFERENCE_PROPERTY);
+        System.setProperty(lmcache4j.engine.remote.lm.PayloadTag.PREFERENCE_PROPERTY, "gmac");
+        try (LMCacheEngine decoder = decoder(1 << 20)) {
+            int alloc = freePort();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PdReceiveServer.start(tier(decoder),
+                    "127.0.0.1", alloc, 0, Optional.of(TOKEN_BYTES), PdReceiveServerTest.TIMEOUT));
+            assertEquals("-Dlmcache4j.payload_tag=gmac names no payload tag: poly1305 or aes-gcm", e.getMessage());
+            try (ServerSocket again = new ServerSocket()) { // nothing was bound
+                again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), alloc));
+            }
+        } finally {
+            if (before == null) {
+                System.clearProperty(lmcache4j.engine.remote.lm.PayloadTag.PREFERENCE_PROPERTY);
+            } else {
+                System.setProperty(lmcache4j.engine.remote.lm.PayloadTag.PREFERENCE_PROPERTY, before);
+            }
+        }
+    }
+
+    @Test
     void aConnectionOverTheCapIsClosedAtOnceNotWhenAHandshakeWouldTimeOut() throws Exception {
         int flood = 2 * PdReceiveServer.MAX_CONNECTIONS + 8;
         List<SocketChannel> clients = new ArrayList<>();

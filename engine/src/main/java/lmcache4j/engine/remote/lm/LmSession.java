@@ -253,11 +253,6 @@ public final class LmSession {
         public LmSession session(byte[] token) {
             return established(token, cn, sn, choice);
         }
-
-        /** The algorithm chosen. */
-        public PayloadTag.Algorithm algorithm() {
-            return choice;
-        }
     }
 
     /** The arrays one after the other. */

@@ -61,6 +61,53 @@ class PdConnectionHandshakeTest {
         assertTrue(e.getCause().getMessage().contains("no payload tag algorithm has code 9"), e.getCause().getMessage());
     }
 
+    @Test
+    void aHelloOfAnotherLengthIsRefusedBeforeItsBytesAreRead() throws Exception {
+        // Integer.MAX_VALUE would be a 2 GiB read if the length were trusted
+        for (int length : new int[] {0, LmSession.NONCE_BYTES - 1, LmSession.HELLO_BYTES + 1, Integer.MAX_VALUE, -1}) {
+            try (ServerSocketChannel listener = ServerSocketChannel.open()
+                    .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+                 SocketChannel c = SocketChannel.open(listener.getLocalAddress());
+                 java.net.Socket socket = listener.accept().socket()) {
+                LmProtocol.writeFully(c, ByteBuffer.wrap(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, length,
+                        LmProtocol.PLACEHOLDER_KEY)));
+                PdProtocolException e = assertThrows(PdProtocolException.class,
+                        () -> PdConnection.accept(socket, TOKEN, TIMEOUT, 1 << 20), "a hello of " + length + " bytes");
+                assertTrue(e.getMessage().contains("(length " + length + ") where a PD server expects AUTH_HELLO"),
+                        e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void aWrongProofAfterAnOfferIsAnsweredFailAndGetsNoConnection() throws Exception {
+        try (ServerSocketChannel listener = ServerSocketChannel.open()
+                .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             SocketChannel c = SocketChannel.open(listener.getLocalAddress());
+             java.net.Socket socket = listener.accept().socket()) {
+            byte[] cn = LmSession.nonce();
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO,
+                    LmSession.HELLO_BYTES, LmProtocol.PLACEHOLDER_KEY), cn, new byte[] {(byte) PayloadTag.Algorithm.AES_GCM.code()})));
+            CompletableFuture<Optional<PdConnection>> accepted = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return PdConnection.accept(socket, TOKEN, TIMEOUT, 1 << 20);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, r -> Thread.ofVirtual().start(r));
+            byte[] reply = LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES);
+            byte[] answer = LmProtocol.readFully(c, LmProtocol.replyLength(reply));
+            byte[] sn = Arrays.copyOf(answer, LmSession.NONCE_BYTES);
+            // the proof of another token, over the right nonces, offer and choice
+            byte[] wrong = LmSession.clientProof("another token".getBytes(StandardCharsets.UTF_8), cn, sn,
+                    PayloadTag.Algorithm.AES_GCM, PayloadTag.Algorithm.AES_GCM);
+            LmProtocol.writeFully(c, ByteBuffer.wrap(LmSession.concat(LmProtocol.encodeClient(LmProtocol.AUTH_PROOF,
+                    wrong.length, LmProtocol.PLACEHOLDER_KEY), wrong)));
+            assertEquals(LmProtocol.FAIL, LmProtocol.replyCode(LmProtocol.readFully(c, LmProtocol.SERVER_HEADER_BYTES)));
+            assertEquals(Optional.empty(), accepted.get(10, TimeUnit.SECONDS));
+        }
+    }
+
     /**
      * One handshake: the client offers {@code offer} (-1: a hello of the nonce alone) to a server that
      * prefers {@code own}, then sends a message tagged as it believes the session tags.

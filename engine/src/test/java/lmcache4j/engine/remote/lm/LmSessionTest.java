@@ -31,6 +31,12 @@ class LmSessionTest {
         assertFalse(Arrays.equals(server, LmSession.serverProof("another".getBytes(StandardCharsets.UTF_8), cn, sn)));
         assertFalse(Arrays.equals(server, LmSession.serverProof(TOKEN, sn, cn)), "nonces are not interchangeable");
         assertFalse(Arrays.equals(server, LmSession.serverProof(TOKEN, cn, LmSession.nonce())));
+        // the session of a hello without an offer tags with Poly1305 under the first key
+        LmSession old = LmSession.established(TOKEN, cn, sn);
+        assertEquals(PayloadTag.Algorithm.POLY1305, old.algorithm());
+        byte[] body = "a payload".getBytes(StandardCharsets.UTF_8);
+        assertTrue(LmSession.established(TOKEN, cn, sn, PayloadTag.Algorithm.POLY1305).serverToClient().next().update(body)
+                .verify(old.serverToClient().next().update(body).finish()));
     }
 
     @ParameterizedTest

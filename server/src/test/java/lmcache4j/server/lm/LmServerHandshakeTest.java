@@ -85,6 +85,19 @@ class LmServerHandshakeTest {
     }
 
     @Test
+    void aServerWithATokenRefusesAHelloOfAnotherLengthBeforeReadingIt() {
+        LmServerHandshake handshake = new LmServerHandshake("the server's token".getBytes(StandardCharsets.UTF_8),
+                new AuthThrottle(Duration.ZERO, 1000), new RateLimitedLog(new ListLogger(new CopyOnWriteArrayList<>()),
+                System.Logger.Level.WARNING, 5_000));
+        for (int length : new int[] {0, LmSession.NONCE_BYTES - 1, LmSession.HELLO_BYTES + 1, Integer.MAX_VALUE, -1}) {
+            ProtocolException e = assertThrows(ProtocolException.class, () -> handshake.perform(server, hello(length)),
+                    "a hello of length " + length);
+            assertTrue(e.getMessage().contains("(length " + length + ") where a server with a token expects AUTH_HELLO"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
     void aWrongProofIsAnsweredFailAndLogged() throws Exception {
         List<String> logged = new CopyOnWriteArrayList<>();
         LmServerHandshake handshake = new LmServerHandshake("the server's token".getBytes(StandardCharsets.UTF_8),

@@ -1,25 +1,32 @@
 package lmcache4j.engine.remote.lm;
 
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-
 import java.security.spec.AlgorithmParameterSpec;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Set;
+import java.util.stream.Stream;
 
 import javax.crypto.Cipher;
 import javax.crypto.spec.GCMParameterSpec;
 import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+
 /**
  * The tags of one direction of an {@link LmSession}: message {@code i} is tagged under the session
- * key and the nonce {@code direction ‖ 0 0 0 ‖ i} (big-endian) with an AEAD that is given
- * everything tagged as associated data and nothing to encrypt: ChaCha20-Poly1305 (RFC 8439), a
- * Poly1305 MAC whose one-time key never repeats; or with AES-256-GCM (NIST SP 800-38D), which
- * encrypts everything tagged and sends only the tag (the receiver encrypts what it received alike
- * and compares). Both sides count the messages of each direction, so the message number is never sent.
- * The handshake chooses the {@link Algorithm} ({@link Algorithm#preferred()}).
+ * key and the nonce {@code direction ‖ 0 0 0 ‖ i} (big-endian) with an AEAD, one of two the
+ * handshake chooses ({@link Algorithm}): ChaCha20-Poly1305 (RFC 8439) given everything tagged as
+ * associated data and nothing to encrypt, a Poly1305 MAC whose one-time key never repeats; or
+ * AES-256-GCM (NIST SP 800-38D) given everything tagged to encrypt, of which only the tag is sent
+ * (the receiver encrypts what it received alike and compares; its ciphertext and tag never leave
+ * it). Both sides count the messages of each direction, so the message number is never sent.
  *
  * <p>Off-heap payloads are fed through a small heap buffer: the JDK's Poly1305 intrinsic works on
  * arrays, and a direct buffer handed to the cipher takes a much slower path (JDK 25 on the 2-vCPU
@@ -127,13 +134,12 @@ public final class PayloadTag {
             if (!arch.equals("amd64") && !arch.equals("x86_64")) {
                 return true;
             }
-            java.util.Set<String> flags;
-            try (var lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
+            Set<String> flags;
+            try (Stream<String> lines = Files.lines(Path.of("/proc/cpuinfo"))) {
                 flags = lines.filter(l -> l.startsWith("flags")).findFirst()
-                        .map(l -> java.util.Set.<String>copyOf(java.util.Arrays.asList(
-                                l.substring(l.indexOf(':') + 1).strip().split("\\s+"))))
+                        .map(l -> Set.copyOf(Arrays.asList(l.substring(l.indexOf(':') + 1).strip().split("\\s+"))))
                         .orElse(null);
-            } catch (java.io.IOException | RuntimeException e) {
+            } catch (IOException | RuntimeException e) {
                 return true;
             }
             if (flags == null) {
@@ -143,15 +149,15 @@ public final class PayloadTag {
         }
 
         /** HotSpot's condition on x86-64 (vm_version_x86.cpp), from the CPU's flags and the two VM options. */
-        static boolean intrinsic(java.util.Set<String> cpuFlags, long useAvx, long maxVectorSize) {
-            return cpuFlags.containsAll(java.util.Set.of("avx512ifma", "avx512vl", "avx512bw")) && useAvx >= 3
+        static boolean intrinsic(Set<String> cpuFlags, long useAvx, long maxVectorSize) {
+            return cpuFlags.containsAll(Set.of("avx512ifma", "avx512vl", "avx512bw")) && useAvx >= 3
                     && maxVectorSize >= 64;
         }
 
         private static long vmOption(String name, long otherwise) {
             try {
-                return Long.parseLong(java.lang.management.ManagementFactory
-                        .getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class).getVMOption(name).getValue());
+                return Long.parseLong(ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
+                        .getVMOption(name).getValue());
             } catch (RuntimeException | LinkageError e) {
                 return otherwise; // a JVM without the option (a native image) or without the management beans
             }

@@ -18,6 +18,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Timeout;
 
 import lmcache4j.allocator.MemoryObj;
@@ -126,8 +128,25 @@ class LmServerConnectorTest {
         }
     }
 
-    @Test
-    void withATokenPayloadsCarryTagsBothWaysAndAnAlteredPutStoresNothing() throws Exception {
+    @ParameterizedTest
+    @EnumSource(lmcache4j.engine.remote.lm.PayloadTag.Algorithm.class)
+    void withATokenPayloadsCarryTagsBothWaysAndAnAlteredPutStoresNothing(
+            lmcache4j.engine.remote.lm.PayloadTag.Algorithm algorithm) throws Exception {
+        String property = lmcache4j.engine.remote.lm.PayloadTag.PREFERENCE_PROPERTY;
+        String before = System.getProperty(property);
+        System.setProperty(property, algorithm.toString()); // server and client both prefer it: the handshake chooses it
+        try {
+            taggedRoundTripAndAlteredPut(algorithm);
+        } finally {
+            if (before == null) {
+                System.clearProperty(property);
+            } else {
+                System.setProperty(property, before);
+            }
+        }
+    }
+
+    private void taggedRoundTripAndAlteredPut(lmcache4j.engine.remote.lm.PayloadTag.Algorithm algorithm) throws Exception {
         String token = "a-long-enough-token-for-tests";
         try (LmCacheServer server = LmCacheServer.start(LOOPBACK, 0, 64L * MB, Optional.of(token), 16 * MB);
              LmConnector lm = connector(server, "?token=" + token);
@@ -143,6 +162,7 @@ class LmServerConnectorTest {
                     new java.net.InetSocketAddress(LOOPBACK, server.port()))) {
                 lmcache4j.engine.remote.lm.LmSession session = lmcache4j.engine.remote.lm.LmSession.authenticate(ch,
                         token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                assertEquals(algorithm, session.algorithm());
                 RemoteMetadata meta = RemoteMetadata.forObject(obj);
                 byte[] head = LmProtocol.encodeClient(LmProtocol.PUT, meta, TestChunks.key(4).toKeyString());
                 byte[] payload = obj.segment().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);

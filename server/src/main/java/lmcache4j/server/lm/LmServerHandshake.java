@@ -57,7 +57,7 @@ final class LmServerHandshake {
         try {
             handshake = LmSession.Accepting.hello(LmProtocol.readFully(c, hello.length()), tagPreference);
         } catch (IllegalArgumentException e) {
-            throw new ProtocolException("a hello that " + e.getMessage());
+            throw new ProtocolException("a hello out of protocol: " + e.getMessage());
         }
         LmProtocol.writeFully(c, ByteBuffer.wrap(handshake.answer(token)));
         ClientHeader proof = LmProtocol.decodeClient(LmProtocol.readFully(c, LmProtocol.CLIENT_HEADER_BYTES));

@@ -98,6 +98,17 @@ class LmServerHandshakeTest {
     }
 
     @Test
+    void anOfferOfNoAlgorithmIsAProtocolError() throws Exception {
+        LmServerHandshake handshake = new LmServerHandshake("the server's token".getBytes(StandardCharsets.UTF_8),
+                new AuthThrottle(Duration.ZERO, 1000), new RateLimitedLog(new ListLogger(new CopyOnWriteArrayList<>()),
+                System.Logger.Level.WARNING, 5_000));
+        LmProtocol.writeFully(client, ByteBuffer.wrap(LmSession.concat(LmSession.nonce(), new byte[] {9})));
+        ProtocolException e = assertThrows(ProtocolException.class,
+                () -> handshake.perform(server, hello(LmSession.HELLO_BYTES)));
+        assertEquals("a hello out of protocol: no payload tag algorithm has code 9 (1 poly1305, 2 aes-gcm)", e.getMessage());
+    }
+
+    @Test
     void aWrongProofIsAnsweredFailAndLogged() throws Exception {
         List<String> logged = new CopyOnWriteArrayList<>();
         LmServerHandshake handshake = new LmServerHandshake("the server's token".getBytes(StandardCharsets.UTF_8),

@@ -175,7 +175,7 @@ public final class PdConnection implements AutoCloseable {
         try {
             handshake = LmSession.Accepting.hello(LmProtocol.readFully(ch, hello.length()), tagPreference());
         } catch (IllegalArgumentException e) {
-            throw new PdProtocolException("a hello that " + e.getMessage());
+            throw new PdProtocolException("a hello out of protocol: " + e.getMessage());
         }
         LmProtocol.writeFully(ch, ByteBuffer.wrap(handshake.answer(token)));
         LmProtocol.ClientHeader proof = readClientHeader(ch);

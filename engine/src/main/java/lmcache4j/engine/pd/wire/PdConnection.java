@@ -29,8 +29,8 @@ import lmcache4j.engine.remote.lm.PayloadTag;
 
 /**
  * One PD connection: the {@code lm://} handshake ({@link LmSession}: each side proves it holds the
- * deployment's token, which never crosses the wire), then frames, each tagged with the session's
- * Poly1305 tag of its direction. A frame is {@code [u32 body length][u8 kind][body][16-byte tag]};
+ * deployment's token, which never crosses the wire, and chooses the tag), then frames, each tagged
+ * with the session's tag of its direction. A frame is {@code [u32 body length][u8 kind][body][16-byte tag]};
  * the tag covers the five header bytes and the body, and a message number both sides count, so a
  * frame cannot be altered, forged, replayed or moved to another connection.
  *
@@ -49,7 +49,7 @@ import lmcache4j.engine.remote.lm.PayloadTag;
  * class opens, and those a {@code ServerSocketChannel} accepts), a chunk is written straight from its
  * off-heap segment (gathering writes: header and slot with the first piece, then the pieces, the
  * tag with the last) and read straight into the receiver's segment; only the tag's pass copies it, 64 KiB at a
- * time, into a heap buffer, because the JDK's Poly1305 is far slower over a direct buffer (see
+ * time, into a heap buffer, because the JDK's tags are far slower over a direct buffer (see
  * {@link PayloadTag}). Messages and acknowledgements go through the socket's streams.
  *
  * <p>{@link #unkeyedForBenchmark} makes a connection without handshake or tags: only

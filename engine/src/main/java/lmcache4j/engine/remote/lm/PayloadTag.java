@@ -28,8 +28,8 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  * (the receiver encrypts what it received alike and compares; its ciphertext and tag never leave
  * it). Both sides count the messages of each direction, so the message number is never sent.
  *
- * <p>Off-heap payloads are fed through a small heap buffer: the JDK's Poly1305 intrinsic works on
- * arrays, and a direct buffer handed to the cipher takes a much slower path (JDK 25 on the 2-vCPU
+ * <p>Off-heap payloads are fed through a small heap buffer: the JDK's intrinsics work on arrays,
+ * and a direct buffer handed to the cipher takes a much slower path (Poly1305, JDK 25 on the 2-vCPU
  * AMD EPYC VM, 512 KiB messages: a heap array 10–13 GB/s, the same bytes off-heap through this
  * buffer 8–12 GB/s, a direct buffer handed to {@code updateAAD} 0.4–0.75 GB/s). {@code ./lmcache4j
  * bench p2p} reports the rate of this path ({@code tag_gbps}).

@@ -63,7 +63,8 @@ public final class PdReceiveServer implements AutoCloseable {
     private final ServerSocket transferSocket;
     private final OwnedThreads threads = new OwnedThreads();
     private final ThreadFactory handlers = threads.platformFactory("pd-receive-conn");
-    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final Set<Socket> allocOpen = ConcurrentHashMap.newKeySet();
+    private final Set<Socket> transferOpen = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     private final AtomicLong connections = new AtomicLong();
@@ -83,8 +84,9 @@ public final class PdReceiveServer implements AutoCloseable {
         this.host = host;
         this.allocSocket = alloc;
         this.transferSocket = transfer;
-        threads.start("pd-alloc-accept-" + alloc.getLocalPort(), () -> acceptLoop(alloc, this::serveAllocations));
-        threads.start("pd-transfer-accept-" + transfer.getLocalPort(), () -> acceptLoop(transfer, this::serveWrites));
+        threads.start("pd-alloc-accept-" + alloc.getLocalPort(), () -> acceptLoop(alloc, allocOpen, this::serveAllocations));
+        threads.start("pd-transfer-accept-" + transfer.getLocalPort(), () -> acceptLoop(transfer, transferOpen,
+                this::serveWrites));
     }
 
     /**
@@ -161,7 +163,8 @@ public final class PdReceiveServer implements AutoCloseable {
         void serve(PdConnection c) throws IOException;
     }
 
-    private void acceptLoop(ServerSocket server, Session session) {
+    /** Accepts on {@code server} while at most {@link #MAX_CONNECTIONS} of its connections ({@code open}) are open. */
+    private void acceptLoop(ServerSocket server, Set<Socket> open, Session session) {
         while (!closed) {
             Socket s;
             try {
@@ -173,18 +176,18 @@ public final class PdReceiveServer implements AutoCloseable {
                 }
                 continue;
             }
-            if (open.size() >= 2 * MAX_CONNECTIONS) {
+            if (open.size() >= MAX_CONNECTIONS) { // per port: a flood of one leaves the other's senders served
                 refusedConnections.incrementAndGet();
                 close(s);
                 continue;
             }
             open.add(s);
             connections.incrementAndGet();
-            handlers.newThread(() -> handle(s, session)).start();
+            handlers.newThread(() -> handle(s, open, session)).start();
         }
     }
 
-    private void handle(Socket socket, Session session) {
+    private void handle(Socket socket, Set<Socket> open, Session session) {
         try { // closed in finally, after the catch has counted: a peer that sees the hang-up sees the count
             PdConnection c;
             if (token.isPresent()) {
@@ -313,7 +316,8 @@ public final class PdReceiveServer implements AutoCloseable {
         } catch (IOException e) {
             // closing
         }
-        open.forEach(PdReceiveServer::close);
+        allocOpen.forEach(PdReceiveServer::close);
+        transferOpen.forEach(PdReceiveServer::close);
         threads.join(Duration.ofSeconds(10));
     }
 

@@ -28,7 +28,8 @@ import lmcache4j.engine.connector.KvConnector;
 
 /**
  * The receive server's doors: a port that cannot be bound leaves the other one free; a connection
- * over the cap is closed at once, not held until a handshake times out; closing the server closes its ports and the connections
+ * over the cap is closed at once, not held until a handshake times out, and the cap of one port
+ * leaves the other serving; closing the server closes its ports and the connections
  * it holds without waiting for them; and only a receiver's engine can be served.
  */
 class PdReceiveServerDoorsTest {
@@ -111,6 +112,37 @@ class PdReceiveServerDoorsTest {
                 assertEquals(refused, hungUp, "connections over the cap hung up on within 900 ms");
             } finally {
                 for (SocketChannel c : clients) {
+                    c.close();
+                }
+            }
+        }
+    }
+
+    /** The cap is per port: a stranger who fills the allocation port does not lock senders out of the transfer port. */
+    @Test
+    void aFloodOfOnePortLeavesTheOtherPortServing() throws Exception {
+        int flood = 2 * PdReceiveServer.MAX_CONNECTIONS + 8; // more than both ports' caps together, all on one
+        List<SocketChannel> silent = new ArrayList<>();
+        try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder)) {
+            try {
+                for (int i = 0; i < flood; i++) {
+                    silent.add(SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.allocPort())));
+                }
+                for (long deadline = System.nanoTime() + 5_000_000_000L; server.stats().connections()
+                        + server.stats().refusedConnections() < flood && System.nanoTime() < deadline; ) {
+                    Thread.sleep(5);
+                }
+                assertEquals(PdReceiveServer.MAX_CONNECTIONS, server.stats().connections(), server.stats().toString());
+                assertEquals(flood - PdReceiveServer.MAX_CONNECTIONS, server.stats().refusedConnections(),
+                        server.stats().toString());
+                // While the allocation port is full, a sender still proves the token on the transfer port.
+                try (PdConnection c = PdConnection.connect("127.0.0.1", server.initPort(), TOKEN_BYTES,
+                        java.time.Duration.ofSeconds(5), 1 << 20)) {
+                    assertTrue(c.keyed());
+                }
+                assertEquals(PdReceiveServer.MAX_CONNECTIONS + 1, server.stats().connections(), server.stats().toString());
+            } finally {
+                for (SocketChannel c : silent) {
                     c.close();
                 }
             }

@@ -155,16 +155,16 @@ public final class LmSession {
     /** As {@link #authenticate(ByteChannel, byte[])}, offering {@code offer}. */
     public static LmSession authenticate(ByteChannel ch, byte[] token, PayloadTag.Algorithm offer) throws IOException {
         byte[] cn = nonce();
-        // Header and payload in one write each: two small writes would meet Nagle and delayed ACKs.
-        LmProtocol.writeFully(ch, ByteBuffer.wrap(concat(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, HELLO_BYTES,
-                LmProtocol.PLACEHOLDER_KEY), cn, new byte[] {(byte) offer.code()})));
         byte[] reply;
-        try {
+        try { // a server that closes at once resets the hello's write, or the read after it
+            // Header and payload in one write each: two small writes would meet Nagle and delayed ACKs.
+            LmProtocol.writeFully(ch, ByteBuffer.wrap(concat(LmProtocol.encodeClient(LmProtocol.AUTH_HELLO, HELLO_BYTES,
+                    LmProtocol.PLACEHOLDER_KEY), cn, new byte[] {(byte) offer.code()})));
             reply = LmProtocol.readFully(ch, LmProtocol.SERVER_HEADER_BYTES);
-        } catch (java.io.EOFException | java.net.SocketException e) { // a close with the hello unread is a reset
+        } catch (java.io.EOFException | java.net.SocketException e) {
             throw new AuthenticationException("closed the connection at this client's AUTH_HELLO (" + e.getMessage()
-                    + "): an lmcache4j from before the handshake chose the payload tag (a " + NONCE_BYTES
-                    + "-byte hello), or not a server with a token");
+                    + "): a server at its limit of connections, an lmcache4j from before the handshake chose the"
+                    + " payload tag (a " + NONCE_BYTES + "-byte hello), or not a server with a token");
         }
         if (LmProtocol.replyCode(reply) != LmProtocol.SUCCESS || LmProtocol.replyLength(reply) != ANSWER_BYTES) {
             throw new AuthenticationException("does not take a token (it answered AUTH_HELLO with code "

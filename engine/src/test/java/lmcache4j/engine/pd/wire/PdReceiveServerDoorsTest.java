@@ -25,6 +25,7 @@ import org.junit.jupiter.api.Test;
 import lmcache4j.engine.LMCacheEngine;
 import lmcache4j.engine.config.ConfigLoader;
 import lmcache4j.engine.connector.KvConnector;
+import lmcache4j.engine.remote.lm.LmSession;
 
 /**
  * The receive server's doors: a port that cannot be bound leaves the other one free; a connection
@@ -135,6 +136,11 @@ class PdReceiveServerDoorsTest {
                 assertEquals(PdReceiveServer.MAX_CONNECTIONS, server.stats().connections(), server.stats().toString());
                 assertEquals(flood - PdReceiveServer.MAX_CONNECTIONS, server.stats().refusedConnections(),
                         server.stats().toString());
+                // A sender turned away by the full port is told why it may have been.
+                LmSession.AuthenticationException full = assertThrows(LmSession.AuthenticationException.class,
+                        () -> PdConnection.connect("127.0.0.1", server.allocPort(), TOKEN_BYTES,
+                                java.time.Duration.ofSeconds(5), 1 << 20));
+                assertTrue(full.getMessage().contains("a server at its limit of connections"), full.getMessage());
                 // While the allocation port is full, a sender still proves the token on the transfer port.
                 try (PdConnection c = PdConnection.connect("127.0.0.1", server.initPort(), TOKEN_BYTES,
                         java.time.Duration.ofSeconds(5), 1 << 20)) {

@@ -299,6 +299,51 @@ class PdBackendTest {
         assertTimeoutPreemptively(Duration.ofSeconds(5), () -> assertFalse(tier.contains(k1, false)));
     }
 
+    /**
+     * {@code clear} (what the storage manager's clear and {@code bench pd} call) frees only landed chunks no
+     * lookup holds, and counts their tokens; {@code remove} frees a chunk or its room, never one whose write
+     * is under way, and says whether it did.
+     */
+    @Test
+    void clearFreesOnlyUnpinnedLandedChunksAndRemoveLeavesAWriteInProgress() {
+        AllocResponse a = tier.allocate(request(keys(0, 4), 3)); // the last one of 3 tokens
+        List<Long> slots = a.remoteIndexes();
+        CacheEngineKey k0 = CacheEngineKey.parse(key(0));
+        CacheEngineKey k1 = CacheEngineKey.parse(key(1));
+        CacheEngineKey k2 = CacheEngineKey.parse(key(2));
+        CacheEngineKey k3 = CacheEngineKey.parse(key(3));
+        land(slots.get(0), (byte) 1);
+        land(slots.get(1), (byte) 2);
+        PdBackend.Landing partial = tier.beginWrite(slots.get(3), tier.metadata().chunkBytes(3)).orElseThrow();
+        partial.landed();
+        assertTrue(tier.contains(k1, true), "pinned by a lookup");
+        PdBackend.Landing writing = tier.beginWrite(slots.get(2), CHUNK_BYTES).orElseThrow();
+
+        assertEquals(CHUNK + 3, tier.clear(), "the two unpinned landed chunks' tokens");
+        assertFalse(tier.contains(k0, false));
+        assertFalse(tier.contains(k3, false));
+        assertTrue(tier.contains(k1, false), "the pinned one stays");
+        assertEquals(2, tier.stats().heldChunks(), "the pinned one and the one being written");
+        assertEquals(0, tier.clear(), "nothing more to clear");
+
+        assertFalse(tier.remove(k2), "a chunk being written stays until its write ends");
+        assertTrue(tier.unpin(k1));
+        assertTrue(tier.remove(k1));
+        assertFalse(tier.contains(k1, false));
+        assertFalse(tier.remove(k1), "removed once");
+        assertFalse(tier.remove(CacheEngineKey.parse(key(9))), "a key never asked for");
+        assertEquals(1, tier.stats().heldChunks());
+
+        writing.landed();
+        assertTrue(tier.contains(k2, false), "the write ended and landed");
+        AllocResponse b = tier.allocate(request(keys(4, 5), CHUNK));
+        assertTrue(tier.remove(CacheEngineKey.parse(key(4))), "room waiting for its write");
+        assertTrue(tier.beginWrite(b.remoteIndexes().getFirst(), CHUNK_BYTES).isEmpty(), "its write is late now");
+        assertTrue(tier.remove(k2));
+        assertEquals(0, tier.stats().heldChunks());
+        assertEquals(0, tier.stats().usedBytes(), "every room given back to the buffer");
+    }
+
     @Test
     void aClosedTierRefusesRoomAndHasClosedItsBuffer() {
         TensorMemoryAllocator buffer = TensorMemoryAllocator.strict(PdBackend.NAME, 4 * 4096L, 4096);

@@ -22,10 +22,12 @@ import lmcache4j.allocator.MemoryFormat;
 import lmcache4j.allocator.MemoryObj;
 import lmcache4j.allocator.tensor.TensorMemoryAllocator;
 import lmcache4j.engine.ModelMetadata;
+import lmcache4j.engine.config.PdSettings;
 import lmcache4j.engine.key.CacheEngineKey;
 import lmcache4j.engine.key.ChunkHash;
 import lmcache4j.engine.pd.wire.AllocRequest;
 import lmcache4j.engine.pd.wire.AllocResponse;
+import lmcache4j.engine.storage.MemoryProvider;
 
 /**
  * The decoder's PD tier on a test clock, over strict allocators (every object its own arena, so a
@@ -342,6 +344,25 @@ class PdBackendTest {
         assertTrue(tier.remove(k2));
         assertEquals(0, tier.stats().heldChunks());
         assertEquals(0, tier.stats().usedBytes(), "every room given back to the buffer");
+    }
+
+    /** A decoder's buffer must hold one whole chunk: exactly one is enough; less than one is refused, naming both sizes. */
+    @Test
+    void aBufferOfExactlyOneChunkIsEnoughAndOneThatHoldsNoChunkIsRefused() {
+        ModelMetadata mib = new ModelMetadata("pd/mib", 1, 0, DType.FLOAT32, 8, 1, 64, false); // 2 × 8 × 256 × 64 × 4 = 1 MiB
+        ModelMetadata more = new ModelMetadata("pd/more", 1, 0, DType.FLOAT32, 9, 1, 64, false);
+        long oneMib = PdSettings.MIN_BUFFER_BYTES;
+        assertEquals(oneMib, mib.chunkBytes(256));
+        PdSettings settings = new PdSettings(PdSettings.Role.RECEIVER, oneMib, Optional.of("127.0.0.1"), List.of(0),
+                List.of(0), Optional.empty(), java.util.OptionalInt.empty(), Optional.of("t"), TIMEOUT, TTL);
+        MemoryProvider provider = (shape, dtype, format, mode) -> cpu.allocate(shape, dtype, format);
+        try (PdBackend one = PdBackend.create(settings, mib, 256, provider)) {
+            assertEquals(oneMib, one.stats().capacityBytes());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PdBackend.create(settings, more, 256, provider));
+        assertTrue(e.getMessage().contains("pd_buffer_size " + oneMib + " holds no full chunk of " + more.chunkBytes(256)),
+                e.getMessage());
     }
 
     @Test

@@ -81,6 +81,7 @@ class PdSenderTest {
         }
         assertThrows(IllegalArgumentException.class, () -> new PdPeer("", 1, 1));
         assertEquals("h:1/65535", new PdPeer("h", 1, 65535).toString());
+        assertEquals("h:65535/1", new PdPeer("h", 65535, 1).toString(), "both ends of the range, either way round");
     }
 
     @Test

@@ -230,6 +230,7 @@ class PdPusherEdgesTest {
             assertThrows(IllegalArgumentException.class, () -> new PdPusher.Peer("127.0.0.1", ports[0], ports[1]));
         }
         assertThrows(IllegalArgumentException.class, () -> new PdPusher.Peer(" ", 1, 1));
+        assertEquals(65535, new PdPusher.Peer("127.0.0.1", 65535, 1).initPort(), "the last port is a port");
     }
 
     @Test

@@ -25,6 +25,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.UnaryOperator;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import lmcache4j.engine.remote.lm.LmProtocol;
 import lmcache4j.engine.remote.lm.LmSession;
@@ -158,20 +160,26 @@ class PdConnectionHostileFramesTest {
      */
     private static void throughRelay(int frames, int frameBytes, UnaryOperator<byte[]> rewrite,
                                      RelayCheck check) throws Exception {
-        throughRelay(frames, frameBytes, rewrite, 0, check);
+        throughRelay(frames, frameBytes, rewrite, 0, false, check);
     }
 
-    /** As above, then forwarding the next {@code dribbled} bytes one at a time, each in a write of its own. */
+    /**
+     * As above, then forwarding the next {@code dribbled} bytes one at a time, each in a write of its own;
+     * {@code withoutChannel}: the server's socket has no channel (a plain {@code ServerSocket} accepted it,
+     * as the proxy's notice port does), so it reads through its streams.
+     */
     private static void throughRelay(int frames, int frameBytes, UnaryOperator<byte[]> rewrite, int dribbled,
-                                     RelayCheck check) throws Exception {
-        try (ServerSocketChannel listener = ServerSocketChannel.open()
-                .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+                                     boolean withoutChannel, RelayCheck check) throws Exception {
+        try (ServerSocket listener = withoutChannel ? new ServerSocket(0, 1, InetAddress.getLoopbackAddress())
+                : ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)).socket();
              ServerSocketChannel relay = ServerSocketChannel.open()
                      .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            int port = listener.getLocalPort();
             CompletableFuture<PdConnection> accepted = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return PdConnection.accept(listener.accept().socket(), TOKEN, TIMEOUT, MAX_BODY).orElseThrow();
+                    Socket s = listener.accept();
+                    assertEquals(withoutChannel, s.getChannel() == null);
+                    return PdConnection.accept(s, TOKEN, TIMEOUT, MAX_BODY).orElseThrow();
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
@@ -344,14 +352,15 @@ class PdConnectionHostileFramesTest {
         }
     }
 
-    @Test
-    void framesThatArriveOneByteAtATimeAreReadWholeAndChecked() throws Exception {
+    @ParameterizedTest(name = "server without a channel: {0}")
+    @ValueSource(booleans = {false, true})
+    void framesThatArriveOneByteAtATimeAreReadWholeAndChecked(boolean withoutChannel) throws Exception {
         int payload = 1_000; // within the relay pair's 1 KiB frame limit
         int frames = messageFrameBytes(body('a').length) + messageFrameBytes(1) + 5 + Long.BYTES + payload
                 + LmSession.TAG_BYTES;
         try (Arena arena = Arena.ofShared()) {
             MemorySegment chunk = random(arena, payload, 21);
-            throughRelay(0, 0, nothing -> nothing, frames, (client, server) -> {
+            throughRelay(0, 0, nothing -> nothing, frames, withoutChannel, (client, server) -> {
                 client.sendMessage(body('a'));
                 client.sendAck(PdConnection.REFUSED);
                 client.sendChunk(6, chunk);

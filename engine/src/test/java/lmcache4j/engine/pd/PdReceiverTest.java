@@ -49,6 +49,20 @@ class PdReceiverTest {
     }
 
     @Test
+    void closingItClosesBothPorts() throws Exception {
+        try (LMCacheEngine engine = LMCacheEngine.create(decoder(0, 0).build(), MODEL, KvConnector.host(1), List.of())) {
+            PdReceiver receiver = PdReceiver.start(engine);
+            PdPeer peer = receiver.peer();
+            receiver.close();
+            receiver.close(); // twice is fine
+            for (int port : new int[] {peer.initPort(), peer.allocPort()}) {
+                assertThrows(java.net.ConnectException.class, () -> new java.net.Socket(InetAddress.getLoopbackAddress(), port)
+                        .close(), "port " + port + " still open after close");
+            }
+        }
+    }
+
+    @Test
     void anEngineThatIsNoPdReceiverIsRefusedNamingTheSettings() {
         try (LMCacheEngine engine = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of()).set("chunk_size", 256)
                 .set("max_local_cpu_size", 0.02).build(), MODEL, KvConnector.host(1), List.of())) {

@@ -108,6 +108,11 @@ class PdSenderTest {
                 assertTrue(loaded);
             }
             assertEquals(-1, into.all.mismatch(kv.all));
+            sender.close();
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> sender.begin("after",
+                    prefiller.prepare(tokens, Map.of()), new PdPeer("127.0.0.1", server.initPort(), server.allocPort())));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+            assertEquals(3, sender.stats().pushedChunks(), "its counters outlive it");
         }
     }
 }

@@ -62,8 +62,13 @@ class PdPusherStagingTest {
             PlanarKv kv = new PlanarKv(arena, MODEL, chunks * CHUNK, 102);
             PdPusher.Transfer t = pusher.begin("small-staging", decoder.prepare(tokens, Map.of()).chunks(),
                     new PdPusher.Peer("127.0.0.1", server.initPort(), server.allocPort()));
+            long t0 = System.nanoTime();
             t.pushComputed(kv, tokens.length); // gathers two, then waits for each room an acknowledgement frees
+            long beforeFinish = System.nanoTime();
             PdPusher.Result r = assertTimeoutPreemptively(BOUND, t::finish);
+            long finishing = System.nanoTime() - beforeFinish;
+            assertTrue(r.stagingWaitNanos() <= beforeFinish - t0, "waits within the call: " + r);
+            assertTrue(r.drainNanos() >= 0 && r.drainNanos() <= finishing, "the drain is finish's own wait: " + r);
             assertEquals(chunks, r.pushedChunks(), r.toString());
             assertEquals(Optional.empty(), r.stopReason());
             assertTrue(r.stagingWaitNanos() > 0, "the caller waited for staging room: " + r);

@@ -190,6 +190,16 @@ class PdReceiveServerDoorsTest {
         }
     }
 
+    /** The tier hands the receive server its room operations once, when its class loads: nobody can swap them after. */
+    @Test
+    void theTiersRoomsAreHandedOverOnlyOnce() {
+        try (LMCacheEngine decoder = decoder(1 << 20)) {
+            assertTrue(PdRooms.of(tier(decoder)) != null);
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> PdRooms.handOver(tier -> null));
+        assertTrue(e.getMessage().contains("handed over already"), e.getMessage());
+    }
+
     @Test
     void onlyAReceiversEngineCanBeServed() {
         try (LMCacheEngine sender = LMCacheEngine.create(ConfigLoader.builder().environment(Map.of())

@@ -124,6 +124,26 @@ class PdMessagesTest {
         assertTrue(e.getMessage().contains("followed by more bytes"), e.getMessage());
     }
 
+    /** A field this side does not know (a newer sender's) is skipped in every message; a map of the type alone lacks the rest. */
+    @Test
+    void unknownFieldsAreSkippedInAnswersAndNoticesToo() throws IOException {
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(5).packString("type").packString("AllocResponse").packString("future").packArrayHeader(2)
+                    .packInt(1).packString("x").packString("already_sent_indexes").packArrayHeader(1).packInt(0)
+                    .packString("remote_indexes").packArrayHeader(1).packLong(9).packString("error").packString("");
+            assertEquals(new AllocResponse(List.of(0), List.of(9L), ""), PdMessages.decodeAllocResponse(p.toByteArray()));
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(3).packString("type").packString("ProxyNotif").packString("future").packMapHeader(1)
+                    .packString("a").packInt(1).packString("req_id").packString("r-1");
+            assertEquals(new ProxyNotif("r-1"), PdMessages.decodeProxyNotif(p.toByteArray()));
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packMapHeader(1).packString("type").packString("AllocRequest");
+            assertRefused(p.toByteArray(), "lacks its field keys");
+        }
+    }
+
     private static void assertRefused(byte[] frame, String expected) {
         PdProtocolException e = assertThrows(PdProtocolException.class, () -> PdMessages.decodeAllocRequest(frame));
         assertTrue(e.getMessage().contains(expected), e.getMessage());

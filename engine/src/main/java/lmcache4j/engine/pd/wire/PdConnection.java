@@ -412,12 +412,15 @@ public final class PdConnection implements AutoCloseable {
         // Through the channel, bounded by the receiving deadline instead of the socket's read timeout: a timed read
         // of a socket toggles its blocking mode twice, or parks a virtual thread on a timer, at every frame.
         receiveDeadline.arm(idleTimeout.toNanos() + frameAllowanceNanos(0));
+        long bodyBytes = -1;
         try {
             readFully(header, HEADER_BYTES, true);
-            receiveDeadline.arm(frameAllowanceNanos(ByteBuffer.wrap(header).getInt() & 0xffffffffL));
+            bodyBytes = ByteBuffer.wrap(header).getInt() & 0xffffffffL;
+            receiveDeadline.arm(frameAllowanceNanos(bodyBytes)); // once begun, a frame gets its allowance, not the idle time
             return frame();
         } catch (ClosedChannelException e) {
-            throw timedOutOr(e, "no whole frame within the idle timeout of " + idleTimeout.toMillis() + " ms");
+            throw timedOutOr(e, bodyBytes < 0 ? "no frame within the idle timeout of " + idleTimeout.toMillis() + " ms"
+                    : "a frame of " + bodyBytes + " bytes arrived slower than " + MIN_BYTES_PER_SECOND + " bytes/s");
         } finally {
             receiveDeadline.disarm();
         }

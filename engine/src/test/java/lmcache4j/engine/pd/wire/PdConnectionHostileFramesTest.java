@@ -336,6 +336,25 @@ class PdConnectionHostileFramesTest {
         }
     }
 
+    /** A server gives a peer minutes between frames, but a frame once begun only its allowance: a stalled body is not held. */
+    @Test
+    void aMessageWhoseBodyStopsComingIsGivenUpOnWithinItsAllowanceNotTheIdleTimeout() throws Exception {
+        try (Raw r = raw(MAX_BODY)) {
+            r.server().setIdleTimeout(Duration.ofMinutes(10));
+            r.send(500, PdConnection.MESSAGE, new byte[10]); // 10 of 500 bytes, then nothing
+            long t0 = System.nanoTime();
+            SocketTimeoutException e = refused(SocketTimeoutException.class, r);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= TIMEOUT.toMillis() - 100 && ms < TIMEOUT.toMillis() + 3_000, "given up on after " + ms + " ms");
+            assertTrue(e.getMessage().contains("a frame of 500 bytes arrived slower than"), e.getMessage());
+        }
+        try (Raw r = raw(MAX_BODY)) { // and between frames, the idle timeout is what ends the wait
+            r.server().setIdleTimeout(Duration.ofMillis(300));
+            SocketTimeoutException e = refused(SocketTimeoutException.class, r);
+            assertTrue(e.getMessage().contains("no frame within the idle timeout of 300 ms"), e.getMessage());
+        }
+    }
+
     @Test
     void aSkippedChunkWhoseBytesStopComingIsGivenUpOnWithinItsAllowance() throws Exception {
         int payload = 10_000;

@@ -190,6 +190,28 @@ class PdReceiveServerDoorsTest {
         }
     }
 
+    /** A stranger who connects and says nothing, or stops halfway through its hello, is hung up on at pd_timeout_ms. */
+    @Test
+    void aSilentOrStalledHandshakeIsHungUpOnAtTheTimeout() throws Exception {
+        try (LMCacheEngine decoder = decoder(1 << 20); PdReceiveServer server = PdReceiveServer.start(decoder);
+             SocketChannel silent = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                     server.initPort()));
+             SocketChannel stalled = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                     server.allocPort()))) {
+            stalled.write(ByteBuffer.wrap(new byte[] {0, 0, 0})); // three bytes of a header, then nothing
+            long t0 = System.nanoTime();
+            long timeoutMs = PdReceiveServerTest.TIMEOUT.toMillis();
+            for (SocketChannel c : List.of(silent, stalled)) {
+                c.socket().setSoTimeout((int) (timeoutMs + 3_000));
+                int read = c.socket().getInputStream().read(); // blocks until the server hangs up (or 3 s past its timeout)
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertEquals(-1, read, "hung up on, nothing said");
+                assertTrue(ms >= timeoutMs - 100 && ms < timeoutMs + 2_500, "hung up on after " + ms + " ms");
+            }
+            assertEquals(0, server.stats().authFailures(), "no proof was ever offered");
+        }
+    }
+
     /** The tier hands the receive server its room operations once, when its class loads: nobody can swap them after. */
     @Test
     void theTiersRoomsAreHandedOverOnlyOnce() {

@@ -177,4 +177,45 @@ class PdConnectionHandshakeTest {
             }
         }
     }
+    /**
+     * A connect that fails (nobody listening, or a server that hangs up at the hello) closes its socket: a
+     * prefiller retrying against a decoder that is down or refuses it does not run out of file descriptors.
+     */
+    @Test
+    void failedConnectsLeaveNoSocketOpen() throws Exception {
+        int gone;
+        try (ServerSocketChannel s = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            gone = ((InetSocketAddress) s.getLocalAddress()).getPort();
+        }
+        try (ServerSocketChannel refusing = ServerSocketChannel.open()
+                .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            int port = ((InetSocketAddress) refusing.getLocalAddress()).getPort();
+            Thread hangingUp = Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        refusing.accept().close();
+                    }
+                } catch (IOException e) {
+                    // closed
+                }
+            });
+            int attempts = 40;
+            long before = openDescriptors();
+            for (int i = 0; i < attempts; i++) {
+                assertThrows(IOException.class, () -> PdConnection.connect("127.0.0.1", gone, TOKEN, TIMEOUT, 1 << 20));
+                assertThrows(LmSession.AuthenticationException.class,
+                        () -> PdConnection.connect("127.0.0.1", port, TOKEN, TIMEOUT, 1 << 20));
+            }
+            long grown = openDescriptors() - before;
+            assertTrue(grown < attempts / 4, grown + " more file descriptors open after " + 2 * attempts + " failed connects");
+            refusing.close();
+            hangingUp.join();
+        }
+    }
+
+    private static long openDescriptors() throws IOException {
+        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
 }

@@ -114,6 +114,44 @@ class PdReceiveServerTest {
         }
     }
 
+    /**
+     * The same prompt pushed twice before the decoder reads it (a retried request, or two requests sharing a
+     * prefix): the second push writes nothing, the decoder holds one copy with two claims, and each request's
+     * retrieve is served (a claim no retrieve reaches is freed at {@code pd_unclaimed_ttl_ms}, PdBackendTest).
+     */
+    @Test
+    void aPromptPushedAgainBeforeItIsReadIsNotWrittenTwiceAndServesBothRequests() throws IOException {
+        int[] tokens = tokens(2 * CHUNK + 10, 31);
+        try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);
+             PdReceiveServer server = PdReceiveServer.start(decoder); PdPusher pusher = pusher(MODEL, Optional.of(TOKEN))) {
+            PlanarKv kv = new PlanarKv(arena, MODEL, 3 * CHUNK, 32);
+            PdPusher.Result first = push(pusher, decoder, server, tokens, kv, "req-first");
+            assertEquals(3, first.pushedChunks(), first.toString());
+            PdPusher.Result again = push(pusher, decoder, server, tokens, kv, "req-again");
+            assertEquals(0, again.pushedChunks(), again.toString());
+            assertEquals(3, again.alreadySentChunks(), again.toString());
+            assertEquals(0, again.pushedBytes());
+            assertEquals(Optional.empty(), again.stopReason());
+            assertEquals(3, pusher.stats().alreadySentChunks());
+            assertEquals(3, server.stats().writes(), "each chunk written once");
+            PdBackend.Stats s = tier(decoder).stats();
+            assertEquals(3, s.heldChunks());
+            assertEquals(3, s.alreadySentChunks());
+            for (String lookup : List.of("l-first", "l-again")) { // one claim each
+                PreparedRequest request = decoder.prepare(tokens, Map.of());
+                assertEquals(tokens.length, decoder.lookup(request, lookup), lookup);
+                PlanarKv out = new PlanarKv(arena, MODEL, 3 * CHUNK, 0);
+                for (boolean b : decoder.retrieve(request, out, lookup)) {
+                    assertTrue(b, lookup);
+                }
+                assertArrayEquals(kv.bytes(tokens.length), out.bytes(tokens.length), lookup);
+            }
+            // the first retrieve read the PD tier (its copy then sits in the CPU tier, which a later lookup reaches first)
+            assertEquals(3, tier(decoder).stats().servedChunks());
+            assertEquals(0, pusher.staging().stats().usedBytes());
+        }
+    }
+
     @Test
     void aSenderWithoutTheTokenIsRefusedAndNothingLands() throws IOException {
         try (Arena arena = Arena.ofConfined(); LMCacheEngine decoder = decoder(1 << 20);

@@ -55,19 +55,13 @@ class PdReceiveServerDoorsTest {
                 again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), alloc));
             }
             // and a start that fails keeps no socket: a supervisor retrying it does not run out of descriptors
-            long before = openDescriptors();
+            long before = PdConnectionHandshakeTest.openDescriptors();
             for (int i = 0; i < 20; i++) {
                 assertThrows(IOException.class, () -> PdReceiveServer.start(tier(decoder), "127.0.0.1", 0,
                         taken.getLocalPort(), Optional.of(TOKEN_BYTES), PdReceiveServerTest.TIMEOUT));
             }
-            long grown = openDescriptors() - before;
+            long grown = PdConnectionHandshakeTest.openDescriptors() - before;
             assertTrue(grown < 5, grown + " more file descriptors open after 20 failed starts");
-        }
-    }
-
-    private static long openDescriptors() throws IOException {
-        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
-            return fds.count();
         }
     }
 
